@@ -1,0 +1,51 @@
+"""Starting a Celery worker with every task of the services it serves, plus its metrics endpoint."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from celery.signals import worker_process_shutdown
+
+from services.core.logging import configure_logging
+from services.core.queues import make_celery
+from services.core.settings import Settings
+from services.results.tasks import register_results_tasks
+from services.worker.tasks import register_worker_tasks
+
+
+@worker_process_shutdown.connect
+def _mark_process_dead(pid: int | None = None, **_: Any) -> None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid or os.getpid())
+
+
+def start_metrics_server(port: int) -> None:
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    registry = CollectorRegistry()
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.MultiProcessCollector(registry)
+        start_http_server(port, registry=registry)
+    else:
+        start_http_server(port)
+
+
+def run_worker(settings: Settings, *, queues: list[str], concurrency: int | None, pool: str,
+               metrics_port: int | None, name: str | None) -> None:
+    configure_logging(json=settings.log_json, level=settings.log_level)
+    app = make_celery(settings)
+    register_worker_tasks(app, settings)
+    register_results_tasks(app, settings)
+    app.conf.worker_max_memory_per_child = settings.worker.max_memory_mb * 1024
+    if metrics_port:
+        start_metrics_server(metrics_port)
+    argv = ["worker", "-Q", ",".join(queues), "-c", str(concurrency or settings.worker.concurrency),
+            "--pool", pool, "-l", settings.log_level, "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    if name:
+        argv += ["-n", name]
+    app.worker_main(argv)

@@ -1,0 +1,88 @@
+"""Database engines and sessions; `migrate()` builds the schema with Alembic, never with `create_all`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, sessionmaker
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _normalize_url(url: str) -> str:
+    # pg8000 is the PostgreSQL driver (BSD-licensed, pure Python); accept the usual spellings of the URL.
+    for prefix in ("postgresql://", "postgres://", "postgresql+psycopg://", "postgresql+psycopg2://"):
+        if url.startswith(prefix):
+            return "postgresql+pg8000://" + url[len(prefix) :]
+    return url
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Transactions are begun by hand (below): pysqlite's own deferred BEGIN lets two processes read the
+    # same row and then fail to upgrade to a write lock in WAL mode.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    # WAL lets the gateway read while a worker writes; busy_timeout queues writers instead of failing them.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+@lru_cache(maxsize=8)
+def get_engine(url: str) -> sa.Engine:
+    url = _normalize_url(url)
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+        # Every transaction takes SQLite's write lock up front: writers queue on busy_timeout instead of
+        # failing with SQLITE_BUSY_SNAPSHOT. SQLite is the single-machine default; PostgreSQL scales out.
+        sa.event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, pool_recycle=1800)
+
+
+@lru_cache(maxsize=8)
+def get_sessionmaker(url: str) -> sessionmaker[Session]:
+    return sessionmaker(bind=get_engine(url), expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(url: str) -> Iterator[Session]:
+    """One transaction: commits on success, rolls back on error."""
+    session = get_sessionmaker(url)()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def alembic_config(url: str) -> Any:
+    from alembic.config import Config
+
+    config = Config(str(REPO_ROOT / "alembic.ini"))
+    config.set_main_option("script_location", str(REPO_ROOT / "migrations"))
+    config.set_main_option("sqlalchemy.url", _normalize_url(url).replace("%", "%%"))
+    return config
+
+
+def migrate(url: str) -> None:
+    """`alembic upgrade head` on the given database."""
+    from alembic import command
+
+    if url.startswith("sqlite"):
+        get_engine(url)  # creates the parent folder of the database file
+    command.upgrade(alembic_config(url), "head")

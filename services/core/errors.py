@@ -1,0 +1,120 @@
+"""The one error tree of pagemill; the gateway renders every `PagemillError` the same way.
+
+    PagemillError (500 internal_error)
+    ├── InputError (4xx: the request is wrong, retrying it will not help)
+    │   ├── UnsupportedMediaType   415 unsupported_media_type
+    │   ├── FileTooLarge           413 file_too_large
+    │   ├── TooManyPages           422 too_many_pages
+    │   ├── EncryptedPdf           422 encrypted_pdf
+    │   ├── CorruptDocument        422 corrupt_document
+    │   ├── EmptyDocument          422 empty_document
+    │   ├── ValidationFailed       422 validation_error
+    │   ├── NotFound               404 not_found
+    │   └── ResultNotReady         409 result_not_ready
+    ├── PageError (a page cannot be parsed; recorded on the page, never raised to a client)
+    │   └── PageTooLarge           page_too_large
+    └── EngineUnavailable (503 engine_unavailable, retryable: the engine's backend is down or busy)
+"""
+
+from __future__ import annotations
+
+
+class PagemillError(Exception):
+    status_code: int = 500
+    code: str = "internal_error"
+    retryable: bool = False
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.__class__.__doc__ or self.code)
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class InputError(PagemillError):
+    status_code = 400
+    code = "bad_request"
+
+
+class UnsupportedMediaType(InputError):
+    """The file is not a PDF, PNG, JPEG, TIFF or WebP."""
+
+    status_code = 415
+    code = "unsupported_media_type"
+
+
+class FileTooLarge(InputError):
+    """The file is larger than the size limit."""
+
+    status_code = 413
+    code = "file_too_large"
+
+
+class TooManyPages(InputError):
+    """The document has more pages than the page limit."""
+
+    status_code = 422
+    code = "too_many_pages"
+
+
+class EncryptedPdf(InputError):
+    """The PDF is protected by a password."""
+
+    status_code = 422
+    code = "encrypted_pdf"
+
+
+class CorruptDocument(InputError):
+    """The file cannot be opened as a document."""
+
+    status_code = 422
+    code = "corrupt_document"
+
+
+class EmptyDocument(InputError):
+    """The document has no pages (or no bytes)."""
+
+    status_code = 422
+    code = "empty_document"
+
+
+class ValidationFailed(InputError):
+    """A request field is invalid."""
+
+    status_code = 422
+    code = "validation_error"
+
+
+class NotFound(InputError):
+    """No such resource."""
+
+    status_code = 404
+    code = "not_found"
+
+
+class ResultNotReady(InputError):
+    """The document has not finished yet."""
+
+    status_code = 409
+    code = "result_not_ready"
+
+
+class PageError(PagemillError):
+    """A page cannot be parsed."""
+
+    code = "page_error"
+
+
+class PageTooLarge(PageError):
+    """The page is too large to render within the memory bound."""
+
+    code = "page_too_large"
+
+
+class EngineUnavailable(PagemillError):
+    """The engine's backend is down or overloaded; the page waits and tries again."""
+
+    status_code = 503
+    code = "engine_unavailable"
+    retryable = True

@@ -1,0 +1,244 @@
+"""Every state change of documents and pages, each one atomic, so any number of workers may race.
+
+    document: queued ──split──▶ running ──last page ends──▶ (assembly claimed) ──▶ succeeded | partial | failed
+              └──────────────── DELETE ───────────────────▶ cancelled
+    page:     pending ──split──▶ queued ──claim──▶ running ──▶ succeeded | failed
+                                   ▲                  │ retryable error / lease expired
+                                   └──────────────────┘
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from services.core.db.models import (
+    DOCUMENT_FINAL,
+    PAGE_FINAL,
+    Document,
+    DocumentStatus,
+    Page,
+    PageStatus,
+    utcnow,
+)
+from services.core.settings import FailurePolicy
+
+_FINAL_PAGE_VALUES = [s.value for s in PAGE_FINAL]
+_FINAL_DOC_VALUES = [s.value for s in DOCUMENT_FINAL]
+
+
+def worker_identity() -> str:
+    """`host:pid` of this process; a lease held by a dead process on this host can be taken over at once."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_is_dead(owner: str | None) -> bool:
+    if not owner or ":" not in owner:
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class Claim(StrEnum):
+    RUN = "run"  # this delivery owns the page now
+    SKIP = "skip"  # finished, cancelled, or another live worker holds it: drop the message
+    EXHAUSTED = "exhausted"  # delivered too many times without finishing: fail it for good
+
+
+@dataclass(frozen=True, slots=True)
+class PageClaim:
+    outcome: Claim
+    deliveries: int = 0
+    page_number: int = 0
+    source_key: str | None = None
+
+
+def claim_page(session: Session, document_id: str, index: int, *, lease_s: int, max_deliveries: int,
+               now: datetime | None = None) -> PageClaim:
+    now = now or utcnow()
+    page = session.execute(
+        sa.select(Page).where(Page.document_id == document_id, Page.index == index).with_for_update()
+    ).scalar_one_or_none()
+    if page is None or page.status in _FINAL_PAGE_VALUES or page.status == PageStatus.PENDING:
+        return PageClaim(Claim.SKIP)
+    document_status = session.execute(
+        sa.select(Document.status).where(Document.id == document_id)
+    ).scalar_one_or_none()
+    if document_status is None or document_status in _FINAL_DOC_VALUES:
+        return PageClaim(Claim.SKIP)
+    if page.status == PageStatus.RUNNING and page.lease_expires_at and page.lease_expires_at > now \
+            and not _owner_is_dead(page.details.get("lease_owner")):
+        return PageClaim(Claim.SKIP)
+    if page.deliveries >= max_deliveries:
+        return PageClaim(Claim.EXHAUSTED, page.deliveries, page.page_number, page.source_key)
+    page.status = PageStatus.RUNNING
+    page.deliveries += 1
+    page.started_at = now
+    page.lease_expires_at = now + timedelta(seconds=lease_s)
+    page.details = {**page.details, "lease_owner": worker_identity()}
+    if document_status == DocumentStatus.QUEUED:
+        session.execute(sa.update(Document).where(Document.id == document_id,
+                                                  Document.status == DocumentStatus.QUEUED)
+                        .values(status=DocumentStatus.RUNNING, started_at=now))
+    return PageClaim(Claim.RUN, page.deliveries, page.page_number, page.source_key)
+
+
+@dataclass(frozen=True, slots=True)
+class PageFinish:
+    status: PageStatus
+    result_key: str | None = None
+    engine: str | None = None
+    model: str | None = None
+    attempts: int = 0
+    latency_ms: int | None = None
+    is_fallback: bool = False
+    confidence: float | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    details: dict[str, Any] | None = None
+
+
+def finish_page(session: Session, document_id: str, index: int, finish: PageFinish,
+                now: datetime | None = None) -> bool:
+    """Records a page's end once. Returns True when this call ended the document's last open page
+    and claimed its assembly, so exactly one caller enqueues the assembly."""
+    now = now or utcnow()
+    values: dict[str, Any] = {
+        "status": finish.status, "finished_at": now, "lease_expires_at": None,
+        "result_key": finish.result_key, "engine": finish.engine, "model": finish.model,
+        "attempts": finish.attempts, "latency_ms": finish.latency_ms, "is_fallback": finish.is_fallback,
+        "confidence": finish.confidence, "error_code": finish.error_code, "error_message": finish.error_message,
+    }
+    if finish.details is not None:
+        values["details"] = finish.details
+    changed = session.execute(
+        sa.update(Page)
+        .where(Page.document_id == document_id, Page.index == index, Page.status.not_in(_FINAL_PAGE_VALUES))
+        .values(**values)
+    ).rowcount
+    if not changed:
+        return False  # another delivery of the same page finished first
+    counter = Document.pages_done if finish.status == PageStatus.SUCCEEDED else Document.pages_failed
+    row = session.execute(
+        sa.update(Document).where(Document.id == document_id)
+        .values({counter: counter + 1, Document.updated_at: now})
+        .returning(Document.pages_done, Document.pages_failed, Document.pages_total)
+    ).one_or_none()
+    if row is None or row.pages_done + row.pages_failed < row.pages_total:
+        return False
+    return claim_assembly(session, document_id, lease_s=None, now=now)
+
+
+def claim_assembly(session: Session, document_id: str, *, lease_s: int | None,
+                   now: datetime | None = None) -> bool:
+    """Takes the right to assemble; with `lease_s`, a claim older than that is taken over."""
+    now = now or utcnow()
+    unclaimed = Document.assembly_claimed_at.is_(None)
+    condition = unclaimed if lease_s is None else sa.or_(
+        unclaimed, Document.assembly_claimed_at < now - timedelta(seconds=lease_s))
+    return bool(session.execute(
+        sa.update(Document)
+        .where(Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES), condition)
+        .values(assembly_claimed_at=now)
+    ).rowcount)
+
+
+def release_page(session: Session, document_id: str, index: int, *, reason: str) -> None:
+    """Gives a page back to the queue (a retryable error): it is queued again, not failed."""
+    page = session.get(Page, (document_id, index))
+    if page is None or page.status in _FINAL_PAGE_VALUES:
+        return
+    page.status = PageStatus.QUEUED
+    page.enqueued_at = utcnow()
+    page.lease_expires_at = None
+    page.details = {**page.details, "last_retry_reason": reason}
+
+
+def final_status(pages_done: int, pages_failed: int, policy: FailurePolicy) -> DocumentStatus:
+    if pages_failed == 0:
+        return DocumentStatus.SUCCEEDED
+    if pages_done == 0 or policy == FailurePolicy.FAILED:
+        return DocumentStatus.FAILED
+    return DocumentStatus.PARTIAL
+
+
+def finalize_document(session: Session, document_id: str, status: DocumentStatus, *,
+                      error_code: str | None = None, error_message: str | None = None) -> bool:
+    now = utcnow()
+    return bool(session.execute(
+        sa.update(Document)
+        .where(Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES))
+        .values(status=status, finished_at=now, updated_at=now, error_code=error_code,
+                error_message=error_message)
+    ).rowcount)
+
+
+def cancel_document(session: Session, document_id: str) -> bool:
+    """Cancels what is pending. Returns True if the document was still open."""
+    now = utcnow()
+    cancelled = bool(session.execute(
+        sa.update(Document)
+        .where(Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES))
+        .values(status=DocumentStatus.CANCELLED, finished_at=now, updated_at=now,
+                error_code="cancelled", error_message="cancelled by the client")
+    ).rowcount)
+    session.execute(
+        sa.update(Page)
+        .where(Page.document_id == document_id, Page.status.not_in(_FINAL_PAGE_VALUES))
+        .values(status=PageStatus.CANCELLED, finished_at=now, lease_expires_at=None)
+    )
+    return cancelled
+
+
+# Reconciler queries ------------------------------------------------------------------------------------------
+
+
+def expired_running_pages(session: Session, now: datetime, limit: int = 1000) -> list[Page]:
+    return list(session.execute(
+        sa.select(Page).where(Page.status == PageStatus.RUNNING, Page.lease_expires_at < now).limit(limit)
+    ).scalars())
+
+
+def stale_queued_pages(session: Session, older_than: datetime | None, limit: int = 5000) -> list[Page]:
+    """Queued pages enqueued before `older_than` (all queued pages when it is None)."""
+    query = sa.select(Page).join(Document, Document.id == Page.document_id).where(
+        Page.status == PageStatus.QUEUED, Document.status.not_in(_FINAL_DOC_VALUES))
+    if older_than is not None:
+        query = query.where(sa.or_(Page.enqueued_at.is_(None), Page.enqueued_at < older_than))
+    return list(session.execute(query.order_by(Page.enqueued_at).limit(limit)).scalars())
+
+
+def unsplit_documents(session: Session, older_than: datetime | None, limit: int = 1000) -> list[Document]:
+    query = sa.select(Document).where(Document.status == DocumentStatus.QUEUED, Document.split_at.is_(None))
+    if older_than is not None:
+        query = query.where(sa.or_(Document.split_enqueued_at.is_(None),
+                                   Document.split_enqueued_at < older_than))
+    return list(session.execute(query.limit(limit)).scalars())
+
+
+def unassembled_documents(session: Session, now: datetime, lease_s: int, limit: int = 1000) -> list[str]:
+    """Open documents whose pages have all ended, with no live assembly claim."""
+    return list(session.execute(
+        sa.select(Document.id).where(
+            Document.status.not_in(_FINAL_DOC_VALUES),
+            Document.pages_total > 0,
+            Document.pages_done + Document.pages_failed >= Document.pages_total,
+            sa.or_(Document.assembly_claimed_at.is_(None),
+                   Document.assembly_claimed_at < now - timedelta(seconds=lease_s)),
+        ).limit(limit)
+    ).scalars())

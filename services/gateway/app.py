@@ -1,0 +1,136 @@
+"""The gateway: `create_app(settings)` builds the FastAPI app; nothing is read at import time."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+
+import redis
+import sqlalchemy as sa
+from fastapi import FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from services.core.db.models import Document
+from services.core.db.session import get_engine, session_scope
+from services.core.errors import PagemillError
+from services.core.logging import bind_request_id, configure_logging, get_logger
+from services.core.metrics import CallbackCollector, render_metrics
+from services.core.queues import Queue
+from services.core.settings import Settings, get_settings
+from services.core.storage import get_store
+from services.gateway.documents.router import router as documents_router
+
+log = get_logger(__name__)
+
+HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+              405: "method_not_allowed", 409: "conflict", 413: "file_too_large", 415: "unsupported_media_type",
+              429: "rate_limited"}
+
+
+def error_response(status_code: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status_code)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(PagemillError)
+    async def pagemill_error(_: Request, exc: PagemillError) -> JSONResponse:
+        return error_response(exc.status_code, exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path"))
+        return error_response(422, "validation_error", f"{where}: {first.get('msg', 'invalid request')}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, HTTP_CODES.get(exc.status_code, "error"), str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("request.error", error=str(exc))
+        return error_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+def scrape_collectors(settings: Settings) -> Iterable[CallbackCollector]:
+    def queue_depth() -> Iterable[tuple[tuple[str, ...], float]]:
+        client = redis.Redis.from_url(settings.resolved_redis_url(), socket_timeout=2)
+        try:
+            with client.pipeline() as pipe:
+                for queue in Queue:
+                    pipe.llen(queue.value)
+                return [((q.value,), float(n)) for q, n in zip(Queue, pipe.execute(), strict=True)]
+        finally:
+            client.close()
+
+    def documents_by_status() -> Iterable[tuple[tuple[str, ...], float]]:
+        with session_scope(settings.resolved_database_url()) as session:
+            rows = session.execute(sa.select(Document.status, sa.func.count()).group_by(Document.status)).all()
+        return [((status,), float(count)) for status, count in rows]
+
+    return [
+        CallbackCollector("pagemill_queue_depth", "Messages waiting in each queue.", ["queue"], queue_depth),
+        CallbackCollector("pagemill_documents", "Documents in the database, by status.", ["status"],
+                          documents_by_status),
+    ]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    configure_logging(json=settings.log_json, level=settings.log_level)
+    app = FastAPI(title="pagemill", version="1.0", summary="PDFs and page images in, Markdown out.")
+    app.state.settings = settings
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        value = request.headers.get("x-request-id") or uuid.uuid4().hex
+        request.state.request_id = value[:64]
+        bind_request_id(request.state.request_id)
+        response = await call_next(request)
+        response.headers["X-Request-ID"] = request.state.request_id
+        return response
+
+    app.include_router(documents_router)
+
+    @app.get("/healthz", tags=["ops"])
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"])
+    async def readyz() -> JSONResponse:
+        checks: dict[str, str] = {}
+
+        def check_database() -> None:
+            with get_engine(settings.resolved_database_url()).connect() as connection:
+                connection.execute(sa.text("SELECT 1"))
+
+        def check_redis() -> None:
+            client = redis.Redis.from_url(settings.resolved_redis_url(), socket_timeout=2)
+            try:
+                client.ping()
+            finally:
+                client.close()
+
+        for name, check in (("database", check_database), ("redis", check_redis),
+                            ("store", lambda: get_store(settings).check())):
+            try:
+                await run_in_threadpool(check)
+                checks[name] = "ok"
+            except Exception as exc:  # noqa: BLE001 - report every dependency, not just the first failure
+                checks[name] = f"error: {type(exc).__name__}: {exc}"[:300]
+        ready = all(v == "ok" for v in checks.values())
+        return JSONResponse({"status": "ok" if ready else "unavailable", "checks": checks},
+                            status_code=200 if ready else 503)
+
+    collectors = list(scrape_collectors(settings))
+
+    @app.get("/metrics", tags=["ops"], include_in_schema=False)
+    async def metrics() -> Response:
+        body, content_type = await run_in_threadpool(render_metrics, collectors)
+        return Response(body, media_type=content_type)
+
+    return app

@@ -1,0 +1,70 @@
+"""The documents API's request and response bodies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class DocumentCreated(BaseModel):
+    id: str
+    status: str
+    pages_total: int
+    status_url: str
+
+
+class DocumentRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    status: str
+    filename: str
+    media_type: str
+    mode: str
+    pages_total: int
+    pages_done: int
+    pages_failed: int
+    metadata: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: ErrorBody | None
+
+
+class DocumentList(BaseModel):
+    data: list[DocumentRead]
+    next_cursor: str | None
+
+
+class PageRead(BaseModel):
+    document_id: str
+    index: int  # 1-based position in the document, as in the URL
+    page_number: int  # 1-based page number in the uploaded file
+    status: str
+    markdown: str | None
+    engine: str | None
+    model: str | None
+    attempts: int
+    latency_ms: int | None
+    is_fallback: bool
+    fallback_reason: str | None
+    confidence: float | None
+    details: dict[str, Any]
+    error: ErrorBody | None
+
+
+class DocumentDeleted(BaseModel):
+    id: str
+    status: str
+    deleted: bool

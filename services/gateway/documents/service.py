@@ -1,0 +1,165 @@
+"""Documents: accept an upload, look one up, list, cancel. Validation happens before anything is queued."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, new_id, utcnow
+from services.core.errors import NotFound, TooManyPages, ValidationFailed
+from services.core.lifecycle import cancel_document
+from services.core.pdf import EXTENSIONS, IMAGE_TYPES, inspect_document
+from services.core.queues import JobBatch, page_job, split_job
+from services.core.settings import EngineKind, Settings
+from services.core.storage import ObjectStore, document_prefix, source_key
+
+MODES = ("fast", "balanced", "accurate")
+_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+def parse_page_selection(spec: str | None, page_count: int) -> list[int]:
+    """`"1-3,7"` → [1, 2, 3, 7] (1-based, sorted, unique); None or empty selects every page."""
+    if spec is None or not spec.strip():
+        return list(range(1, page_count + 1))
+    selected: set[int] = set()
+    for part in spec.split(","):
+        match = _RANGE.match(part)
+        if not match:
+            raise ValidationFailed(f"pages: cannot read {part.strip()!r}; use a form like '1-3,7'")
+        first = int(match.group(1))
+        last = int(match.group(2) or first)
+        if first < 1 or last < first:
+            raise ValidationFailed(f"pages: {part.strip()!r} is not a valid range")
+        if last > page_count:
+            raise ValidationFailed(f"pages: the document has {page_count} pages, {part.strip()!r} asks for more")
+        selected.update(range(first, last + 1))
+    return sorted(selected)
+
+
+def parse_metadata(raw: str | None) -> dict[str, Any]:
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValidationFailed(f"metadata: not valid JSON ({exc.msg})") from exc
+    if not isinstance(value, dict):
+        raise ValidationFailed("metadata: must be a JSON object")
+    if len(raw) > 16_384:
+        raise ValidationFailed("metadata: at most 16 KiB")
+    return value
+
+
+def resolve_mode(mode: str | None, settings: Settings) -> str:
+    if mode is None or not mode.strip():
+        return "balanced" if settings.engine.kind == EngineKind.VLLM else "fast"
+    if mode not in MODES:
+        raise ValidationFailed(f"mode: must be one of {', '.join(MODES)}")
+    return mode
+
+
+def engine_for_mode(mode: str, settings: Settings) -> str:
+    """The engine a document's pages go to by default."""
+    if settings.engine.kind == EngineKind.VLLM and mode == "fast":
+        return EngineKind.CPU.value
+    return settings.engine.kind.value
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    data: bytes
+    filename: str
+    pages: str | None = None
+    metadata: str | None = None
+    mode: str | None = None
+
+
+def create_document(session: Session, store: ObjectStore, settings: Settings, upload: Upload, *,
+                    tenant_id: str | None, request_id: str | None, jobs: JobBatch) -> Document:
+    """Validates, stores the source and writes the rows; the split job goes into `jobs` for after the commit."""
+    info = inspect_document(upload.data)
+    page_numbers = parse_page_selection(upload.pages, info.page_count)
+    if len(page_numbers) > settings.limits.max_pages:
+        raise TooManyPages(f"the document has {len(page_numbers)} pages to parse; the limit is "
+                           f"{settings.limits.max_pages}")
+    metadata = parse_metadata(upload.metadata)
+    mode = resolve_mode(upload.mode, settings)
+    document_id = new_id("doc")
+    key = source_key(document_id, EXTENSIONS[info.media_type])
+    store.put(key, upload.data, content_type=info.media_type)
+    now = utcnow()
+    document = Document(
+        id=document_id, tenant_id=tenant_id, status=DocumentStatus.QUEUED, filename=upload.filename[:512],
+        media_type=info.media_type, size_bytes=len(upload.data), sha256=hashlib.sha256(upload.data).hexdigest(),
+        source_key=key, page_numbers=page_numbers, pages_total=len(page_numbers), mode=mode,
+        engine=engine_for_mode(mode, settings), metadata_=metadata, options={}, request_id=request_id,
+        created_at=now, updated_at=now,
+    )
+    session.add(document)
+    session.flush()
+    single_image = info.media_type in IMAGE_TYPES and page_numbers == [1]
+    session.execute(sa.insert(Page), [
+        {"document_id": document_id, "index": i, "page_number": number, "details": {},
+         "status": PageStatus.QUEUED if single_image else PageStatus.PENDING,
+         "source_key": key if single_image else None, "engine": document.engine,
+         "enqueued_at": now if single_image else None}
+        for i, number in enumerate(page_numbers)
+    ])
+    if single_image:
+        # A plain image is its own page file: no split step.
+        document.split_at = now
+        jobs.add(page_job(document, 0, key))
+    else:
+        document.split_enqueued_at = now
+        jobs.add(split_job(document))
+    return document
+
+
+def visible_documents(tenant_id: str | None) -> sa.Select[tuple[Document]]:
+    query = sa.select(Document).where(Document.deleted_at.is_(None))
+    if tenant_id is not None:
+        query = query.where(Document.tenant_id == tenant_id)
+    return query
+
+
+def get_document(session: Session, document_id: str, tenant_id: str | None = None) -> Document:
+    document = session.execute(visible_documents(tenant_id).where(Document.id == document_id)).scalar_one_or_none()
+    if document is None:
+        raise NotFound(f"no document {document_id!r}")
+    return document
+
+
+def list_documents(session: Session, *, tenant_id: str | None, limit: int, cursor: str | None,
+                   status: str | None) -> tuple[list[Document], str | None]:
+    query = visible_documents(tenant_id)
+    if cursor:
+        query = query.where(Document.id < cursor)
+    if status:
+        query = query.where(Document.status == status)
+    rows = list(session.execute(query.order_by(Document.id.desc()).limit(limit + 1)).scalars())
+    next_cursor = rows[limit - 1].id if len(rows) > limit else None
+    return rows[:limit], next_cursor
+
+
+def get_page(session: Session, document: Document, position: int) -> Page:
+    page = session.get(Page, (document.id, position - 1)) if position >= 1 else None
+    if page is None:
+        raise NotFound(f"document {document.id!r} has no page {position}")
+    return page
+
+
+def delete_document(session: Session, store: ObjectStore, document: Document) -> str:
+    """Cancels what is pending and erases the stored data. Returns the document's last status."""
+    if document.status not in DOCUMENT_FINAL:
+        cancel_document(session, document.id)
+        session.refresh(document)
+    document.deleted_at = utcnow()
+    session.flush()
+    store.delete_prefix(document_prefix(document.id))
+    return str(document.status)

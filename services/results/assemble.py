@@ -1,0 +1,93 @@
+"""Assembling a finished document: page results in, `document.md` and `document.json` out, final status set."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from services.core.db.models import DOCUMENT_FINAL, Document, Page, PageStatus
+from services.core.db.session import session_scope
+from services.core.lifecycle import final_status, finalize_document
+from services.core.logging import get_logger
+from services.core.metrics import DOCUMENTS_TOTAL
+from services.core.settings import Settings
+from services.core.storage import ObjectNotFound, ObjectStore, document_result_key
+from services.results.render.markdown import render_markdown
+
+log = get_logger(__name__)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat().replace("+00:00", "Z") if moment else None
+
+
+def page_entry(page: Page, result: dict[str, Any] | None) -> dict[str, Any]:
+    result = result or {}
+    error = {"code": page.error_code, "message": page.error_message} if page.error_code else None
+    return {
+        "index": page.index, "page_number": page.page_number, "status": page.status,
+        "markdown": result.get("markdown", ""), "engine": page.engine, "model": page.model,
+        "attempts": page.attempts, "latency_ms": page.latency_ms, "is_fallback": page.is_fallback,
+        "fallback_reason": result.get("fallback_reason") or None, "confidence": page.confidence,
+        "signals": result.get("signals", {}), "finish_reason": result.get("finish_reason") or None,
+        "prompt_tokens": result.get("prompt_tokens", 0), "completion_tokens": result.get("completion_tokens", 0),
+        "rotation": result.get("rotation", 0), "error": error,
+    }
+
+
+def assemble_document(document_id: str, settings: Settings, store: ObjectStore) -> str | None:
+    """Writes the document's results and sets its final status. Returns that status, or None if not due."""
+    db = settings.resolved_database_url()
+    with session_scope(db) as session:
+        document = session.get(Document, document_id)
+        if document is None or document.status in DOCUMENT_FINAL:
+            return None
+        pages = list(session.execute(
+            sa.select(Page).where(Page.document_id == document_id).order_by(Page.index)).scalars())
+    if any(p.status not in (PageStatus.SUCCEEDED, PageStatus.FAILED, PageStatus.CANCELLED) for p in pages):
+        log.warning("document.assemble_early", document_id=document_id)
+        return None
+    entries = []
+    missing: list[int] = []
+    for page in pages:
+        result = None
+        if page.status == PageStatus.SUCCEEDED and page.result_key:
+            try:
+                result = json.loads(store.get(page.result_key))
+            except ObjectNotFound:
+                # The page row says done but its result is gone: say so rather than hand back a silent hole.
+                page.status, page.error_code = PageStatus.FAILED, "result_missing"
+                page.error_message = "the page result is missing from the object store"
+                missing.append(page.index)
+        entries.append(page_entry(page, result))
+    done = sum(1 for e in entries if e["status"] == "succeeded")
+    failed = len(entries) - done
+    status = final_status(done, failed, settings.worker.on_page_failure)
+    body = {
+        "id": document.id, "status": status.value, "filename": document.filename,
+        "pages_total": document.pages_total, "pages_done": done, "pages_failed": failed,
+        "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
+        "pages": entries,
+    }
+    store.put(document_result_key(document_id, "markdown"), render_markdown(entries).encode(),
+              content_type="text/markdown; charset=utf-8")
+    store.put(document_result_key(document_id, "json"), json.dumps(body, ensure_ascii=False).encode(),
+              content_type="application/json")
+    error = None if failed == 0 else (f"{failed} of {len(entries)} pages failed")
+    with session_scope(db) as session:
+        if missing:
+            session.execute(sa.update(Page).where(Page.document_id == document_id, Page.index.in_(missing))
+                            .values(status=PageStatus.FAILED, error_code="result_missing",
+                                    error_message="the page result is missing from the object store"))
+            session.execute(sa.update(Document).where(Document.id == document_id)
+                            .values(pages_done=done, pages_failed=failed))
+        changed = finalize_document(session, document_id, status, error_code="pages_failed" if failed else None,
+                                    error_message=error)
+    if changed:
+        DOCUMENTS_TOTAL.labels(status=status.value).inc()
+        log.info("document.finished", document_id=document_id, status=status.value, pages=len(entries),
+                 failed=failed)
+    return status.value if changed else None

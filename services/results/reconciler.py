@@ -1,0 +1,100 @@
+"""The reconciler: whatever the queue lost, the database still knows, and this puts it back on the queue.
+
+It re-enqueues pages whose lease ran out, pages and splits whose messages vanished, and assembles
+documents whose pages all ended but which were never assembled. Redis losing its data (a restart without
+persistence, a FLUSHALL) is noticed through a sentinel key and repaired at once instead of after a lease.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import redis
+from celery import Celery
+
+from services.core.db.models import Document, PageStatus, utcnow
+from services.core.db.session import session_scope
+from services.core.lifecycle import (
+    claim_assembly,
+    expired_running_pages,
+    stale_queued_pages,
+    unassembled_documents,
+    unsplit_documents,
+)
+from services.core.logging import get_logger
+from services.core.metrics import PAGE_RETRIES
+from services.core.queues import JobBatch, assemble_job, page_job, split_job
+from services.core.settings import Settings
+
+log = get_logger(__name__)
+
+EPOCH_KEY = "pagemill:epoch"
+
+
+@dataclass(slots=True)
+class ReconcileReport:
+    redis_reset: bool = False
+    pages_requeued: int = 0
+    splits_requeued: int = 0
+    assemblies: int = 0
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.pages_requeued or self.splits_requeued or self.assemblies)
+
+
+def redis_was_reset(client: redis.Redis) -> bool:
+    """True when the sentinel key is gone: everything queued in Redis may be lost."""
+    return bool(client.set(EPOCH_KEY, uuid.uuid4().hex, nx=True))
+
+
+def reconcile_once(settings: Settings, app: Celery, client: redis.Redis) -> ReconcileReport:
+    report = ReconcileReport(redis_reset=redis_was_reset(client))
+    now = utcnow()
+    # After a reset every queued message is presumed lost; otherwise only those older than the lease.
+    queued_cutoff = None if report.redis_reset else now - timedelta(seconds=settings.worker.queued_lease_s)
+    batch = JobBatch()
+    with session_scope(settings.resolved_database_url()) as session:
+        documents: dict[str, Document | None] = {}
+        expired = expired_running_pages(session, now)
+        PAGE_RETRIES.labels(reason="lease_expired").inc(len(expired))
+        for page in expired + stale_queued_pages(session, queued_cutoff):
+            if page.document_id not in documents:
+                documents[page.document_id] = session.get(Document, page.document_id)
+            document = documents[page.document_id]
+            if document is None or page.source_key is None:
+                continue
+            page.status, page.enqueued_at, page.lease_expires_at = PageStatus.QUEUED, now, None
+            batch.add(page_job(document, page.index, page.source_key, engine=page.engine))
+            report.pages_requeued += 1
+        for document in unsplit_documents(session, queued_cutoff):
+            document.split_enqueued_at = now
+            batch.add(split_job(document))
+            report.splits_requeued += 1
+        for document_id in unassembled_documents(session, now, settings.reconciler.assembly_lease_s):
+            if claim_assembly(session, document_id, lease_s=settings.reconciler.assembly_lease_s, now=now):
+                document = session.get(Document, document_id)
+                batch.add(assemble_job(document_id, document.request_id if document else None))
+                report.assemblies += 1
+    batch.send(app)
+    if report.changed or report.redis_reset:
+        log.info("reconcile.done", redis_reset=report.redis_reset, pages=report.pages_requeued,
+                 splits=report.splits_requeued, assemblies=report.assemblies)
+    return report
+
+
+def reconcile_forever(settings: Settings, app: Celery, *, stop: object | None = None) -> None:
+    """`pagemill reconcile --loop`: one pass every `reconciler.interval_s` seconds, surviving any error."""
+    client = redis.Redis.from_url(settings.resolved_redis_url(), socket_timeout=10)
+    while stop is None or not stop.is_set():
+        try:
+            reconcile_once(settings, app, client)
+        except Exception as exc:  # noqa: BLE001 - the next pass tries again; a dead reconciler is worse
+            log.warning("reconcile.error", error=str(exc))
+        deadline = time.monotonic() + settings.reconciler.interval_s
+        while time.monotonic() < deadline and (stop is None or not stop.is_set()):
+            time.sleep(0.2)

@@ -1,0 +1,64 @@
+"""Parsing files in this process, without Redis or a database: `pagemill parse` without `--server`, and eval.
+
+It runs the same validation, page split, engine pipeline and Markdown rendering as the platform does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.core.errors import PagemillError
+from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
+from services.core.settings import Settings
+from services.results.render.markdown import render_markdown
+from services.worker.engines import PageInput, load_engine
+from services.worker.pipeline import run_page
+
+
+@dataclass(slots=True)
+class LocalResult:
+    markdown: str
+    pages: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for page in self.pages if page["status"] != "succeeded")
+
+
+def page_inputs(data: bytes, page_numbers: list[int] | None = None) -> tuple[str, list[tuple[int, str, bytes]]]:
+    """(media type, [(page number, page media type, page bytes)]) for every selected page of a file."""
+    info = inspect_document(data)
+    numbers = page_numbers or list(range(1, info.page_count + 1))
+    if info.media_type == PDF:
+        return info.media_type, [(n, PDF, b) for n, b in zip(numbers, split_pdf(data, numbers), strict=True)]
+    if numbers == [1]:
+        return info.media_type, [(1, info.media_type, data)]
+    return info.media_type, [(n, "image/png", image_frame_png(data, n - 1)) for n in numbers]
+
+
+def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = None,
+                  on_page: Callable[[dict[str, Any]], None] | None = None) -> LocalResult:
+    started = time.perf_counter()
+    engine = load_engine(engine_name or settings.engine.kind.value, settings)
+    _, pages = page_inputs(data)
+    entries: list[dict[str, Any]] = []
+    for index, (number, media_type, page_bytes) in enumerate(pages):
+        entry: dict[str, Any] = {"index": index, "page_number": number}
+        try:
+            outcome = run_page(engine, PageInput("local", index, media_type, page_bytes), settings)
+            entry.update(status="succeeded", markdown=outcome.output.markdown, engine=outcome.output.engine,
+                         model=outcome.output.model, latency_ms=outcome.latency_ms,
+                         confidence=outcome.output.confidence, is_fallback=outcome.is_fallback,
+                         signals=outcome.output.signals)
+        except PagemillError as exc:
+            entry.update(status="failed", error={"code": exc.code, "message": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - one bad page must not lose the others
+            entry.update(status="failed", error={"code": "engine_error", "message": f"{type(exc).__name__}: {exc}"})
+        entries.append(entry)
+        if on_page:
+            on_page(entry)
+    return LocalResult(render_markdown(entries), entries, time.perf_counter() - started)

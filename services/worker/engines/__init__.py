@@ -1,0 +1,38 @@
+"""Engines by name, with their heavy imports deferred until one is loaded."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from services.core.settings import EngineKind, Settings
+from services.worker.engines.base import Engine, PageInput, PageOutput
+
+__all__ = ["Engine", "PageInput", "PageOutput", "engine_names", "load_engine"]
+
+
+def engine_names() -> list[str]:
+    return [kind.value for kind in EngineKind]
+
+
+def load_engine(kind: str, settings: Settings) -> Engine:
+    return _load(kind, settings.model_dump_json(include={"engine", "limits"}))
+
+
+@lru_cache(maxsize=8)
+def _load(kind: str, settings_json: str) -> Engine:
+    settings = Settings.model_validate_json(settings_json)
+    if kind == EngineKind.CPU:
+        from services.worker.engines.cpu import CpuEngine
+
+        return CpuEngine(settings)
+    if kind == EngineKind.FAKE:
+        from services.worker.engines.fake import FakeEngine
+
+        return FakeEngine()
+    if kind == EngineKind.VLLM:
+        try:
+            from services.worker.engines.vllm import VllmEngine  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as exc:  # pragma: no cover - until the vLLM engine lands
+            raise ValueError("the vllm engine is not available in this build") from exc
+        return VllmEngine(settings)  # type: ignore[no-any-return,unused-ignore]
+    raise ValueError(f"unknown engine {kind!r}; choose one of {engine_names()}")

@@ -1,0 +1,26 @@
+"""An instant, deterministic engine for tests and the control-plane benchmark. Never for customers."""
+
+from __future__ import annotations
+
+import hashlib
+
+from services.worker.engines.base import PageInput, PageOutput
+
+
+class FakeEngine:
+    name = "fake"
+    needs_text_layer = False
+    needs_image = False
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
+        self.calls += 1
+        digest = hashlib.sha256(page.data).hexdigest()[:16]
+        markdown = f"## Page {page.index + 1}\n\nfake engine output for {page.media_type} sha256:{digest}\n"
+        return PageOutput(markdown=markdown, engine=self.name, model="fake-1", confidence=1.0,
+                          completion_tokens=len(markdown.split()))
+
+    def check_health(self) -> None:
+        return None

@@ -1,0 +1,95 @@
+"""Splitting a stored document into page files and page jobs, once, in chunks so the first pages start early."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+from celery import Celery
+
+from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, utcnow
+from services.core.db.session import session_scope
+from services.core.errors import PagemillError
+from services.core.lifecycle import finalize_document
+from services.core.logging import get_logger
+from services.core.pdf import PDF, image_frame_png, split_pdf
+from services.core.queues import JobBatch, page_job, page_queue
+from services.core.settings import Settings
+from services.core.storage import ObjectStore, page_source_key
+
+log = get_logger(__name__)
+
+CHUNK = 32
+
+
+def _page_files(document: Document, data: bytes) -> Iterator[tuple[str, str, bytes | None]]:
+    """(media type, key, bytes to store or None when the source itself is the page) per selected page."""
+    numbers = [int(n) for n in document.page_numbers]
+    if document.media_type == PDF:
+        for index, page_pdf in enumerate(split_pdf(data, numbers)):
+            yield PDF, page_source_key(document.id, index, ".pdf"), page_pdf
+    elif numbers == [1]:
+        yield document.media_type, document.source_key, None  # a plain image is its own page file
+    else:  # frames of a multi-page TIFF (or WebP/PNG animation)
+        for index, number in enumerate(numbers):
+            yield "image/png", page_source_key(document.id, index, ".png"), image_frame_png(data, number - 1)
+
+
+def split_document(document_id: str, settings: Settings, store: ObjectStore, app: Celery) -> int:
+    """Writes every pending page's file and queues its job. Returns the pages queued. Safe to run twice."""
+    db = settings.resolved_database_url()
+    with session_scope(db) as session:
+        document = session.get(Document, document_id)
+        if document is None or document.status in DOCUMENT_FINAL or document.split_at is not None:
+            return 0
+        pending = set(session.execute(
+            sa.select(Page.index).where(Page.document_id == document_id, Page.status == PageStatus.PENDING)
+        ).scalars())
+    data = store.get(document.source_key)
+    queued = 0
+    chunk: list[tuple[int, str]] = []
+    send = JobBatch()
+
+    def flush() -> None:
+        nonlocal queued
+        if not chunk:
+            return
+        with session_scope(db) as session:
+            if session.execute(sa.select(Document.status).where(Document.id == document_id)).scalar_one() \
+                    in DOCUMENT_FINAL:
+                chunk.clear()
+                return
+            now = utcnow()
+            for index, key in chunk:
+                changed = session.execute(
+                    sa.update(Page).where(Page.document_id == document_id, Page.index == index,
+                                          Page.status == PageStatus.PENDING)
+                    .values(status=PageStatus.QUEUED, source_key=key, enqueued_at=now, engine=document.engine,
+                            queue=page_queue(document.engine).value)
+                ).rowcount
+                if changed:
+                    send.add(page_job(document, index, key))
+        queued += send.send(app)
+        chunk.clear()
+
+    try:
+        for index, (media_type, key, page_bytes) in enumerate(_page_files(document, data)):
+            if index not in pending:
+                continue
+            if page_bytes is not None:
+                store.put(key, page_bytes, content_type=media_type)
+            chunk.append((index, key))
+            if len(chunk) >= CHUNK:
+                flush()
+        flush()
+    except PagemillError as exc:
+        # Validated at upload, so this is rare (a page pdfium cannot copy): the document fails with the reason.
+        log.warning("document.split_failed", document_id=document_id, code=exc.code, error=str(exc))
+        with session_scope(db) as session:
+            finalize_document(session, document_id, DocumentStatus.FAILED, error_code=exc.code,
+                              error_message=str(exc))
+        return queued
+    with session_scope(db) as session:
+        session.execute(sa.update(Document).where(Document.id == document_id).values(split_at=utcnow()))
+    log.info("document.split", document_id=document_id, pages=queued)
+    return queued

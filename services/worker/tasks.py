@@ -1,0 +1,145 @@
+"""The worker's Celery tasks: split a document, parse a page. Arguments are proto payloads of ids and keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery, Task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from services.core.contracts import DocumentTask, PageResult, PageTask, from_dict, to_dict
+from services.core.db.models import DocumentStatus, PageStatus
+from services.core.db.session import session_scope
+from services.core.errors import PagemillError
+from services.core.lifecycle import Claim, PageFinish, claim_page, finalize_document, finish_page, release_page
+from services.core.logging import bind_request_id, get_logger
+from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGES_TOTAL
+from services.core.queues import JobBatch, TaskName, assemble_job
+from services.core.retry import is_retryable
+from services.core.settings import Settings
+from services.core.storage import get_store, page_result_key
+from services.worker.engines import PageInput, load_engine
+from services.worker.pipeline import run_page
+from services.worker.split import split_document
+
+log = get_logger(__name__)
+
+
+def backoff_s(settings: Settings, retries: int) -> float:
+    return float(min(settings.worker.retry_backoff_max_s, settings.worker.retry_backoff_s * 2**retries))
+
+
+def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
+    """One delivery of one page. Returns what happened (for logs and tests): run, skip, retry, failed."""
+    job = from_dict(PageTask, payload)
+    bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
+    db = settings.resolved_database_url()
+    with session_scope(db) as session:
+        claim = claim_page(session, job.document_id, job.page_index, lease_s=settings.worker.page_lease_s,
+                           max_deliveries=settings.worker.max_deliveries)
+    if claim.outcome == Claim.SKIP:
+        log.debug("page.skipped", document_id=job.document_id, index=job.page_index)
+        return "skip"
+    if claim.outcome == Claim.EXHAUSTED:
+        _fail(settings, job, "page_lost", f"the page was picked up {claim.deliveries} times without finishing "
+                                          "(a worker crashed or timed out on it each time)")
+        return "failed"
+    engine_name = job.engine or settings.engine.kind.value
+    try:
+        store = get_store(settings)
+        engine = load_engine(engine_name, settings)
+        page = PageInput(job.document_id, job.page_index, job.media_type, store.get(job.source_key))
+        outcome = run_page(engine, page, settings)
+        output = outcome.output
+        result = PageResult(
+            document_id=job.document_id, page_index=job.page_index, page_number=claim.page_number,
+            markdown=output.markdown, engine=output.engine, model=output.model, attempts=outcome.attempts,
+            latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback, fallback_reason=outcome.fallback_reason,
+            confidence=output.confidence or 0.0, signals=output.signals, finish_reason=output.finish_reason,
+            prompt_tokens=output.prompt_tokens, completion_tokens=output.completion_tokens,
+            width_px=output.width_px, height_px=output.height_px, rotation=output.rotation,
+        )
+        key = page_result_key(job.document_id, job.page_index)
+        store.put(key, _json(result), content_type="application/json")
+        with session_scope(db) as session:
+            due = finish_page(session, job.document_id, job.page_index, PageFinish(
+                PageStatus.SUCCEEDED, result_key=key, engine=output.engine, model=output.model,
+                attempts=outcome.attempts, latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback,
+                confidence=output.confidence,
+                details={"finish_reason": output.finish_reason, "prompt_tokens": output.prompt_tokens,
+                         "completion_tokens": output.completion_tokens, "signals": output.signals,
+                         "fallback_reason": outcome.fallback_reason, **output.details},
+            ))
+    except SoftTimeLimitExceeded:
+        _fail(settings, job, "page_timeout", f"the page took longer than {settings.worker.page_timeout_s} s")
+        return "failed"
+    except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
+        if is_retryable(exc) and task.request.retries < settings.worker.max_retries:
+            reason = getattr(exc, "code", type(exc).__name__)
+            PAGE_RETRIES.labels(reason=reason).inc()
+            log.warning("page.retry", reason=reason, error=str(exc), retries=task.request.retries)
+            with session_scope(db) as session:
+                release_page(session, job.document_id, job.page_index, reason=reason)
+            raise task.retry(countdown=backoff_s(settings, task.request.retries), exc=exc) from exc
+        if isinstance(exc, PagemillError):
+            _fail(settings, job, exc.code, str(exc))
+        else:
+            log.exception("page.engine_error", error=str(exc))
+            _fail(settings, job, "engine_error", f"{type(exc).__name__}: {exc}")
+        return "failed"
+    PAGES_TOTAL.labels(status="succeeded", engine=output.engine).inc()
+    PAGE_LATENCY.labels(engine=output.engine).observe(outcome.latency_ms / 1000)
+    log.info("page.parsed", engine=output.engine, ms=outcome.latency_ms, chars=len(output.markdown))
+    if due:
+        _send(task.app, assemble_job(job.document_id, job.request_id))
+    return "run"
+
+
+def _fail(settings: Settings, job: PageTask, code: str, message: str) -> None:
+    log.warning("page.failed", code=code, error=message)
+    with session_scope(settings.resolved_database_url()) as session:
+        due = finish_page(session, job.document_id, job.page_index,
+                          PageFinish(PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
+    PAGES_TOTAL.labels(status="failed", engine=job.engine or "unknown").inc()
+    if due:
+        from services.core.queues import get_celery
+
+        _send(get_celery(settings), assemble_job(job.document_id, job.request_id))
+
+
+def _send(app: Celery, job: Any) -> None:
+    batch = JobBatch()
+    batch.add(job)
+    batch.send(app)
+
+
+def _json(message: PageResult) -> bytes:
+    import json
+
+    return json.dumps(to_dict(message), ensure_ascii=False).encode()
+
+
+def register_worker_tasks(app: Celery, settings: Settings) -> None:
+    limits = {"soft_time_limit": settings.worker.page_timeout_s, "time_limit": settings.worker.page_timeout_s + 30}
+
+    @app.task(name=TaskName.PARSE_PAGE.value, bind=True, acks_late=True, reject_on_worker_lost=True,
+              max_retries=settings.worker.max_retries, **limits)
+    def parse_page_task(self: Task, payload: dict[str, Any]) -> str:
+        return parse_page(self, payload, settings)
+
+    @app.task(name=TaskName.SPLIT_DOCUMENT.value, bind=True, acks_late=True, reject_on_worker_lost=True,
+              max_retries=settings.worker.max_retries)
+    def split_document_task(self: Task, payload: dict[str, Any]) -> int:
+        job = from_dict(DocumentTask, payload)
+        bind_request_id(job.request_id, document_id=job.document_id)
+        try:
+            return split_document(job.document_id, settings, get_store(settings), self.app)
+        except Exception as exc:
+            if is_retryable(exc) and self.request.retries < settings.worker.max_retries:
+                raise self.retry(countdown=backoff_s(settings, self.request.retries), exc=exc) from exc
+            # Anything else would come back forever through the reconciler: end the document with the reason.
+            log.exception("document.split_error", error=str(exc))
+            with session_scope(settings.resolved_database_url()) as session:
+                finalize_document(session, job.document_id, DocumentStatus.FAILED, error_code="split_failed",
+                                  error_message=f"{type(exc).__name__}: {exc}")
+            return 0

@@ -1,0 +1,171 @@
+"""The platform as real processes: a gateway (uvicorn), Celery workers and a reconciler, on real servers."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from services.core.db.session import migrate
+from services.core.settings import Settings
+from tests.servers import free_port, wait_for
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+if not CORPUS.exists():  # a clone elsewhere: PAGEMILL_CORPUS points at the shared corpus
+    CORPUS = Path(os.environ.get("PAGEMILL_CORPUS", "/work/shared/corpus"))
+FINAL = {"succeeded", "partial", "failed", "cancelled"}
+_redis_dbs = itertools.cycle(range(1, 16))
+
+
+@dataclass
+class Platform:
+    workdir: Path
+    database_url: str
+    redis_base_url: str
+    s3_endpoint: str | None = None
+    engine: str = "cpu"
+    extra_env: dict[str, str] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        import redis
+
+        self.redis_url = f"{self.redis_base_url.rsplit('/', 1)[0]}/{next(_redis_dbs)}"
+        redis.Redis.from_url(self.redis_url).flushdb()
+        self.bucket = f"pagemill-{uuid.uuid4().hex[:12]}"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_")}
+        env.update({
+            "PAGEMILL_DATA_DIR": str(self.workdir / "data"),
+            "PAGEMILL_DATABASE_URL": self.database_url,
+            "PAGEMILL_REDIS_URL": self.redis_url,
+            "PAGEMILL_ENGINE__KIND": self.engine,
+            "PAGEMILL_RECONCILER__INTERVAL_S": "1",
+            "PAGEMILL_LOG_LEVEL": "INFO",
+            "PROMETHEUS_MULTIPROC_DIR": str(self.workdir / "metrics"),
+            "PYTHONPATH": str(REPO),
+        })
+        if self.s3_endpoint:
+            env.update({
+                "PAGEMILL_STORAGE__KIND": "s3", "PAGEMILL_STORAGE__ENDPOINT_URL": self.s3_endpoint,
+                "PAGEMILL_STORAGE__BUCKET": self.bucket, "PAGEMILL_STORAGE__CREATE_BUCKET": "true",
+                "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+            })
+        env.update(self.extra_env)
+        return env
+
+    def settings(self) -> Settings:
+        """The same settings the processes read from their environment."""
+        saved = dict(os.environ)
+        try:
+            os.environ.clear()
+            os.environ.update(self.env)
+            return Settings()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        log = (self.workdir / "logs" / f"{name}.log").open("ab")
+        process = subprocess.Popen([sys.executable, "-m", "services.cli", *args], env=self.env, cwd=REPO,
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes[name] = process
+        return process
+
+    def start(self, *, worker: bool = True, reconciler: bool = False, concurrency: int = 2) -> Platform:
+        (self.workdir / "metrics").mkdir(parents=True, exist_ok=True)
+        migrate(self.database_url)
+        self._spawn("gateway", "gateway", "--host", "127.0.0.1", "--port", str(self.port))
+        if worker:
+            self.start_worker("worker", concurrency=concurrency)
+        if reconciler:
+            self.start_reconciler()
+        wait_for(lambda: httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200, 60, "gateway")
+        return self
+
+    def start_worker(self, name: str = "worker", *, concurrency: int = 2, queues: str | None = None,
+                     pool: str = "prefork") -> subprocess.Popen[bytes]:
+        args = ["worker", "--concurrency", str(concurrency), "--pool", pool, "--name", f"{name}@{uuid.uuid4().hex[:6]}"]
+        if queues:
+            args += ["--queues", queues]
+        return self._spawn(name, *args)
+
+    def start_reconciler(self) -> subprocess.Popen[bytes]:
+        return self._spawn("reconciler", "reconcile", "--loop")
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        process = self.processes.pop(name)
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+        process.wait(30)
+
+    def stop(self) -> None:
+        for name in list(self.processes):
+            process = self.processes[name]
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for name in list(self.processes):
+            try:
+                self.processes[name].wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.processes[name].pid, signal.SIGKILL)
+            self.processes.pop(name)
+
+    def log(self, name: str) -> str:
+        path = self.workdir / "logs" / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    # the HTTP API, as a customer uses it ----------------------------------------------------------------------
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+
+    def upload(self, path: Path, *, expect: int = 202, headers: dict[str, str] | None = None,
+               **fields: str) -> dict[str, Any]:
+        with self.client() as client, path.open("rb") as handle:
+            response = client.post("/v1/documents", files={"file": (path.name, handle)}, data=fields,
+                                   headers=headers or {})
+        assert response.status_code == expect, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    def wait_done(self, document_id: str, timeout: float = 180, headers: dict[str, str] | None = None
+                  ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self.client(headers=headers or {}) as client:
+            while True:
+                response = client.get(f"/v1/documents/{document_id}", params={"wait": 5})
+                assert response.status_code == 200, response.text
+                state: dict[str, Any] = response.json()
+                if state["status"] in FINAL:
+                    return state
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"document {document_id} still {state} after {timeout}s\n"
+                                         f"{self.log('worker')[-3000:]}")
+
+    def result(self, document_id: str, fmt: str = "markdown", headers: dict[str, str] | None = None) -> Any:
+        with self.client(headers=headers or {}) as client:
+            response = client.get(f"/v1/documents/{document_id}/result", params={"format": fmt})
+        assert response.status_code == 200, response.text
+        return response.json() if fmt == "json" else response.text

