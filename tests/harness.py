@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -111,20 +112,16 @@ class Platform:
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         process = self.processes.pop(name)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            pass
         process.wait(30)
 
     def stop(self) -> None:
         for name in list(self.processes):
             process = self.processes[name]
             if process.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         for name in list(self.processes):
             try:
                 self.processes[name].wait(15)

@@ -14,6 +14,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -22,18 +23,63 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 PAGE_LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
+HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
-DOCUMENTS_TOTAL = Counter(
-    "pagemill_documents_total", "Documents accepted and finished, by final status.", ["status"])
-PAGES_TOTAL = Counter(
-    "pagemill_pages_total", "Pages that ended, by status and engine.", ["status", "engine"])
-PAGE_LATENCY = Histogram(
-    "pagemill_page_latency_seconds", "Engine time per page (render included), by engine.", ["engine"],
-    buckets=PAGE_LATENCY_BUCKETS)
-PAGE_RETRIES = Counter(
-    "pagemill_page_retries_total", "Page deliveries given back to the queue, by reason.", ["reason"])
+# HTTP (gateway) ----------------------------------------------------------------------------------------------
+HTTP_REQUESTS = Counter(
+    "pagemill_http_requests_total", "HTTP requests by route template, method and status code.",
+    ["route", "method", "status"])
+HTTP_LATENCY = Histogram(
+    "pagemill_http_request_duration_seconds", "HTTP request latency by route template and method.",
+    ["route", "method"], buckets=HTTP_BUCKETS)
 UPLOADS_REJECTED = Counter(
     "pagemill_uploads_rejected_total", "Uploads refused before anything was queued, by error code.", ["code"])
+RATE_LIMITED = Counter(
+    "pagemill_rate_limited_total", "Requests refused with 429, by the limit that was hit.", ["limit"])
+
+# Documents and pages -----------------------------------------------------------------------------------------
+DOCUMENTS_TOTAL = Counter(
+    "pagemill_documents_total", "Documents accepted (status=queued) and finished (final status), by mode.",
+    ["status", "mode"])
+PAGES_TOTAL = Counter(
+    "pagemill_pages_total", "Pages that ended, by status, engine and mode.", ["status", "engine", "mode"])
+PAGE_LATENCY = Histogram(
+    "pagemill_page_latency_seconds", "Engine time per page (inputs prepared, retries included), by engine.",
+    ["engine"], buckets=PAGE_LATENCY_BUCKETS)
+PAGE_STAGE = Histogram(
+    "pagemill_page_stage_seconds", "Time per page in each stage: queue_wait, fetch, render, engine, store.",
+    ["stage", "engine"], buckets=PAGE_LATENCY_BUCKETS)
+PAGE_RETRIES = Counter(
+    "pagemill_page_retries_total", "Page retries, by reason (engine_unavailable, lease_expired, invalid output…).",
+    ["reason"])
+FALLBACK_PAGES = Counter(
+    "pagemill_fallback_pages_total", "Pages answered by the fallback engine after the primary gave up, by reason.",
+    ["reason"])
+CACHE_LOOKUPS = Counter(
+    "pagemill_cache_lookups_total", "Result-cache lookups by level (document, page) and outcome (hit, miss).",
+    ["level", "outcome"])
+
+# Engines -----------------------------------------------------------------------------------------------------
+ENGINE_REQUESTS = Counter(
+    "pagemill_engine_requests_total", "Calls to an engine backend, by engine and outcome.", ["engine", "outcome"])
+ENGINE_TOKENS = Counter(
+    "pagemill_engine_tokens_total", "Tokens consumed by generative engines, by engine and kind (prompt, completion).",
+    ["engine", "kind"])
+ENGINE_IN_FLIGHT = Gauge(
+    "pagemill_engine_in_flight_requests", "Requests currently open against an engine backend.", ["engine"],
+    multiprocess_mode="livesum")
+
+# Webhooks ----------------------------------------------------------------------------------------------------
+WEBHOOK_DELIVERIES = Counter(
+    "pagemill_webhook_deliveries_total", "Webhook delivery attempts by outcome (success, retry, failed).",
+    ["outcome"])
+WEBHOOK_LATENCY = Histogram(
+    "pagemill_webhook_delivery_seconds", "Time for a webhook receiver to answer.", buckets=HTTP_BUCKETS)
+
+# Processes ---------------------------------------------------------------------------------------------------
+PROCESS_RSS = Gauge(
+    "pagemill_process_resident_memory_bytes", "Resident memory of each live pagemill process, by role.", ["role"],
+    multiprocess_mode="liveall")
 
 
 def multiprocess_dir() -> str | None:

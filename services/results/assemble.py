@@ -87,7 +87,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         changed = finalize_document(session, document_id, status, error_code="pages_failed" if failed else None,
                                     error_message=error)
     if changed:
-        DOCUMENTS_TOTAL.labels(status=status.value).inc()
+        DOCUMENTS_TOTAL.labels(status=status.value, mode=document.mode).inc()
         log.info("document.finished", document_id=document_id, status=status.value, pages=len(entries),
                  failed=failed)
     return status.value if changed else None

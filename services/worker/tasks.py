@@ -87,7 +87,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
             log.exception("page.engine_error", error=str(exc))
             _fail(settings, job, "engine_error", f"{type(exc).__name__}: {exc}")
         return "failed"
-    PAGES_TOTAL.labels(status="succeeded", engine=output.engine).inc()
+    PAGES_TOTAL.labels(status="succeeded", engine=output.engine, mode=job.mode or "fast").inc()
     PAGE_LATENCY.labels(engine=output.engine).observe(outcome.latency_ms / 1000)
     log.info("page.parsed", engine=output.engine, ms=outcome.latency_ms, chars=len(output.markdown))
     if due:
@@ -100,7 +100,7 @@ def _fail(settings: Settings, job: PageTask, code: str, message: str) -> None:
     with session_scope(settings.resolved_database_url()) as session:
         due = finish_page(session, job.document_id, job.page_index,
                           PageFinish(PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
-    PAGES_TOTAL.labels(status="failed", engine=job.engine or "unknown").inc()
+    PAGES_TOTAL.labels(status="failed", engine=job.engine or "unknown", mode=job.mode or "fast").inc()
     if due:
         from services.core.queues import get_celery
 

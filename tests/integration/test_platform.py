@@ -25,7 +25,7 @@ def test_corpus_documents_end_to_end_on_postgres_and_s3(platform_factory: Platfo
                                                          s3_endpoint: str, corpus: Path) -> None:
     platform = platform_factory(postgres_url, s3_endpoint=s3_endpoint).start()
     uploaded = []
-    for case, name, truth, _ in CASES:
+    for case, name, _, _ in CASES:
         created = platform.upload(corpus / "dev" / case / name, metadata=json.dumps({"case": case}))
         assert created["status"] == "queued" and created["status_url"].endswith(created["id"])
         uploaded.append(created)
