@@ -1,0 +1,74 @@
+"""Right-to-left lines: from the visual order glyphs sit in on the page to the logical order they are read in."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import replace
+from typing import TypeVar
+
+from services.worker.engines.cpu.model import Word
+
+_RTL = frozenset({"R", "AL"})
+_LTR = frozenset({"L", "EN", "AN"})
+_MIRROR = str.maketrans("()[]{}<>«»", ")(][}{><»«")
+
+W = TypeVar("W", bound=Word)
+
+
+def is_rtl_text(text: str) -> bool:
+    """True when most strong letters of the text are Arabic, Hebrew, Persian... (bidi classes R / AL)."""
+    rtl = ltr = 0
+    for char in text:
+        kind = unicodedata.bidirectional(char)
+        if kind in _RTL:
+            rtl += 1
+        elif kind == "L":
+            ltr += 1
+    return rtl > ltr
+
+
+def _is_ltr_word(text: str) -> bool:
+    kinds = {unicodedata.bidirectional(c) for c in text}
+    return not (kinds & _RTL) and bool(kinds & _LTR)
+
+
+def logical_word_text(text: str) -> str:
+    """One RTL word from visual to logical order: characters reversed, digit and Latin runs kept as they read."""
+    if _is_ltr_word(text):
+        return text
+    chars = list(reversed(text))
+    out: list[str] = []
+    index = 0
+    while index < len(chars):
+        if unicodedata.bidirectional(chars[index]) in _LTR:
+            end = index
+            while end < len(chars) and (unicodedata.bidirectional(chars[end]) in _LTR or chars[end] in ".,:/-"):
+                end += 1
+            while end > index and unicodedata.bidirectional(chars[end - 1]) not in _LTR:
+                end -= 1
+            out.extend(reversed(chars[index:end]))
+            index = end
+        else:
+            out.append(chars[index].translate(_MIRROR))
+            index += 1
+    return "".join(out)
+
+
+def visual_to_logical(words: list[W]) -> list[W]:
+    """Words of an RTL line given left to right on the page, returned in reading order (right to left), with
+    runs of left-to-right words (numbers, Latin names) kept in their own order."""
+    reversed_words = list(reversed(words))
+    out: list[W] = []
+    index = 0
+    while index < len(reversed_words):
+        if _is_ltr_word(reversed_words[index].text):
+            end = index
+            while end < len(reversed_words) and _is_ltr_word(reversed_words[end].text):
+                end += 1
+            out.extend(reversed(reversed_words[index:end]))
+            index = end
+        else:
+            word = reversed_words[index]
+            out.append(replace(word, text=logical_word_text(word.text)))
+            index += 1
+    return out

@@ -1,0 +1,110 @@
+"""The embedded engine: the PDF's text layer laid out when it is trustworthy, RapidOCR on the pixels otherwise."""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+
+from services.core.pdf import load_image, render_pdf_page
+from services.core.settings import Settings
+from services.worker.engines.base import PageInput, PageOutput
+from services.worker.engines.cpu import confidence, layout, markdown, ocr, tables, textlayer
+from services.worker.engines.cpu.model import Block, BlockKind, Line, PageText
+
+# A text layer with fewer characters than this over a page that is mostly picture is a scan with a stray label.
+_MIN_TEXT_CHARS = 20
+# Text-layer and OCR readings of a scan with an invisible OCR layer must agree this well to keep the layer.
+_AGREEMENT_TO_KEEP_LAYER = 0.85
+
+
+def lay_out(lines: list[Line], width: float, height: float, *, rules: list | None = None,
+            margin_lines: list[Line] | None = None, from_ocr: bool = False) -> list[Block]:
+    """Lines of a page to classified blocks in reading order (furniture included, marked)."""
+    if not lines:
+        return []
+    size = layout.body_size(lines)
+    found, rest = tables.find_tables(lines, rules or [], width, size)
+    blocks = layout.group_blocks(rest, size) + found
+    for line in margin_lines or []:
+        # Rotated text in the side margins (download stamps, arXiv ids) is furniture; elsewhere it is content.
+        in_margin = line.box.x1 < 0.12 * width or line.box.x0 > 0.88 * width
+        blocks.append(Block([line], line.box, BlockKind.FURNITURE if in_margin else BlockKind.PARAGRAPH))
+    layout.mark_furniture(blocks, width, height, size)
+    content = [b for b in blocks if b.kind != BlockKind.FURNITURE]
+    furniture = [b for b in blocks if b.kind == BlockKind.FURNITURE]
+    ordered = layout.reading_order(content)
+    classified = layout.classify(ordered, size * (1.0 if not from_ocr else 1.05))
+    return classified + furniture
+
+
+class CpuEngine:
+    name = "cpu"
+    needs_text_layer = False  # reads the text layer itself, only for PDFs
+    needs_image = False  # renders only pages without a usable text layer
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
+        if not page.is_pdf:
+            image = load_image(page.image or page.data)
+            if page.rotation:
+                image = image.rotate(-page.rotation, expand=True)
+            return self._ocr_page(image)
+        text = textlayer.read_page(page.data)
+        blocks = lay_out(text.lines, text.width, text.height, rules=text.rules, margin_lines=text.margin_lines)
+        body = markdown.render(blocks)
+        signals = confidence.text_layer_signals(text, body)
+        verdict = _text_layer_verdict(text, signals)
+        if verdict == "use":
+            return self._text_output(body, signals)
+        image = self._render(page)
+        scanned = self._ocr_page(image)
+        if verdict == "verify":
+            agreement = confidence.agreement(body, scanned.markdown)
+            scanned.signals["text_layer_agreement"] = round(agreement, 4)
+            if agreement >= _AGREEMENT_TO_KEEP_LAYER:
+                signals["text_layer_agreement"] = round(agreement, 4)
+                return self._text_output(body, signals)
+        scanned.signals.update({f"rejected_{k}": v for k, v in signals.items() if k.startswith("text_layer")})
+        return scanned
+
+    def _text_output(self, body: str, signals: dict[str, float]) -> PageOutput:
+        return PageOutput(markdown=body, engine=self.name, model="text-layer",
+                          confidence=confidence.text_layer_confidence(signals), signals=signals,
+                          details={"source": "text_layer"})
+
+    def _render(self, page: PageInput) -> Image.Image:
+        return render_pdf_page(page.data, longest_side=self._ocr_side(), rotation=page.rotation,
+                               max_pixels=self.settings.limits.max_render_pixels,
+                               max_side_pt=self.settings.limits.max_page_side_pt)
+
+    def _ocr_side(self) -> int:
+        # Letter height at the configured DPI, capped where recognition stops gaining.
+        return min(2400, int(11 * self.settings.engine.ocr_dpi))
+
+    def _ocr_page(self, image: Image.Image) -> PageOutput:
+        scanned = ocr.read_image(np.asarray(image.convert("RGB")))
+        blocks = lay_out(scanned.lines, float(scanned.width), float(scanned.height), from_ocr=True)
+        body = markdown.render(blocks)
+        signals = confidence.ocr_signals(scanned.scores, [line.text for line in scanned.lines], scanned.boxes_found)
+        return PageOutput(markdown=body, engine=self.name, model="rapidocr-ppocrv6",
+                          confidence=confidence.ocr_confidence(signals), signals=signals,
+                          rotation=scanned.rotation, width_px=scanned.width, height_px=scanned.height,
+                          details={"source": "ocr"})
+
+    def check_health(self) -> None:
+        return None
+
+
+def _text_layer_verdict(text: PageText, signals: dict[str, float]) -> str:
+    """`use` the text layer, `verify` it against OCR (an invisible layer over a scan), or `ocr` the page."""
+    if text.chars < _MIN_TEXT_CHARS:
+        return "ocr" if text.chars == 0 or text.image_coverage > 0.3 else "use"
+    if signals["text_layer_unmapped"] > 0.1 or signals["text_layer_quality"] < 0.85:
+        return "ocr"
+    if signals["text_layer_word_shape"] < 0.6:
+        return "ocr"
+    if signals["text_layer_invisible"] > 0.5 and text.image_coverage > 0.5:
+        return "verify"
+    return "use"

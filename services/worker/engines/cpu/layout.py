@@ -1,0 +1,220 @@
+"""Lines to blocks in reading order: paragraphs grouped, columns found by recursive cuts along white space,
+running headers, footers and page numbers told apart from the body, headings and list items named."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, union_all
+
+_PAGE_NUMBER = re.compile(
+    r"^[\W_]*(?:(?:page|p\.|pg\.?|seite|página|pagina)\s*)?(?:\d{1,4}|[ivxlcdm]{1,7})"
+    r"(?:\s*(?:of|/|de|von)\s*\d{1,4})?[\W_]*$", re.IGNORECASE)
+_FURNITURE_HINT = re.compile(
+    r"(https?://|www\.|\bdoi\b|©|\(c\)|copyright|all rights reserved|downloaded from|\bvol(?:ume)?\.?\s*\d|"
+    r"\bissue\b|\bno\.\s*\d|\bpp?\.\s*\d|journal|proceedings|\|)", re.IGNORECASE)
+_BULLET = re.compile(r"^(?:[•◦▪▫●○■□►▸‣⁃∙·\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)])\s+\S")
+_BULLET_ONLY = re.compile(r"^[•◦▪▫●○■□►▸‣⁃∙·]$")
+
+
+def body_size(lines: list[Line]) -> float:
+    """The font size most of the page's characters are set in."""
+    weights: dict[float, int] = {}
+    for line in lines:
+        key = round(line.size * 2) / 2
+        weights[key] = weights.get(key, 0) + len(line.text)
+    return max(weights, key=lambda k: weights[k]) if weights else 10.0
+
+
+def group_blocks(lines: list[Line], size: float) -> list[Block]:
+    """Vertically adjacent lines with the same style and overlapping extent become one block."""
+    blocks: list[Block] = []
+    open_blocks: list[Block] = []
+    for line in sorted(lines, key=lambda item: (item.box.y0, item.box.x0)):
+        target = None
+        for block in reversed(open_blocks):
+            last = block.lines[-1]
+            gap = line.box.y0 - last.box.y1
+            height = max(1.0, min(line.box.height, last.box.height))
+            if gap > 0.9 * height or gap < -0.5 * height:
+                continue
+            overlap = line.box.x_overlap(block.box)
+            aligned = abs(line.box.x0 - block.box.x0) < 2 * height
+            if overlap < 0.3 * min(line.box.width, block.box.width) and not aligned:
+                continue
+            if overlap <= 0:
+                continue
+            if abs(line.size - last.size) > 0.15 * max(line.size, last.size):
+                continue
+            if line.bold != last.bold and (len(block.lines) == 1 or _is_short(line, block)):
+                continue
+            target = block
+            break
+        if target is None:
+            target = Block([line], line.box)
+            blocks.append(target)
+            open_blocks.append(target)
+            open_blocks = [b for b in open_blocks if line.box.y0 - b.box.y1 < 3 * size]
+        else:
+            target.lines.append(line)
+            target.box = target.box.union(line.box)
+    return blocks
+
+
+def _is_short(line: Line, block: Block) -> bool:
+    return line.box.width < 0.6 * block.box.width
+
+
+def reading_order(blocks: list[Block]) -> list[Block]:
+    """Recursive XY-cut: split at vertical gutters first; strips that share a gutter stay together."""
+    if len(blocks) <= 1:
+        return list(blocks)
+    columns = _split(blocks, vertical=True)
+    if len(columns) > 1:
+        return [b for column in columns for b in reading_order(column)]
+    strips = _split(blocks, vertical=False)
+    if len(strips) == 1:
+        return sorted(blocks, key=lambda b: (b.box.y0, b.box.x0))
+    merged: list[list[Block]] = [strips[0]]
+    for strip in strips[1:]:
+        if len(merged[-1]) > 1 and len(strip) > 1 and _shares_gutter(merged[-1], strip):
+            merged[-1] = merged[-1] + strip
+        else:
+            merged.append(strip)
+    if len(merged) == 1:
+        return sorted(blocks, key=lambda b: (b.box.y0, b.box.x0))
+    return [b for strip in merged for b in reading_order(strip)]
+
+
+def _split(blocks: list[Block], *, vertical: bool) -> list[list[Block]]:
+    """Groups of blocks separated by an empty band across the whole region (x bands when `vertical`)."""
+    spans = sorted(((b.box.x0, b.box.x1) if vertical else (b.box.y0, b.box.y1), i) for i, b in enumerate(blocks))
+    groups: list[list[Block]] = []
+    end = float("-inf")
+    min_gap = 4.0 if vertical else 0.5
+    for (start, stop), index in spans:
+        if not groups or start > end + min_gap:
+            groups.append([])
+        groups[-1].append(blocks[index])
+        end = max(end, stop)
+    return groups
+
+
+def _gutters(blocks: list[Block]) -> list[tuple[float, float]]:
+    spans = sorted((b.box.x0, b.box.x1) for b in blocks)
+    gutters = []
+    end = spans[0][1]
+    for start, stop in spans[1:]:
+        if start > end + 4.0:
+            gutters.append((end, start))
+        end = max(end, stop)
+    return gutters
+
+
+def _shares_gutter(upper: list[Block], lower: list[Block]) -> bool:
+    for a0, a1 in _gutters(upper):
+        for b0, b1 in _gutters(lower):
+            if min(a1, b1) > max(a0, b0):
+                return True
+    return False
+
+
+def mark_furniture(blocks: list[Block], width: float, height: float, size: float) -> None:
+    """Running headers, footers and page numbers: short, small or patterned text alone in the top or bottom
+    margin band, with nothing but margin between it and the page edge."""
+    if not blocks:
+        return
+    body = [b for b in blocks if b.kind != BlockKind.TABLE]
+    for block in blocks:
+        if block.kind == BlockKind.TABLE:
+            continue
+        text = " ".join(line.text for line in block.lines)
+        top_band = block.box.y1 < 0.11 * height
+        bottom_band = block.box.y0 > 0.89 * height
+        if not (top_band or bottom_band):
+            continue
+        if len(block.lines) > 3 or len(text) > 200:
+            continue
+        number = bool(_PAGE_NUMBER.match(text.strip()))
+        hint = bool(_FURNITURE_HINT.search(text))
+        small = block.size < 0.92 * size
+        big = block.size > 1.2 * size
+        # Nothing of the body between this block and the page edge.
+        if top_band:
+            outer = [b for b in body if b is not block and b.box.y1 <= block.box.y0 + 1]
+        else:
+            outer = [b for b in body if b is not block and b.box.y0 >= block.box.y1 - 1]
+        outer_ok = all(_is_furniture_like(b, size) for b in outer)
+        if not outer_ok:
+            continue
+        if number or (hint and not big) or (small and len(text) < 120):
+            block.kind = BlockKind.FURNITURE
+
+
+def _is_furniture_like(block: Block, size: float) -> bool:
+    return block.kind == BlockKind.FURNITURE or (len(block.lines) <= 2 and block.size <= 1.2 * size)
+
+
+def classify(blocks: list[Block], size: float) -> list[Block]:
+    """Headings from size and weight, list items split off at their markers, code from monospace fonts."""
+    out: list[Block] = []
+    heading_sizes = sorted({round(b.size) for b in blocks if _heading_candidate(b, size) and b.size > 1.12 * size},
+                           reverse=True)
+    for block in blocks:
+        if block.kind in (BlockKind.FURNITURE, BlockKind.TABLE):
+            out.append(block)
+            continue
+        if _heading_candidate(block, size):
+            if block.size > 1.12 * size:
+                block.kind = BlockKind.HEADING
+                block.level = min(4, 1 + heading_sizes.index(round(block.size))) if round(
+                    block.size) in heading_sizes else 2
+                if block.level == 1 and block.size < 1.5 * size:
+                    block.level = 2
+                out.append(block)
+                continue
+            if all(line.bold for line in block.lines) and not block.lines[-1].text.rstrip().endswith((".", ",", ";")):
+                block.kind = BlockKind.HEADING
+                block.level = min(4, len(heading_sizes) + 2)
+                out.append(block)
+                continue
+        mono = sum(len(w.text) for line in block.lines for w in line.words if w.mono)
+        total = sum(len(w.text) for line in block.lines for w in line.words)
+        if total and mono > 0.8 * total and len(block.lines) >= 2:
+            block.kind = BlockKind.CODE
+            out.append(block)
+            continue
+        out.extend(_split_list_items(block))
+    return out
+
+
+def _heading_candidate(block: Block, size: float) -> bool:
+    text = " ".join(line.text for line in block.lines)
+    return len(block.lines) <= 3 and 1 < len(text) < 200 and any(c.isalpha() for c in text) \
+        and not _BULLET.match(text)
+
+
+def _split_list_items(block: Block) -> list[Block]:
+    starts = [i for i, line in enumerate(block.lines) if _BULLET.match(line.text) or _BULLET_ONLY.match(
+        line.words[0].text)]
+    if not starts:
+        return [block]
+    pieces: list[Block] = []
+    bounds = ([0] if starts[0] != 0 else []) + starts + [len(block.lines)]
+    for begin, end in zip(bounds, bounds[1:], strict=False):
+        lines = block.lines[begin:end]
+        if not lines:
+            continue
+        kind = BlockKind.LIST_ITEM if begin in starts else block.kind
+        pieces.append(Block(lines, union_all([line.box for line in lines]), kind))
+    return pieces
+
+
+def typical_gap(lines: list[Line]) -> float:
+    heights = [line.box.height for line in lines]
+    return statistics.median(heights) if heights else 10.0
+
+
+def page_box(lines: list[Line]) -> Box | None:
+    return union_all([line.box for line in lines]) if lines else None

@@ -1,0 +1,138 @@
+"""The page model every cpu-engine stage shares: words, lines and blocks in top-left page coordinates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+@dataclass(slots=True)
+class Box:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    @property
+    def width(self) -> float:
+        return self.x1 - self.x0
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+    @property
+    def cx(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+    @property
+    def cy(self) -> float:
+        return (self.y0 + self.y1) / 2
+
+    def union(self, other: Box) -> Box:
+        return Box(min(self.x0, other.x0), min(self.y0, other.y0), max(self.x1, other.x1), max(self.y1, other.y1))
+
+    def x_overlap(self, other: Box) -> float:
+        return max(0.0, min(self.x1, other.x1) - max(self.x0, other.x0))
+
+    def y_overlap(self, other: Box) -> float:
+        return max(0.0, min(self.y1, other.y1) - max(self.y0, other.y0))
+
+    def contains_point(self, x: float, y: float, pad: float = 0.0) -> bool:
+        return self.x0 - pad <= x <= self.x1 + pad and self.y0 - pad <= y <= self.y1 + pad
+
+
+def union_all(boxes: list[Box]) -> Box:
+    box = boxes[0]
+    for other in boxes[1:]:
+        box = box.union(other)
+    return box
+
+
+@dataclass(slots=True)
+class Word:
+    """A run of characters without a space, with the style of its first character."""
+
+    text: str
+    box: Box
+    size: float = 10.0  # font size in points (OCR: line height)
+    bold: bool = False
+    italic: bool = False
+    mono: bool = False
+    link: str = ""  # the target of the link annotation the word sits in
+
+
+@dataclass(slots=True)
+class Line:
+    """Words on one baseline, close enough together to be read as one run of text."""
+
+    words: list[Word]
+    box: Box
+    rtl: bool = False
+    score: float = 1.0  # OCR recognition score; 1 for the text layer
+
+    @property
+    def text(self) -> str:
+        return " ".join(word.text for word in self.words)
+
+    @property
+    def size(self) -> float:
+        sizes = sorted(word.size for word in self.words)
+        return sizes[len(sizes) // 2]
+
+    @property
+    def bold(self) -> bool:
+        letters = [len(w.text) for w in self.words if w.bold]
+        return sum(letters) * 2 > sum(len(w.text) for w in self.words)
+
+
+class BlockKind(StrEnum):
+    PARAGRAPH = "paragraph"
+    HEADING = "heading"
+    LIST_ITEM = "list_item"
+    TABLE = "table"
+    CODE = "code"
+    FURNITURE = "furniture"  # running header, footer, page number, margin stamp: dropped
+
+
+@dataclass(slots=True)
+class Block:
+    lines: list[Line]
+    box: Box
+    kind: BlockKind = BlockKind.PARAGRAPH
+    level: int = 0  # heading level, 1..6
+    html: str = ""  # tables: the rendered <table>
+
+    @property
+    def size(self) -> float:
+        sizes = sorted(line.size for line in self.lines)
+        return sizes[len(sizes) // 2] if sizes else 0.0
+
+
+@dataclass(slots=True)
+class Segment:
+    """A straight ruling line drawn on the page (table borders, underlines)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    @property
+    def horizontal(self) -> bool:
+        return abs(self.y1 - self.y0) <= abs(self.x1 - self.x0)
+
+
+@dataclass(slots=True)
+class PageText:
+    """What the text layer of one page holds, in display orientation (top-left origin, points)."""
+
+    width: float
+    height: float
+    lines: list[Line] = field(default_factory=list)
+    rules: list[Segment] = field(default_factory=list)
+    margin_lines: list[Line] = field(default_factory=list)  # rotated text (side stamps), kept aside
+    chars: int = 0
+    unmapped_chars: int = 0  # glyphs with no Unicode mapping
+    invisible_chars: int = 0  # render mode 3: an OCR layer laid over a scan
+    image_coverage: float = 0.0  # share of the page covered by images

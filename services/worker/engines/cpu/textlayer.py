@@ -1,0 +1,347 @@
+"""A PDF page's text layer through pdfium: characters with boxes and styles, grouped into words and lines,
+plus the ruling lines, link targets and the signals that tell a real text layer from a garbage one."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import unicodedata
+from dataclasses import dataclass
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from services.core.pdf import PDFIUM_LOCK, open_pdf
+from services.worker.engines.cpu.bidi import is_rtl_text, visual_to_logical
+from services.worker.engines.cpu.model import Box, Line, PageText, Segment, Word
+
+_BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi", "-bd", ",bd")
+_ITALIC_NAMES = ("italic", "oblique", "-it", ",it")
+_MONO_NAMES = ("mono", "courier", "consol", "typewriter", "cmtt", "menlo", "inconsolata", "sfmono", "sftt")
+_FIXED_PITCH_FLAG = 1
+_ITALIC_FLAG = 64
+_JOIN_GAP = 1.2  # in line heights: runs on one baseline closer than this are one line
+
+
+@dataclass(slots=True)
+class _Char:
+    text: str
+    box: Box
+    size: float
+    style: tuple[bool, bool, bool]  # bold, italic, mono
+    space_before: bool  # a space separates this character from the one before it in content order
+    order: int = 0  # position in content order
+    link: str = ""
+
+
+class _Transform:
+    """PDF user space (bottom-left origin) to display space (top-left origin, page rotation applied)."""
+
+    def __init__(self, left: float, bottom: float, right: float, top: float, rotation: int) -> None:
+        self.left, self.bottom, self.right, self.top = left, bottom, right, top
+        self.rotation = rotation % 360
+        w, h = right - left, top - bottom
+        self.width, self.height = (h, w) if self.rotation in (90, 270) else (w, h)
+
+    def point(self, x: float, y: float) -> tuple[float, float]:
+        u, v = x - self.left, self.top - y  # unrotated, top-left origin
+        w, h = self.right - self.left, self.top - self.bottom
+        if self.rotation == 90:
+            return h - v, u
+        if self.rotation == 180:
+            return w - u, h - v
+        if self.rotation == 270:
+            return v, w - u
+        return u, v
+
+    def box(self, left: float, bottom: float, right: float, top: float) -> Box:
+        xa, ya = self.point(left, bottom)
+        xb, yb = self.point(right, top)
+        return Box(min(xa, xb), min(ya, yb), max(xa, xb), max(ya, yb))
+
+
+def read_page(pdf_bytes: bytes) -> PageText:
+    """Page 0 of a (single-page) PDF as lines of styled words, ruling lines and text-layer health signals."""
+    with PDFIUM_LOCK:
+        pdf = open_pdf(pdf_bytes)
+        try:
+            page = pdf[0]
+            try:
+                return _read(pdf, page)
+            finally:
+                page.close()
+        finally:
+            pdf.close()
+
+
+def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage) -> PageText:
+    left, bottom, right, top = page.get_cropbox()
+    transform = _Transform(left, bottom, right, top, page.get_rotation())
+    result = PageText(width=transform.width, height=transform.height)
+    links = _links(pdf, page, transform)
+    result.rules, result.image_coverage = _graphics(page, transform)
+    textpage = page.get_textpage()
+    try:
+        chars, rotated = _chars(textpage, transform, links, result)
+    finally:
+        textpage.close()
+    result.lines = _lines(chars)
+    result.margin_lines = _lines(rotated)
+    return result
+
+
+def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tuple[Box, str]],
+           result: PageText) -> tuple[list[_Char], list[_Char]]:
+    raw = textpage.raw
+    count = pdfium_c.FPDFText_CountChars(raw)
+    rect = pdfium_c.FS_RECTF()
+    styles: dict[int | None, tuple[tuple[bool, bool, bool], bool]] = {}
+    chars: list[_Char] = []
+    rotated: list[_Char] = []
+    space_pending = False
+    high_surrogate = 0
+    for index in range(count):
+        code = pdfium_c.FPDFText_GetUnicode(raw, index)
+        if 0xD800 <= code <= 0xDBFF:
+            high_surrogate = code
+            continue
+        if 0xDC00 <= code <= 0xDFFF:
+            if not high_surrogate:
+                continue
+            code = 0x10000 + ((high_surrogate - 0xD800) << 10) + (code - 0xDC00)
+        high_surrogate = 0
+        if code in (0, 0xFFFE, 0xFFFF) or code > 0x10FFFF:
+            continue
+        text = chr(code)
+        if text.isspace() or code in (0x00A0, 0x200B):
+            space_pending = True
+            continue
+        if unicodedata.category(text) == "Cc":
+            space_pending = True
+            continue
+        result.chars += 1
+        if pdfium_c.FPDFText_HasUnicodeMapError(raw, index) or code == 0xFFFD:
+            result.unmapped_chars += 1
+        obj = pdfium_c.FPDFText_GetTextObject(raw, index)
+        key = ctypes.cast(obj, ctypes.c_void_p).value if obj else None
+        style_entry = styles.get(key)
+        if style_entry is None:
+            style_entry = _style(raw, index, obj)
+            styles[key] = style_entry
+        style, invisible = style_entry
+        if invisible:
+            result.invisible_chars += 1
+        if not pdfium_c.FPDFText_GetLooseCharBox(raw, index, rect):
+            continue
+        box = transform.box(rect.left, rect.bottom, rect.right, rect.top)
+        if box.width <= 0 and box.height <= 0:
+            continue
+        angle = pdfium_c.FPDFText_GetCharAngle(raw, index)
+        text = _normalize_char(text)
+        upright = angle < 0 or _near_multiple(angle + math.radians(transform.rotation), 2 * math.pi)
+        size = box.height if upright else box.width
+        char = _Char(text, box, size, style, space_pending, len(chars) + len(rotated), _link_at(links, box))
+        space_pending = False
+        (chars if upright else rotated).append(char)
+    return chars, rotated
+
+
+def _near_multiple(angle: float, period: float) -> bool:
+    remainder = angle % period
+    return min(remainder, period - remainder) < 0.1
+
+
+def _normalize_char(text: str) -> str:
+    code = ord(text)
+    # Ligatures and Arabic presentation forms are display shapes of ordinary letters.
+    if 0xFB00 <= code <= 0xFB06 or 0x1D400 <= code <= 0x1D7FF:  # ligatures, mathematical alphanumerics
+        return unicodedata.normalize("NFKC", text)
+    if 0xFB50 <= code <= 0xFDFF or 0xFE70 <= code <= 0xFEFF:
+        # Arabic ligatures expand in logical order; the line is later read from visual order, so pre-reverse.
+        return unicodedata.normalize("NFKC", text)[::-1]
+    return text
+
+
+def _style(raw: object, index: int, obj: object) -> tuple[tuple[bool, bool, bool], bool]:
+    buffer = ctypes.create_string_buffer(256)
+    flags = ctypes.c_int(0)
+    length = pdfium_c.FPDFText_GetFontInfo(raw, index, buffer, 256, flags)
+    name = buffer.raw[: max(0, length - 1)].decode("utf-8", "replace").lower() if length else ""
+    weight = pdfium_c.FPDFText_GetFontWeight(raw, index)
+    bold = weight >= 600 or any(part in name for part in _BOLD_NAMES)
+    italic = bool(flags.value & _ITALIC_FLAG) or any(part in name for part in _ITALIC_NAMES)
+    mono = bool(flags.value & _FIXED_PITCH_FLAG) or any(part in name for part in _MONO_NAMES)
+    invisible = bool(obj) and pdfium_c.FPDFTextObj_GetTextRenderMode(obj) == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE
+    return (bold, italic, mono), invisible
+
+
+def _links(pdf: pdfium.PdfDocument, page: pdfium.PdfPage, transform: _Transform) -> list[tuple[Box, str]]:
+    links: list[tuple[Box, str]] = []
+    position = ctypes.c_int(0)
+    link = pdfium_c.FPDF_LINK()
+    rect = pdfium_c.FS_RECTF()
+    while pdfium_c.FPDFLink_Enumerate(page.raw, position, link):
+        action = pdfium_c.FPDFLink_GetAction(link)
+        if not action or pdfium_c.FPDFAction_GetType(action) != pdfium_c.PDFACTION_URI:
+            continue
+        size = pdfium_c.FPDFAction_GetURIPath(pdf.raw, action, None, 0)
+        if size <= 1 or size > 65536:
+            continue
+        buffer = ctypes.create_string_buffer(size)
+        pdfium_c.FPDFAction_GetURIPath(pdf.raw, action, buffer, size)
+        uri = buffer.raw[: size - 1].decode("latin-1")
+        if pdfium_c.FPDFLink_GetAnnotRect(link, rect):
+            links.append((transform.box(rect.left, rect.bottom, rect.right, rect.top), uri))
+    return links
+
+
+def _link_at(links: list[tuple[Box, str]], box: Box) -> str:
+    for area, uri in links:
+        if area.contains_point(box.cx, box.cy, pad=1.0):
+            return uri
+    return ""
+
+
+def _graphics(page: pdfium.PdfPage, transform: _Transform) -> tuple[list[Segment], float]:
+    """Straight ruling lines (strokes, hairline fills, rectangle edges) and the share of the page under images."""
+    rules: list[Segment] = []
+    image_area = 0.0
+    page_area = max(1.0, transform.width * transform.height)
+    left, bottom, right, top = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
+    stack = [(page.raw, False)]
+    while stack:
+        parent, is_form = stack.pop()
+        count = pdfium_c.FPDFFormObj_CountObjects(parent) if is_form else pdfium_c.FPDFPage_CountObjects(parent)
+        for index in range(max(0, count)):
+            obj = pdfium_c.FPDFFormObj_GetObject(parent, index) if is_form else pdfium_c.FPDFPage_GetObject(parent,
+                                                                                                            index)
+            kind = pdfium_c.FPDFPageObj_GetType(obj)
+            if kind == pdfium_c.FPDF_PAGEOBJ_FORM and len(stack) < 8:
+                stack.append((obj, True))
+                continue
+            if kind not in (pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_IMAGE):
+                continue
+            if not pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
+                continue
+            box = transform.box(left.value, bottom.value, right.value, top.value)
+            if kind == pdfium_c.FPDF_PAGEOBJ_IMAGE:
+                image_area += max(0.0, box.width) * max(0.0, box.height)
+                continue
+            if box.width * box.height > 0.5 * page_area:
+                continue  # a page background, not a rule
+            if box.height <= 2.5 and box.width > 2:
+                rules.append(Segment(box.x0, box.cy, box.x1, box.cy))
+            elif box.width <= 2.5 and box.height > 2:
+                rules.append(Segment(box.cx, box.y0, box.cx, box.y1))
+            elif box.width > 2 and box.height > 2 and _is_rectangle(obj):
+                rules.extend([Segment(box.x0, box.y0, box.x1, box.y0), Segment(box.x0, box.y1, box.x1, box.y1),
+                              Segment(box.x0, box.y0, box.x0, box.y1), Segment(box.x1, box.y0, box.x1, box.y1)])
+    return rules, min(1.0, image_area / page_area)
+
+
+def _is_rectangle(obj: object) -> bool:
+    """A path of one closed four-sided figure (cell shading, boxed cells) rather than a curve or a glyph."""
+    count = pdfium_c.FPDFPath_CountSegments(obj)
+    if count < 4 or count > 6:
+        return False
+    for index in range(count):
+        segment = pdfium_c.FPDFPath_GetPathSegment(obj, index)
+        if pdfium_c.FPDFPathSegment_GetType(segment) == pdfium_c.FPDF_SEGMENT_BEZIERTO:
+            return False
+    return True
+
+
+def _lines(chars: list[_Char]) -> list[Line]:
+    """Characters to lines: runs in content order along one baseline, then runs joined across small gaps."""
+    runs: list[list[_Char]] = []
+    for char in chars:
+        if runs and _continues(runs[-1][-1], char):
+            runs[-1].append(char)
+        else:
+            runs.append([char])
+    runs.sort(key=lambda run: min(c.box.cy for c in run))
+    rows: list[tuple[Box, list[list[_Char]]]] = []
+    for run in runs:
+        box = _run_box(run)
+        for band, members in reversed(rows[-6:]):
+            overlap = box.y_overlap(band)
+            # A drop capital or a tall symbol must not pull the lines beside it into one row.
+            comparable = max(box.height, band.height) < 2.2 * min(box.height, band.height)
+            if overlap >= 0.5 * max(box.height, band.height) or (comparable and overlap >= 0.5 * min(
+                    box.height, band.height)):
+                members.append(run)
+                break
+        else:
+            rows.append((box, [run]))
+    merged: list[list[_Char]] = []
+    for _, members in rows:
+        members.sort(key=lambda run: min(c.box.x0 for c in run))
+        current = list(members[0])
+        current_box = _run_box(current)
+        for run in members[1:]:
+            box = _run_box(run)
+            # Wider than a stretched word space (justified text) but narrower than a column gutter.
+            if box.x0 - current_box.x1 < _JOIN_GAP * min(box.height, current_box.height):
+                current.extend(run)
+                current_box = current_box.union(box)
+            else:
+                merged.append(current)
+                current, current_box = list(run), box
+        merged.append(current)
+    return [line for line in (_make_line(run) for run in merged) if line is not None]
+
+
+def _continues(previous: _Char, char: _Char) -> bool:
+    height = min(previous.box.height, char.box.height) or 1.0
+    if previous.box.y_overlap(char.box) < 0.4 * height:
+        return False
+    gap = max(char.box.x0 - previous.box.x1, previous.box.x0 - char.box.x1)
+    return gap < 0.8 * max(previous.box.height, char.box.height)
+
+
+def _run_box(run: list[_Char]) -> Box:
+    return Box(min(c.box.x0 for c in run), min(c.box.y0 for c in run), max(c.box.x1 for c in run),
+               max(c.box.y1 for c in run))
+
+
+def _make_line(run: list[_Char]) -> Line | None:
+    spaced_orders = {c.order for c in run if c.space_before}
+    run = sorted(run, key=lambda c: c.box.cx)
+    words: list[list[_Char]] = []
+    for char in run:
+        if words:
+            previous = words[-1][-1]
+            gap = char.box.x0 - previous.box.x1
+            # A space anywhere between the two in content order separates them: RTL text and embedded LTR runs
+            # are stored in another order than the one they are shown in.
+            low, high = sorted((previous.order, char.order))
+            spaced = any(order in spaced_orders for order in range(low + 1, min(high, low + 64) + 1))
+            turns = _strong_direction(previous.text) * _strong_direction(char.text) < 0
+            if not (spaced or turns or gap > 0.5 * max(char.size, previous.size)):
+                words[-1].append(char)
+                continue
+        words.append([char])
+    built = [_make_word(chars) for chars in words]
+    text = "".join(w.text for w in built)
+    rtl = is_rtl_text(text)
+    if rtl:
+        built = visual_to_logical(built)
+    if not built:
+        return None
+    return Line(built, _run_box(run), rtl=rtl)
+
+
+def _strong_direction(text: str) -> int:
+    kind = unicodedata.bidirectional(text[:1]) if text else ""
+    return -1 if kind in ("R", "AL") else 1 if kind == "L" else 0
+
+
+def _make_word(chars: list[_Char]) -> Word:
+    sizes = sorted(c.size for c in chars)
+    styles = [c.style for c in chars]
+    bold = sum(1 for s in styles if s[0]) * 2 > len(styles)
+    italic = sum(1 for s in styles if s[1]) * 2 > len(styles)
+    mono = sum(1 for s in styles if s[2]) * 2 > len(styles)
+    links = [c.link for c in chars if c.link]
+    return Word("".join(c.text for c in chars), _run_box(chars), sizes[len(sizes) // 2], bold, italic, mono,
+                links[0] if links else "")
