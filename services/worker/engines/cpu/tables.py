@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, union_all
 
+_CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|source|note)\s*[\dIVX:.]", re.IGNORECASE)
 _NUMERIC = re.compile(r"^[\s$€£¥%()+\-–—−.,:/*\d<>≤≥±x×~]+$")
 
 
@@ -95,9 +96,10 @@ def text_rows(lines: list[Line]) -> list[_Row]:
 def find_tables(lines: list[Line], rules: list[Segment], width: float, size: float,
                 min_rows: int = 3) -> tuple[list[Block], list[Line]]:
     """Table blocks found among the lines, and the lines left over for the text flow."""
+    ruled, lines = find_ruled_tables(lines, rules)
     rows = text_rows(lines)
     if not rows:
-        return [], lines
+        return ruled, lines
     text_width = max(1.0, max(r.box.x1 for r in rows) - min(r.box.x0 for r in rows))
     table_like = [_row_is_tabular(row, text_width) for row in rows]
     tables: list[Block] = []
@@ -137,7 +139,7 @@ def find_tables(lines: list[Line], rules: list[Segment], width: float, size: flo
                 continue
         index = max(index + 1, stop)
     rest = [line for line in lines if id(line) not in used]
-    return tables, rest
+    return ruled + tables, rest
 
 
 def _row_is_tabular(row: _Row, text_width: float) -> bool:
@@ -169,6 +171,8 @@ def _extend_header(rows: list[_Row], start: int, table_like: list[bool], text_wi
         if candidate.count == 1 and candidate.lines[0].box.width >= 0.5 * text_width:
             break
         if candidate.count == 1 and candidate.lines[0].text.rstrip().endswith((".", ":")):
+            break
+        if _CAPTION.match(candidate.lines[0].text):
             break
         begin -= 1
     return begin
@@ -309,3 +313,154 @@ def _stub_rowspans(grid: Grid) -> None:
                 (cell.row + span, col) in occupied for col in range(cell.col, cell.col + cell.colspan)):
             span += 1
         cell.rowspan = span
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ruled (lattice) tables: the drawn lines give the grid, missing borders give the spans
+
+
+def _clusters(values: list[float], tolerance: float) -> list[float]:
+    out: list[list[float]] = []
+    for value in sorted(values):
+        if out and value - out[-1][-1] <= tolerance:
+            out[-1].append(value)
+        else:
+            out.append([value])
+    return [sum(group) / len(group) for group in out]
+
+
+def _merge_collinear(segments: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """(position, start, stop) segments on one line that touch become one."""
+    merged: list[tuple[float, float, float]] = []
+    for pos, start, stop in sorted(segments, key=lambda s: (round(s[0]), s[1])):
+        if merged and abs(merged[-1][0] - pos) <= 1.5 and start <= merged[-1][2] + 2.0:
+            last = merged[-1]
+            merged[-1] = (last[0], last[1], max(last[2], stop))
+        else:
+            merged.append((pos, start, stop))
+    return merged
+
+
+def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block], list[Line]]:
+    """Tables whose cells are drawn: horizontal and vertical rules that cross each other form a grid."""
+    horizontal = _merge_collinear([(s.y0, min(s.x0, s.x1), max(s.x0, s.x1)) for s in rules if s.horizontal])
+    vertical = _merge_collinear([(s.x0, min(s.y0, s.y1), max(s.y0, s.y1)) for s in rules if not s.horizontal])
+    if len(horizontal) < 2 or len(vertical) < 2:
+        return [], lines
+    parent = list(range(len(horizontal) + len(vertical)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for hi, (y, x0, x1) in enumerate(horizontal):
+        for vi, (x, y0, y1) in enumerate(vertical):
+            if x0 - 2 <= x <= x1 + 2 and y0 - 2 <= y <= y1 + 2:
+                parent[find(hi)] = find(len(horizontal) + vi)
+    groups: dict[int, tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]]] = {}
+    for hi, segment in enumerate(horizontal):
+        groups.setdefault(find(hi), ([], []))[0].append(segment)
+    for vi, segment in enumerate(vertical):
+        groups.setdefault(find(len(horizontal) + vi), ([], []))[1].append(segment)
+    blocks: list[Block] = []
+    used: set[int] = set()
+    for hs, vs in groups.values():
+        if len(hs) < 2 or len(vs) < 2:
+            continue
+        # Double borders and cells drawn as separate boxes put several rules a few points apart.
+        xs = _clusters([v[0] for v in vs], 4.0)
+        ys = _clusters([h[0] for h in hs], 3.0)
+        if len(xs) < 3 and len(ys) < 3:
+            continue  # a plain box around some text, not a grid
+        area = Box(xs[0], ys[0], xs[-1], ys[-1])
+        if area.width < 30 or area.height < 12:
+            continue
+        inside = [line for line in lines if id(line) not in used and area.contains_point(line.box.cx, line.box.cy)]
+        if not inside:
+            continue
+        grid = _lattice_grid(xs, ys, hs, vs, inside)
+        if grid is None or grid.cols < 2 or grid.rows < 2:
+            continue
+        used.update(id(line) for line in inside)
+        blocks.append(Block(inside, area, BlockKind.TABLE, html=grid_html(grid)))
+    return blocks, [line for line in lines if id(line) not in used]
+
+
+def _covered(segments: list[tuple[float, float, float]], pos: float, start: float, stop: float) -> bool:
+    """Is the edge at `pos` from `start` to `stop` drawn (mostly)?"""
+    length = stop - start
+    drawn = sum(max(0.0, min(stop, s[2]) - max(start, s[1])) for s in segments if abs(s[0] - pos) <= 4.0)
+    return drawn >= 0.6 * length
+
+
+def _lattice_grid(xs: list[float], ys: list[float], hs: list[tuple[float, float, float]],
+                  vs: list[tuple[float, float, float]], lines: list[Line]) -> Grid | None:
+    rows, cols = len(ys) - 1, len(xs) - 1
+    owner = {(r, c): (r, c) for r in range(rows) for c in range(cols)}
+
+    def root(cell: tuple[int, int]) -> tuple[int, int]:
+        while owner[cell] != cell:
+            cell = owner[cell]
+        return cell
+
+    words = [w for line in lines for w in line.words]
+    for r in range(rows):
+        for c in range(cols - 1):
+            if _covered(vs, xs[c + 1], ys[r], ys[r + 1]):
+                continue
+            # An undrawn border splits cells unless text runs across it (a heading over two columns).
+            if any(w.box.x0 < xs[c + 1] - 1 < xs[c + 1] + 1 < w.box.x1 and ys[r] <= w.box.cy <= ys[r + 1]
+                   for w in words):
+                owner[root((r, c + 1))] = root((r, c))
+    for r in range(rows - 1):
+        for c in range(cols):
+            if not _covered(hs, ys[r + 1], xs[c], xs[c + 1]):
+                a, b = root((r, c)), root((r + 1, c))
+                if a != b:
+                    owner[max(a, b)] = min(a, b)
+    members: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for cell in owner:
+        members.setdefault(root(cell), []).append(cell)
+    texts: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
+    for line in lines:
+        for word in line.words:
+            c = _band_index(xs, word.box.cx)
+            r = _band_index(ys, word.box.cy)
+            if r is None or c is None:
+                continue
+            texts.setdefault(root((r, c)), []).append((line.box.cy, word.box.x0, word.text))
+    grid = Grid(rows=rows, cols=cols)
+    for origin, cells in members.items():
+        r0 = min(r for r, _ in cells)
+        c0 = min(c for _, c in cells)
+        r1 = max(r for r, _ in cells)
+        c1 = max(c for _, c in cells)
+        words = sorted(texts.get(origin, []), key=lambda item: (round(item[0]), item[1]))
+        grid.cells.append(Cell(r0, c0, " ".join(w for _, _, w in words), rowspan=r1 - r0 + 1, colspan=c1 - c0 + 1))
+    _drop_empty(grid)
+    grid.header_rows = _header_rows(grid)
+    return grid
+
+
+def _band_index(edges: list[float], value: float) -> int | None:
+    for index in range(len(edges) - 1):
+        if edges[index] <= value <= edges[index + 1]:
+            return index
+    return None
+
+
+def _drop_empty(grid: Grid) -> None:
+    """Rows and columns holding no cell origin (double rules, thin gaps) are removed."""
+    used_rows = sorted({c.row for c in grid.cells})
+    used_cols = sorted({c.col for c in grid.cells})
+    row_map = {r: i for i, r in enumerate(used_rows)}
+    col_map = {c: i for i, c in enumerate(used_cols)}
+    for cell in grid.cells:
+        end_row = max((r for r in used_rows if r < cell.row + cell.rowspan), default=cell.row)
+        end_col = max((c for c in used_cols if c < cell.col + cell.colspan), default=cell.col)
+        cell.rowspan = row_map[end_row] - row_map[cell.row] + 1
+        cell.colspan = col_map[end_col] - col_map[cell.col] + 1
+        cell.row, cell.col = row_map[cell.row], col_map[cell.col]
+    grid.rows, grid.cols = len(used_rows), len(used_cols)

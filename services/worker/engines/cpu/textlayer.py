@@ -20,7 +20,8 @@ _ITALIC_NAMES = ("italic", "oblique", "-it", ",it")
 _MONO_NAMES = ("mono", "courier", "consol", "typewriter", "cmtt", "menlo", "inconsolata", "sfmono", "sftt")
 _FIXED_PITCH_FLAG = 1
 _ITALIC_FLAG = 64
-_JOIN_GAP = 1.2  # in line heights: runs on one baseline closer than this are one line
+_JOIN_GAP = 1.2  # in line heights: runs on one baseline closer than this are one line, when nothing else tells
+_SPLIT_GAP = 2.0  # in line heights: runs on one baseline further apart than this are never one line
 
 
 @dataclass(slots=True)
@@ -110,6 +111,8 @@ def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tupl
                 continue
             code = 0x10000 + ((high_surrogate - 0xD800) << 10) + (code - 0xDC00)
         high_surrogate = 0
+        if code == 2 or (code == 0xFFFE and pdfium_c.FPDFText_IsHyphen(raw, index)):
+            code = 0x2D  # pdfium's mark for a hyphen that breaks a word at the end of a line
         if code in (0, 0xFFFE, 0xFFFF) or code > 0x10FFFF:
             continue
         text = chr(code)
@@ -244,6 +247,9 @@ def _is_rectangle(obj: object) -> bool:
     count = pdfium_c.FPDFPath_CountSegments(obj)
     if count < 4 or count > 6:
         return False
+    fill_mode, stroke = ctypes.c_int(0), ctypes.c_int(0)
+    if not pdfium_c.FPDFPath_GetDrawMode(obj, fill_mode, stroke) or not stroke.value:
+        return False  # a filled band (row shading) is no border: its edges do not separate cells
     for index in range(count):
         segment = pdfium_c.FPDFPath_GetPathSegment(obj, index)
         if pdfium_c.FPDFPathSegment_GetType(segment) == pdfium_c.FPDF_SEGMENT_BEZIERTO:
@@ -273,15 +279,17 @@ def _lines(chars: list[_Char]) -> list[Line]:
                 break
         else:
             rows.append((box, [run]))
-    merged: list[list[_Char]] = []
-    for _, members in rows:
+    spans = []
+    for band, members in rows:
         members.sort(key=lambda run: min(c.box.x0 for c in run))
+        spans.append((band, [_run_box(run) for run in members]))
+    merged: list[list[_Char]] = []
+    for row_index, (_, members) in enumerate(rows):
+        boxes = spans[row_index][1]
         current = list(members[0])
-        current_box = _run_box(current)
-        for run in members[1:]:
-            box = _run_box(run)
-            # Wider than a stretched word space (justified text) but narrower than a column gutter.
-            if box.x0 - current_box.x1 < _JOIN_GAP * min(box.height, current_box.height):
+        current_box = boxes[0]
+        for run, box in zip(members[1:], boxes[1:], strict=True):
+            if not _is_gutter(current_box, box, row_index, spans):
                 current.extend(run)
                 current_box = current_box.union(box)
             else:
@@ -289,6 +297,36 @@ def _lines(chars: list[_Char]) -> list[Line]:
                 current, current_box = list(run), box
         merged.append(current)
     return [line for line in (_make_line(run) for run in merged) if line is not None]
+
+
+def _is_gutter(left: Box, right: Box, row_index: int, spans: list[tuple[Box, list[Box]]]) -> bool:
+    """Is the gap between two runs on one baseline a column or cell boundary rather than a (stretched) space?
+
+    Clear cases go by width. In between, a gutter is white in most neighbouring rows that reach across it,
+    while a wide word space in justified text almost never lines up with the spaces of the rows around it.
+    """
+    height = min(left.height, right.height) or 1.0
+    gap = right.x0 - left.x1
+    if gap < 0.5 * height:
+        return False
+    if gap > _SPLIT_GAP * height:
+        return True
+    middle = (left.x1 + right.x0) / 2
+    reaching = free = 0
+    for other_index in range(max(0, row_index - 5), min(len(spans), row_index + 6)):
+        if other_index == row_index:
+            continue
+        band, boxes = spans[other_index]
+        if abs(band.cy - spans[row_index][0].cy) > 8 * height:
+            continue
+        if not boxes or boxes[0].x0 > middle or max(b.x1 for b in boxes) < middle:
+            continue
+        reaching += 1
+        if not any(b.x0 - 1 <= middle <= b.x1 + 1 for b in boxes):
+            free += 1
+    if reaching >= 2:
+        return free >= 0.6 * reaching
+    return gap > _JOIN_GAP * height
 
 
 def _continues(previous: _Char, char: _Char) -> bool:
