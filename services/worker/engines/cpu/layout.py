@@ -126,6 +126,11 @@ def mark_furniture(blocks: list[Block], width: float, height: float, size: float
     if not blocks:
         return
     body = [b for b in blocks if b.kind != BlockKind.TABLE]
+    # A bare page number is furniture wherever the page's content ends: it is the first or last block.
+    ranked = sorted(blocks, key=lambda b: b.box.cy)
+    for edge in (ranked[0], ranked[-1]):
+        if edge.kind != BlockKind.TABLE and len(edge.lines) == 1 and _PAGE_NUMBER.match(edge.lines[0].text.strip()):
+            edge.kind = BlockKind.FURNITURE
     for block in blocks:
         if block.kind == BlockKind.TABLE:
             continue

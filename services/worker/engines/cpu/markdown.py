@@ -45,7 +45,8 @@ def join_lines(lines: list[str]) -> str:
             out = out[:-1] + line
         else:
             out = f"{out} {line}"
-    return out.replace("\u00ad", "")
+    # TeX-style quotes set as two single quotes read as the double quotes they stand for.
+    return out.replace("\u00ad", "").replace("\u2018\u2018", "\u201c").replace("\u2019\u2019", "\u201d")
 
 
 def line_markdown(line: Line) -> str:

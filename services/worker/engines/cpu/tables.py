@@ -145,6 +145,9 @@ def find_tables(lines: list[Line], rules: list[Segment], width: float, size: flo
 def _row_is_tabular(row: _Row, text_width: float) -> bool:
     if row.count < 2:
         return False
+    wordy = sum(1 for line in row.lines if len(line.words) >= 6)
+    if wordy * 2 > row.count:
+        return False  # side-by-side prose (columns, sidebars), not cells
     widths = sorted(line.box.width for line in row.lines)
     if row.count == 2:
         # Two prose columns side by side are not a table row: one of the two parts must be short.
@@ -199,7 +202,7 @@ def build_grid(rows: list[_Row], rules: list[Segment] | None = None) -> Grid | N
     grid_rows: list[list[tuple[int, int, str]]] = []
     for row in rows:
         placed: list[tuple[int, int, str]] = []
-        for line in row.lines:
+        for line in _split_numeric_runs(row.lines, columns):
             first, last = _span(columns, line.box.x0, line.box.x1)
             if placed and first <= placed[-1][1]:
                 # Two segments in one column: join their text.
@@ -216,6 +219,29 @@ def build_grid(rows: list[_Row], rules: list[Segment] | None = None) -> Grid | N
     grid.header_rows = _header_rows(grid)
     _stub_rowspans(grid)
     return grid
+
+
+def _split_numeric_runs(lines: list[Line], columns: list[tuple[float, float]]) -> list[Line]:
+    """A segment of figures that crosses column bands (OCR joins close numbers into one box) is cut into one
+    segment per band, by where each figure sits."""
+    out: list[Line] = []
+    for line in lines:
+        first, last = _span(columns, line.box.x0, line.box.x1)
+        if last == first or len(line.words) < 2 or not all(_is_figure(w.text) for w in line.words):
+            out.append(line)
+            continue
+        pieces: dict[int, list] = {}
+        for word in line.words:
+            band = _span(columns, word.box.cx, word.box.cx + 0.01)[0]
+            pieces.setdefault(band, []).append(word)
+        for band in sorted(pieces):
+            words = pieces[band]
+            out.append(Line(words, union_all([w.box for w in words]), score=line.score))
+    return out
+
+
+def _is_figure(text: str) -> bool:
+    return _is_numeric(text) or bool(re.fullmatch(r"[*†‡§#\-–—.]+|n/?a|NS|ns", text))
 
 
 def _column_bands(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -257,9 +283,14 @@ def _merge_wrapped_rows(grid: Grid, rows: list[_Row]) -> None:
         above_row = merged_into.get(r - 1, r - 1)
         above = {c.col: c for c in by_row.get(above_row, [])}
         pitch = rows[r].box.cy - rows[r - 1].box.cy
-        if not cells or pitch >= 0.8 * typical:
+        if not cells:
             continue
-        if len(cells) == 1 and cells[0].col in above and cells[0].text[:1].islower():
+        continuation = cells[0].text[:1].islower() if len(cells) == 1 else False
+        if continuation and cells[0].col == 0 and 0 in above:
+            pitch = 0.0  # a row label wrapped onto the next line, however the rows are spaced
+        if pitch >= 0.8 * typical:
+            continue
+        if continuation and cells[0].col in above:
             target = above[cells[0].col]
             target.text = f"{target.text} {cells[0].text}"
             merged_into[r] = above_row
