@@ -54,7 +54,8 @@ class CpuEngine:
         text = textlayer.read_page(page.data)
         blocks = lay_out(text.lines, text.width, text.height, rules=text.rules, margin_lines=text.margin_lines)
         body = markdown.render(blocks)
-        signals = confidence.text_layer_signals(text, body)
+        # Judged on the words themselves, not on Markdown syntax or escaped link targets.
+        signals = confidence.text_layer_signals(text, "\n".join(line.text for line in text.lines))
         verdict = _text_layer_verdict(text, signals)
         if verdict == "use":
             return self._text_output(body, signals)
