@@ -34,6 +34,8 @@ class EngineSettings(BaseModel):
     # Pixels: the longest side a page is rendered at for OCR.
     render_longest_side: int = Field(default=1288, ge=64, le=10000)
     ocr_dpi: int = Field(default=200, ge=50, le=600)
+    # The fake engine (tests, control-plane benchmark) sleeps this long per page to stand in for real work.
+    fake_latency_ms: int = Field(default=0, ge=0)
 
 
 class StorageSettings(BaseModel):
