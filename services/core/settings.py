@@ -65,7 +65,7 @@ class WorkerSettings(BaseModel):
     # How long a running page may go without finishing before the reconciler hands it to another worker.
     page_lease_s: int = Field(default=600, ge=5)
     # How long a queued page may wait before the reconciler assumes its message was lost.
-    queued_lease_s: int = Field(default=3600, ge=5)
+    queued_lease_s: int = Field(default=900, ge=5)
     max_retries: int = Field(default=3, ge=0)
     retry_backoff_s: float = 2.0
     retry_backoff_max_s: float = 120.0
