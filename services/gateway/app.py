@@ -93,8 +93,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         declared = request.headers.get("content-length", "")
         # Refuse an oversized upload from its header, before a byte of the body is spooled to disk.
         if declared.isdigit() and int(declared) > settings.limits.max_file_bytes + 1024 * 1024:
-            response: Response = error_response(413, "file_too_large",
-                                                f"the file is larger than the {settings.limits.max_file_bytes} byte limit")
+            limit = settings.limits.max_file_bytes
+            response: Response = error_response(413, "file_too_large", f"the file is larger than the {limit} byte limit")
         else:
             response = await call_next(request)
         response.headers["X-Request-ID"] = request.state.request_id
