@@ -94,7 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Refuse an oversized upload from its header, before a byte of the body is spooled to disk.
         if declared.isdigit() and int(declared) > settings.limits.max_file_bytes + 1024 * 1024:
             limit = settings.limits.max_file_bytes
-            response: Response = error_response(413, "file_too_large", f"the file is larger than the {limit} byte limit")
+            response: Response = error_response(413, "file_too_large", f"the file is over the {limit} byte limit")
         else:
             response = await call_next(request)
         response.headers["X-Request-ID"] = request.state.request_id
