@@ -13,8 +13,7 @@ def repeat_pages(source: Path, pages: int) -> bytes:
     src = pdfium.PdfDocument(source.read_bytes())
     out = pdfium.PdfDocument.new()
     count = len(src)
-    for i in range(pages):
-        out.import_pages(src, [i % count])
+    out.import_pages(src, [i % count for i in range(pages)])  # one import: pages share fonts and images
     buffer = io.BytesIO()
     out.save(buffer)
     out.close()

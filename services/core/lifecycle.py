@@ -70,32 +70,43 @@ class PageClaim:
 
 def claim_page(session: Session, document_id: str, index: int, *, lease_s: int, max_deliveries: int,
                now: datetime | None = None) -> PageClaim:
+    """Takes a page for this delivery: one conditional UPDATE on the common path."""
     now = now or utcnow()
-    page = session.execute(
-        sa.select(Page).where(Page.document_id == document_id, Page.index == index).with_for_update()
-    ).scalar_one_or_none()
+    document_open = sa.select(Document.id).where(
+        Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES)).exists()
+    takeable = sa.or_(Page.status == PageStatus.QUEUED,
+                      sa.and_(Page.status == PageStatus.RUNNING, Page.lease_expires_at <= now))
+    row = _take(session, document_id, index, now, lease_s,
+                [takeable, Page.deliveries < max_deliveries, document_open])
+    if row is not None:
+        return PageClaim(Claim.RUN, row.deliveries, row.page_number, row.source_key)
+    # Not takeable as is: find out why (rare path).
+    page = session.get(Page, (document_id, index))
     if page is None or page.status in _FINAL_PAGE_VALUES or page.status == PageStatus.PENDING:
         return PageClaim(Claim.SKIP)
-    document_status = session.execute(
-        sa.select(Document.status).where(Document.id == document_id)
-    ).scalar_one_or_none()
-    if document_status is None or document_status in _FINAL_DOC_VALUES:
-        return PageClaim(Claim.SKIP)
-    if page.status == PageStatus.RUNNING and page.lease_expires_at and page.lease_expires_at > now \
-            and not _owner_is_dead(page.details.get("lease_owner")):
+    if not session.execute(sa.select(document_open)).scalar():
         return PageClaim(Claim.SKIP)
     if page.deliveries >= max_deliveries:
         return PageClaim(Claim.EXHAUSTED, page.deliveries, page.page_number, page.source_key)
-    page.status = PageStatus.RUNNING
-    page.deliveries += 1
-    page.started_at = now
-    page.lease_expires_at = now + timedelta(seconds=lease_s)
-    page.details = {**page.details, "lease_owner": worker_identity()}
-    if document_status == DocumentStatus.QUEUED:
-        session.execute(sa.update(Document).where(Document.id == document_id,
-                                                  Document.status == DocumentStatus.QUEUED)
-                        .values(status=DocumentStatus.RUNNING, started_at=now))
-    return PageClaim(Claim.RUN, page.deliveries, page.page_number, page.source_key)
+    if page.status == PageStatus.RUNNING and _owner_is_dead(page.lease_owner):
+        # The process holding the lease died on this host (a killed Celery child): no need to wait it out.
+        row = _take(session, document_id, index, now, lease_s,
+                    [Page.status == PageStatus.RUNNING, Page.lease_owner == page.lease_owner,
+                     Page.deliveries == page.deliveries])
+        if row is not None:
+            return PageClaim(Claim.RUN, row.deliveries, row.page_number, row.source_key)
+    return PageClaim(Claim.SKIP)  # another live worker holds it
+
+
+def _take(session: Session, document_id: str, index: int, now: datetime, lease_s: int,
+          conditions: list[Any]) -> Any:
+    return session.execute(
+        sa.update(Page)
+        .where(Page.document_id == document_id, Page.index == index, *conditions)
+        .values(status=PageStatus.RUNNING, deliveries=Page.deliveries + 1, started_at=now,
+                lease_expires_at=now + timedelta(seconds=lease_s), lease_owner=worker_identity())
+        .returning(Page.deliveries, Page.page_number, Page.source_key)
+    ).one_or_none()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +130,7 @@ def finish_page(session: Session, document_id: str, index: int, finish: PageFini
     and claimed its assembly, so exactly one caller enqueues the assembly."""
     now = now or utcnow()
     values: dict[str, Any] = {
-        "status": finish.status, "finished_at": now, "lease_expires_at": None,
+        "status": finish.status, "finished_at": now, "lease_expires_at": None, "lease_owner": None,
         "result_key": finish.result_key, "engine": finish.engine, "model": finish.model,
         "attempts": finish.attempts, "latency_ms": finish.latency_ms, "is_fallback": finish.is_fallback,
         "confidence": finish.confidence, "error_code": finish.error_code, "error_message": finish.error_message,
@@ -134,9 +145,12 @@ def finish_page(session: Session, document_id: str, index: int, finish: PageFini
     if not changed:
         return False  # another delivery of the same page finished first
     counter = Document.pages_done if finish.status == PageStatus.SUCCEEDED else Document.pages_failed
+    queued = Document.status == DocumentStatus.QUEUED
     row = session.execute(
         sa.update(Document).where(Document.id == document_id)
-        .values({counter: counter + 1, Document.updated_at: now})
+        .values({counter: counter + 1, Document.updated_at: now,
+                 Document.status: sa.case((queued, DocumentStatus.RUNNING.value), else_=Document.status),
+                 Document.started_at: sa.func.coalesce(Document.started_at, now)})
         .returning(Document.pages_done, Document.pages_failed, Document.pages_total)
     ).one_or_none()
     if row is None or row.pages_done + row.pages_failed < row.pages_total:

@@ -27,7 +27,7 @@ def running_page_owner(platform: Platform, document_id: str, timeout: float = 60
         with session_scope(platform.database_url) as session:
             for page in session.execute(sa.select(Page).where(Page.document_id == document_id,
                                                               Page.status == "running")).scalars():
-                owner = page.details.get("lease_owner", "")
+                owner = page.lease_owner or ""
                 if owner:
                     return page.index, int(owner.rsplit(":", 1)[1])
         time.sleep(0.05)
