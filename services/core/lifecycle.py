@@ -274,3 +274,9 @@ def unassembled_documents(session: Session, now: datetime, lease_s: int, limit: 
                    Document.assembly_claimed_at < now - timedelta(seconds=lease_s)),
         ).limit(limit)
     ).scalars())
+
+
+def recently_deleted_documents(session: Session, since: datetime, limit: int = 1000) -> list[str]:
+    return list(session.execute(
+        sa.select(Document.id).where(Document.deleted_at.is_not(None), Document.deleted_at >= since).limit(limit)
+    ).scalars())
