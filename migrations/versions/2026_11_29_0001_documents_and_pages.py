@@ -76,6 +76,7 @@ def upgrade() -> None:
     sa.Column('enqueued_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('started_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('lease_expires_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('lease_owner', sa.String(length=128), nullable=True),
     sa.Column('finished_at', sa.DateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['document_id'], ['documents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('document_id', 'index')

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -26,6 +26,7 @@ from services.core.db.models import (
     DocumentStatus,
     Page,
     PageStatus,
+    UTCDateTime,
     utcnow,
 )
 from services.core.settings import FailurePolicy
@@ -68,34 +69,76 @@ class PageClaim:
     source_key: str | None = None
 
 
+# The hot path (every page, twice) runs prebuilt Core statements: building SQLAlchemy expressions per call
+# costs more than the database round trip they make.
+_pages = Page.__table__
+_documents = Document.__table__
+_p = sa.bindparam
+
+
+def _at(name: str) -> sa.BindParameter[datetime]:
+    return sa.bindparam(name, type_=UTCDateTime())
+
+
+_DOCUMENT_OPEN = sa.select(_documents.c.id).where(
+    _documents.c.id == _p("b_document"), _documents.c.status.not_in(_FINAL_DOC_VALUES)).exists()
+_TAKE_VALUES = {"status": PageStatus.RUNNING.value, "deliveries": _pages.c.deliveries + 1,
+                "started_at": _at("now"), "lease_expires_at": _at("lease_until"), "lease_owner": _p("owner")}
+_RETURN = (_pages.c.deliveries, _pages.c.page_number, _pages.c.source_key)
+_THIS_PAGE = (_pages.c.document_id == _p("b_document"), _pages.c.index == _p("b_index"))
+CLAIM = sa.update(_pages).where(
+    *_THIS_PAGE, _pages.c.deliveries < _p("max_deliveries"), _DOCUMENT_OPEN,
+    sa.or_(_pages.c.status == PageStatus.QUEUED.value,
+           sa.and_(_pages.c.status == PageStatus.RUNNING.value, _pages.c.lease_expires_at <= _at("now"))),
+).values(_TAKE_VALUES).returning(*_RETURN)
+TAKE_OVER = sa.update(_pages).where(
+    *_THIS_PAGE, _pages.c.status == PageStatus.RUNNING.value, _pages.c.lease_owner == _p("old_owner"),
+    _pages.c.deliveries == _p("old_deliveries"),
+).values(_TAKE_VALUES).returning(*_RETURN)
+FINISH = sa.update(_pages).where(*_THIS_PAGE, _pages.c.status.not_in(_FINAL_PAGE_VALUES)).values({
+    **{name: _p(f"v_{name}", type_=_pages.c[name].type) for name in (
+        "status", "finished_at", "result_key", "engine", "model", "attempts", "latency_ms", "is_fallback",
+        "confidence", "error_code", "error_message", "details")},
+    "lease_expires_at": None, "lease_owner": None})
+
+
+def _count_page(counter: str) -> sa.Update:
+    column = _documents.c[counter]
+    return sa.update(_documents).where(_documents.c.id == _p("b_document")).values({
+        column: column + 1, "updated_at": _at("now"),
+        "status": sa.case((_documents.c.status == DocumentStatus.QUEUED.value, DocumentStatus.RUNNING.value),
+                          else_=_documents.c.status),
+        "started_at": sa.func.coalesce(_documents.c.started_at, _at("now")),
+    }).returning(_documents.c.pages_done, _documents.c.pages_failed, _documents.c.pages_total)
+
+
+COUNT_DONE, COUNT_FAILED = _count_page("pages_done"), _count_page("pages_failed")
+
+
 def claim_page(session: Session, document_id: str, index: int, *, lease_s: int, max_deliveries: int,
                now: datetime | None = None) -> PageClaim:
+    """Takes a page for this delivery: one conditional UPDATE on the common path."""
     now = now or utcnow()
-    page = session.execute(
-        sa.select(Page).where(Page.document_id == document_id, Page.index == index).with_for_update()
-    ).scalar_one_or_none()
+    params = {"b_document": document_id, "b_index": index, "now": now, "owner": worker_identity(),
+              "lease_until": now + timedelta(seconds=lease_s)}
+    row = session.execute(CLAIM, {**params, "max_deliveries": max_deliveries}).one_or_none()
+    if row is not None:
+        return PageClaim(Claim.RUN, row.deliveries, row.page_number, row.source_key)
+    # Not takeable as is: find out why (rare path).
+    page = session.get(Page, (document_id, index))
     if page is None or page.status in _FINAL_PAGE_VALUES or page.status == PageStatus.PENDING:
         return PageClaim(Claim.SKIP)
-    document_status = session.execute(
-        sa.select(Document.status).where(Document.id == document_id)
-    ).scalar_one_or_none()
-    if document_status is None or document_status in _FINAL_DOC_VALUES:
-        return PageClaim(Claim.SKIP)
-    if page.status == PageStatus.RUNNING and page.lease_expires_at and page.lease_expires_at > now \
-            and not _owner_is_dead(page.details.get("lease_owner")):
+    if not session.execute(sa.select(_DOCUMENT_OPEN), {"b_document": document_id}).scalar():
         return PageClaim(Claim.SKIP)
     if page.deliveries >= max_deliveries:
         return PageClaim(Claim.EXHAUSTED, page.deliveries, page.page_number, page.source_key)
-    page.status = PageStatus.RUNNING
-    page.deliveries += 1
-    page.started_at = now
-    page.lease_expires_at = now + timedelta(seconds=lease_s)
-    page.details = {**page.details, "lease_owner": worker_identity()}
-    if document_status == DocumentStatus.QUEUED:
-        session.execute(sa.update(Document).where(Document.id == document_id,
-                                                  Document.status == DocumentStatus.QUEUED)
-                        .values(status=DocumentStatus.RUNNING, started_at=now))
-    return PageClaim(Claim.RUN, page.deliveries, page.page_number, page.source_key)
+    if page.status == PageStatus.RUNNING and _owner_is_dead(page.lease_owner):
+        # The process holding the lease died on this host (a killed Celery child): no need to wait it out.
+        row = session.execute(TAKE_OVER, {**params, "old_owner": page.lease_owner,
+                                          "old_deliveries": page.deliveries}).one_or_none()
+        if row is not None:
+            return PageClaim(Claim.RUN, row.deliveries, row.page_number, row.source_key)
+    return PageClaim(Claim.SKIP)  # another live worker holds it
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +153,7 @@ class PageFinish:
     confidence: float | None = None
     error_code: str | None = None
     error_message: str | None = None
-    details: dict[str, Any] | None = None
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 def finish_page(session: Session, document_id: str, index: int, finish: PageFinish,
@@ -118,27 +161,16 @@ def finish_page(session: Session, document_id: str, index: int, finish: PageFini
     """Records a page's end once. Returns True when this call ended the document's last open page
     and claimed its assembly, so exactly one caller enqueues the assembly."""
     now = now or utcnow()
-    values: dict[str, Any] = {
-        "status": finish.status, "finished_at": now, "lease_expires_at": None,
-        "result_key": finish.result_key, "engine": finish.engine, "model": finish.model,
-        "attempts": finish.attempts, "latency_ms": finish.latency_ms, "is_fallback": finish.is_fallback,
-        "confidence": finish.confidence, "error_code": finish.error_code, "error_message": finish.error_message,
-    }
-    if finish.details is not None:
-        values["details"] = finish.details
-    changed = session.execute(
-        sa.update(Page)
-        .where(Page.document_id == document_id, Page.index == index, Page.status.not_in(_FINAL_PAGE_VALUES))
-        .values(**values)
-    ).rowcount
+    values = {f"v_{name}": getattr(finish, name) for name in (
+        "status", "result_key", "engine", "model", "attempts", "latency_ms", "is_fallback", "confidence",
+        "error_code", "error_message", "details")}
+    values["v_status"] = finish.status.value
+    changed = session.execute(FINISH, {"b_document": document_id, "b_index": index, "v_finished_at": now,
+                                       **values}).rowcount
     if not changed:
         return False  # another delivery of the same page finished first
-    counter = Document.pages_done if finish.status == PageStatus.SUCCEEDED else Document.pages_failed
-    row = session.execute(
-        sa.update(Document).where(Document.id == document_id)
-        .values({counter: counter + 1, Document.updated_at: now})
-        .returning(Document.pages_done, Document.pages_failed, Document.pages_total)
-    ).one_or_none()
+    counter = COUNT_DONE if finish.status == PageStatus.SUCCEEDED else COUNT_FAILED
+    row = session.execute(counter, {"b_document": document_id, "now": now}).one_or_none()
     if row is None or row.pages_done + row.pages_failed < row.pages_total:
         return False
     return claim_assembly(session, document_id, lease_s=None, now=now)
@@ -241,4 +273,10 @@ def unassembled_documents(session: Session, now: datetime, lease_s: int, limit: 
             sa.or_(Document.assembly_claimed_at.is_(None),
                    Document.assembly_claimed_at < now - timedelta(seconds=lease_s)),
         ).limit(limit)
+    ).scalars())
+
+
+def recently_deleted_documents(session: Session, since: datetime, limit: int = 1000) -> list[str]:
+    return list(session.execute(
+        sa.select(Document.id).where(Document.deleted_at.is_not(None), Document.deleted_at >= since).limit(limit)
     ).scalars())

@@ -49,8 +49,9 @@ def make_celery(settings: Settings) -> Celery:
         task_create_missing_queues=True,
         broker_connection_retry_on_startup=True,
         broker_transport_options={
-            # An unacknowledged message comes back after this long; the reconciler is faster for pages.
-            "visibility_timeout": max(3600, settings.worker.page_lease_s * 2),
+            # A message a dead worker had taken comes back after this long. It must outlast the slowest page
+            # (a live page's lease makes a second delivery skip it); the reconciler is usually faster.
+            "visibility_timeout": settings.worker.page_lease_s + 300,
             "socket_timeout": 10,
             "socket_connect_timeout": 5,
         },

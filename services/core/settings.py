@@ -34,6 +34,8 @@ class EngineSettings(BaseModel):
     # Pixels: the longest side a page is rendered at for OCR.
     render_longest_side: int = Field(default=1288, ge=64, le=10000)
     ocr_dpi: int = Field(default=200, ge=50, le=600)
+    # The fake engine (tests, control-plane benchmark) sleeps this long per page to stand in for real work.
+    fake_latency_ms: int = Field(default=0, ge=0)
 
 
 class StorageSettings(BaseModel):
@@ -63,7 +65,7 @@ class WorkerSettings(BaseModel):
     # How long a running page may go without finishing before the reconciler hands it to another worker.
     page_lease_s: int = Field(default=600, ge=5)
     # How long a queued page may wait before the reconciler assumes its message was lost.
-    queued_lease_s: int = Field(default=3600, ge=5)
+    queued_lease_s: int = Field(default=900, ge=5)
     max_retries: int = Field(default=3, ge=0)
     retry_backoff_s: float = 2.0
     retry_backoff_max_s: float = 120.0

@@ -90,7 +90,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         value = request.headers.get("x-request-id") or uuid.uuid4().hex
         request.state.request_id = value[:64]
         bind_request_id(request.state.request_id)
-        response = await call_next(request)
+        declared = request.headers.get("content-length", "")
+        # Refuse an oversized upload from its header, before a byte of the body is spooled to disk.
+        if declared.isdigit() and int(declared) > settings.limits.max_file_bytes + 1024 * 1024:
+            limit = settings.limits.max_file_bytes
+            response: Response = error_response(413, "file_too_large", f"the file is over the {limit} byte limit")
+        else:
+            response = await call_next(request)
         response.headers["X-Request-ID"] = request.state.request_id
         return response
 

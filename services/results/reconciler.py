@@ -20,6 +20,7 @@ from services.core.db.session import session_scope
 from services.core.lifecycle import (
     claim_assembly,
     expired_running_pages,
+    recently_deleted_documents,
     stale_queued_pages,
     unassembled_documents,
     unsplit_documents,
@@ -28,6 +29,7 @@ from services.core.logging import get_logger
 from services.core.metrics import PAGE_RETRIES
 from services.core.queues import JobBatch, assemble_job, page_job, split_job
 from services.core.settings import Settings
+from services.core.storage import document_prefix, get_store
 
 log = get_logger(__name__)
 
@@ -40,11 +42,12 @@ class ReconcileReport:
     pages_requeued: int = 0
     splits_requeued: int = 0
     assemblies: int = 0
+    erased: int = 0
     details: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.pages_requeued or self.splits_requeued or self.assemblies)
+        return bool(self.pages_requeued or self.splits_requeued or self.assemblies or self.erased)
 
 
 def redis_was_reset(client: redis.Redis) -> bool:
@@ -80,10 +83,17 @@ def reconcile_once(settings: Settings, app: Celery, client: redis.Redis) -> Reco
                 document = session.get(Document, document_id)
                 batch.add(assemble_job(document_id, document.request_id if document else None))
                 report.assemblies += 1
+        # A page that was mid-flight when its document was deleted may have written its result afterwards.
+        window = timedelta(seconds=settings.worker.page_lease_s + 60)
+        recently_deleted = recently_deleted_documents(session, now - window)
     batch.send(app)
+    if recently_deleted:
+        store = get_store(settings)
+        for document_id in recently_deleted:
+            report.erased += store.delete_prefix(document_prefix(document_id))
     if report.changed or report.redis_reset:
         log.info("reconcile.done", redis_reset=report.redis_reset, pages=report.pages_requeued,
-                 splits=report.splits_requeued, assemblies=report.assemblies)
+                 splits=report.splits_requeued, assemblies=report.assemblies, erased=report.erased)
     return report
 
 

@@ -60,6 +60,9 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore, app
                 chunk.clear()
                 return
             now = utcnow()
+            session.execute(sa.update(Document).where(Document.id == document_id,
+                                                      Document.status == DocumentStatus.QUEUED)
+                            .values(status=DocumentStatus.RUNNING, started_at=now))
             for index, key in chunk:
                 changed = session.execute(
                     sa.update(Page).where(Page.document_id == document_id, Page.index == index,

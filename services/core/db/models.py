@@ -131,6 +131,7 @@ class Page(Base):
     enqueued_at: Mapped[datetime | None]
     started_at: Mapped[datetime | None]
     lease_expires_at: Mapped[datetime | None]
+    lease_owner: Mapped[str | None] = mapped_column(sa.String(128))  # `host:pid` of the worker process
     finished_at: Mapped[datetime | None]
 
     __table_args__ = (sa.Index("ix_pages_status_lease", "status", "lease_expires_at"),)

@@ -155,7 +155,7 @@ def page_read(page: Page, store: Any) -> PageRead:
         except ObjectNotFound:
             markdown = None
     error = ErrorBody(code=page.error_code, message=page.error_message or "") if page.error_code else None
-    details = {k: v for k, v in page.details.items() if k != "lease_owner"}
+    details = dict(page.details)
     return PageRead(
         document_id=page.document_id, index=page.index + 1, page_number=page.page_number, status=page.status,
         markdown=markdown, engine=page.engine, model=page.model, attempts=page.attempts,

@@ -28,7 +28,7 @@ def _load(kind: str, settings_json: str) -> Engine:
     if kind == EngineKind.FAKE:
         from services.worker.engines.fake import FakeEngine
 
-        return FakeEngine()
+        return FakeEngine(latency_ms=settings.engine.fake_latency_ms)
     if kind == EngineKind.VLLM:
         try:
             from services.worker.engines.vllm import VllmEngine  # type: ignore[import-not-found,unused-ignore]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 
 from services.worker.engines.base import PageInput, PageOutput
 
@@ -12,11 +13,14 @@ class FakeEngine:
     needs_text_layer = False
     needs_image = False
 
-    def __init__(self) -> None:
+    def __init__(self, latency_ms: int = 0) -> None:
+        self.latency_ms = latency_ms
         self.calls = 0
 
     def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
         self.calls += 1
+        if self.latency_ms:
+            time.sleep(self.latency_ms / 1000)
         digest = hashlib.sha256(page.data).hexdigest()[:16]
         markdown = f"## Page {page.index + 1}\n\nfake engine output for {page.media_type} sha256:{digest}\n"
         return PageOutput(markdown=markdown, engine=self.name, model="fake-1", confidence=1.0,

@@ -1,0 +1,179 @@
+"""`make bench`: the control plane's per-page overhead, beside raw Celery on the same Redis, in one run.
+
+pagemill runs the `fake` engine (instant pages), so what is measured is everything around the engine:
+upload, split, page tasks, database updates, object store, assembly. The raw baseline is a Celery no-op task
+consumed by a worker of the same pool and concurrency. Also measured: the upload latency of a 500-page PDF.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform as host
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import redis
+
+from tests.harness import CORPUS, REPO, Platform
+from tests.pdfs import repeat_pages
+from tests.servers import fresh_database, start_postgres, start_redis
+
+RAW_APP = '''
+import os, redis
+from celery import Celery
+app = Celery("raw", broker=os.environ["RAW_BROKER"])
+app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1, task_ignore_result=True,
+                worker_hijack_root_logger=False)
+counter = redis.Redis.from_url(os.environ["RAW_BROKER"])
+@app.task(name="raw.noop")
+def noop():
+    counter.incr("raw:done")
+'''
+
+
+def raw_celery(redis_url: str, tasks: int, concurrency: int, workdir: Path) -> dict[str, float]:
+    (workdir / "rawapp.py").write_text(RAW_APP)
+    env = {**os.environ, "RAW_BROKER": redis_url, "PYTHONPATH": str(workdir)}
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "rawapp", "worker", "-c", str(concurrency),
+                               "--pool", "prefork", "-l", "WARNING", "--without-gossip", "--without-mingle",
+                               "--without-heartbeat"], env=env, cwd=workdir, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        client = redis.Redis.from_url(redis_url)
+        client.delete("raw:done")
+        sys.path.insert(0, str(workdir))
+        os.environ["RAW_BROKER"] = redis_url
+        import rawapp  # type: ignore[import-not-found]
+
+        rawapp.noop.delay()  # warm up: the worker is consuming before the clock starts
+        while int(client.get("raw:done") or 0) < 1:
+            time.sleep(0.05)
+        client.delete("raw:done")
+        started = time.perf_counter()
+        with rawapp.app.producer_or_acquire() as producer:
+            for _ in range(tasks):
+                rawapp.noop.apply_async(producer=producer)
+        published = time.perf_counter() - started
+        while int(client.get("raw:done") or 0) < tasks:
+            time.sleep(0.01)
+        consumed = time.perf_counter() - started
+    finally:
+        worker.terminate()
+        worker.wait(30)
+    return {"tasks": tasks, "published_per_s": tasks / published, "consumed_per_s": tasks / consumed}
+
+
+def pagemill_run(platform: Platform, documents: int, pages: int, workdir: Path, concurrency: int) -> dict[str, float]:
+    source = workdir / f"bench-{pages}.pdf"
+    source.write_bytes(repeat_pages(CORPUS / "dev" / "docling_multi_page" / "multi_page.pdf", pages))
+    platform.start(concurrency=concurrency)
+    warm = platform.upload(source)
+    platform.wait_done(warm["id"])
+    started = time.perf_counter()
+    ids = [platform.upload(source)["id"] for _ in range(documents)]
+    uploaded = time.perf_counter() - started
+    with platform.client() as client:
+        for document_id in ids:
+            while client.get(f"/v1/documents/{document_id}", params={"wait": 10}).json()["status"] != "succeeded":
+                pass
+    elapsed = time.perf_counter() - started
+    return {"documents": documents, "pages": documents * pages, "seconds": elapsed, "upload_seconds": uploaded,
+            "pages_per_s": documents * pages / elapsed}
+
+
+def upload_latency(platform: Platform, workdir: Path, pages: int = 500, repeats: int = 5) -> dict[str, float]:
+    source = workdir / f"upload-{pages}.pdf"
+    source.write_bytes(repeat_pages(CORPUS / "dev" / "docling_multi_page" / "multi_page.pdf", pages))
+    times = []
+    with httpx.Client(base_url=platform.url, timeout=120) as client:
+        for _ in range(repeats):
+            started = time.perf_counter()
+            response = client.post("/v1/documents", files={"file": (source.name, source.read_bytes())})
+            times.append(time.perf_counter() - started)
+            assert response.status_code == 202, response.text
+            client.delete(f"/v1/documents/{response.json()['id']}")
+    return {"pages": pages, "bytes": source.stat().st_size, "median_s": statistics.median(times),
+            "max_s": max(times)}
+
+
+def write_section(path: Path, text: str, name: str = "bench") -> None:
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    current = path.read_text() if path.exists() else "# Benchmarks\n"
+    block = f"{start}\n{text.rstrip()}\n{end}"
+    if start in current and end in current:
+        current = current[: current.index(start)] + block + current[current.index(end) + len(end):]
+    else:
+        current = current.rstrip() + "\n\n" + block + "\n"
+    path.write_text(current)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--documents", type=int, default=20)
+    parser.add_argument("--pages", type=int, default=25)
+    parser.add_argument("--raw-tasks", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--write", type=Path, default=None, help="update this Markdown file's bench section")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="pagemill-bench-") as tmp:
+        workdir = Path(tmp)
+        redis_url, stop_redis = start_redis(workdir)
+        pg_server, stop_pg = start_postgres(workdir)
+        try:
+            raw = raw_celery(redis_url.rsplit("/", 1)[0] + "/15", args.raw_tasks, args.concurrency, workdir)
+            print(f"raw celery: {raw}", flush=True)
+            results = {}
+            for label in ("postgresql", "sqlite"):
+                if label == "postgresql":
+                    database_url, drop = fresh_database(pg_server)
+                else:
+                    database_url, drop = f"sqlite:///{workdir / 'bench.db'}", (lambda: None)
+                platform = Platform(workdir=workdir / label, database_url=database_url, redis_base_url=redis_url,
+                                    engine="fake", extra_env={"PAGEMILL_LOG_LEVEL": "WARNING"})
+                try:
+                    run = pagemill_run(platform, args.documents, args.pages, workdir, args.concurrency)
+                    run["upload_500"] = upload_latency(platform, workdir)  # type: ignore[assignment]
+                finally:
+                    platform.stop()
+                    drop()
+                results[label] = run
+                print(f"pagemill ({label}): {run}", flush=True)
+        finally:
+            stop_pg()
+            stop_redis()
+    command = (f"make bench  # python -m bench.control_plane --documents {args.documents} --pages {args.pages} "
+               f"--raw-tasks {args.raw_tasks} --concurrency {args.concurrency}")
+    lines = [
+        "## Control plane (`make bench`)", "",
+        f"Command: `{command}`  ",
+        f"Machine: {os.cpu_count()} cores, {host.machine()}, Python {host.python_version()}; "
+        f"measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Fake engine (instant pages); "
+        f"Celery prefork, concurrency {args.concurrency}, for pagemill and the raw baseline alike.", "",
+        "| run | pages | pages/s | vs raw Celery consumed |", "|---|---|---|---|",
+        f"| raw Celery no-op task (consumed) | {raw['tasks']:.0f} | {raw['consumed_per_s']:.0f} | 100 % |",
+        f"| raw Celery no-op task (published) | {raw['tasks']:.0f} | {raw['published_per_s']:.0f} | |",
+    ]
+    for label, run in results.items():
+        lines.append(f"| pagemill, fake engine, {label} | {run['pages']:.0f} | {run['pages_per_s']:.0f} | "
+                     f"{100 * run['pages_per_s'] / raw['consumed_per_s']:.0f} % |")
+    lines += ["", "Upload latency of a 500-page PDF (validate, store, write 500 page rows, queue the split; "
+              "median of 5):", "", "| database | file size | median | max |", "|---|---|---|---|"]
+    for label, run in results.items():
+        up = run["upload_500"]
+        lines.append(f"| {label} | {up['bytes'] / 1e6:.1f} MB | {up['median_s'] * 1000:.0f} ms | "  # type: ignore[index]
+                     f"{up['max_s'] * 1000:.0f} ms |")  # type: ignore[index]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        write_section(args.write, text)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    main()

@@ -1,0 +1,73 @@
+"""The `pagemill` command as a user runs it: `serve` on embedded defaults, `parse` in-process and remote."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.harness import REPO
+from tests.servers import free_port, wait_for
+from tests.textmatch import word_recall
+
+pytestmark = pytest.mark.slow
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_") and k != "PROMETHEUS_MULTIPROC_DIR"}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> tuple[str, Path]:
+    """`pagemill serve` with nothing configured: embedded Redis, SQLite and a local folder."""
+    port = free_port()
+    data_dir = tmp_path / "data"
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen([sys.executable, "-m", "services.cli", "serve", "--port", str(port), "--data-dir",
+                                str(data_dir)], cwd=tmp_path, env=clean_env(PYTHONPATH=str(REPO)),
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: httpx.get(f"{url}/readyz", timeout=2).status_code == 200, 90, "pagemill serve")
+        yield url, data_dir
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_serve_on_embedded_defaults_then_parse_against_it(served: tuple[str, Path], corpus: Path,
+                                                           tmp_path: Path) -> None:
+    url, data_dir = served
+    case = corpus / "dev" / "docling_multi_page"
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(case / "multi_page.pdf"),
+                             "-o", str(out), "--server", url], cwd=REPO, env=clean_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "multi_page.pdf: succeeded" in result.stdout
+    markdown = (out / "multi_page.md").read_text()
+    assert word_recall((case / "multi_page.md").read_text(), markdown) >= 0.9
+    assert (data_dir / "pagemill.db").exists() and (data_dir / "objects" / "documents").is_dir()
+
+
+def test_parse_in_process_writes_markdown_and_reports_bad_files(corpus: Path, tmp_path: Path) -> None:
+    good = corpus / "dev" / "tesseract_phototest" / "phototest.png"
+    bad = corpus / "bad" / "encrypted_pypdf_r6-user-password" / "r6-user-password.pdf"
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(good), str(bad), "-o", str(out)],
+                            cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1  # one file could not be parsed
+    assert "r6-user-password.pdf: encrypted_pdf" in result.stderr
+    truth = (corpus / "dev" / "tesseract_phototest" / "phototest.txt").read_text()
+    assert word_recall(truth, (out / "phototest.md").read_text()) >= 0.9
+    assert not (out / "r6-user-password.md").exists()
