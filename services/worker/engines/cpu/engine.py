@@ -9,7 +9,7 @@ from services.core.pdf import load_image, render_pdf_page
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput, PageOutput
 from services.worker.engines.cpu import confidence, layout, markdown, ocr, tables, textlayer
-from services.worker.engines.cpu.model import Block, BlockKind, Line, PageText
+from services.worker.engines.cpu.model import Block, BlockKind, Line, PageText, Segment
 
 # A text layer with fewer characters than this over a page that is mostly picture is a scan with a stray label.
 _MIN_TEXT_CHARS = 20
@@ -17,7 +17,7 @@ _MIN_TEXT_CHARS = 20
 _AGREEMENT_TO_KEEP_LAYER = 0.85
 
 
-def lay_out(lines: list[Line], width: float, height: float, *, rules: list | None = None,
+def lay_out(lines: list[Line], width: float, height: float, *, rules: list[Segment] | None = None,
             margin_lines: list[Line] | None = None, from_ocr: bool = False) -> list[Block]:
     """Lines of a page to classified blocks in reading order (furniture included, marked)."""
     if not lines:

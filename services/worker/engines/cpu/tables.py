@@ -8,7 +8,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, union_all
+from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, Word, union_all
 
 _CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|source|note)\s*[\dIVX:.]", re.IGNORECASE)
 _NUMERIC = re.compile(r"^[\s$€£¥%()+\-–—−.,:/*\d<>≤≥±x×~]+$")
@@ -44,14 +44,14 @@ def grid_html(grid: Grid) -> str:
     for r in range(grid.rows):
         cells_html: list[str] = []
         for c in range(grid.cols):
-            cell = by_origin.get((r, c))
-            if cell is None:
+            origin = by_origin.get((r, c))
+            if origin is None:
                 if (r, c) not in covered:
                     cells_html.append("<td></td>")
                 continue
-            attrs = (f' rowspan="{cell.rowspan}"' if cell.rowspan > 1 else "") + (
-                f' colspan="{cell.colspan}"' if cell.colspan > 1 else "")
-            cells_html.append(f"<td{attrs}>{html.escape(cell.text, quote=False)}</td>")
+            attrs = (f' rowspan="{origin.rowspan}"' if origin.rowspan > 1 else "") + (
+                f' colspan="{origin.colspan}"' if origin.colspan > 1 else "")
+            cells_html.append(f"<td{attrs}>{html.escape(origin.text, quote=False)}</td>")
         rows_html.append("<tr>" + "".join(cells_html) + "</tr>")
     head = rows_html[: grid.header_rows]
     body = rows_html[grid.header_rows:]
@@ -230,7 +230,7 @@ def _split_numeric_runs(lines: list[Line], columns: list[tuple[float, float]]) -
         if last == first or len(line.words) < 2 or not all(_is_figure(w.text) for w in line.words):
             out.append(line)
             continue
-        pieces: dict[int, list] = {}
+        pieces: dict[int, list[Word]] = {}
         for word in line.words:
             band = _span(columns, word.box.cx, word.box.cx + 0.01)[0]
             pieces.setdefault(band, []).append(word)
@@ -457,19 +457,20 @@ def _lattice_grid(xs: list[float], ys: list[float], hs: list[tuple[float, float,
     texts: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
     for line in lines:
         for word in line.words:
-            c = _band_index(xs, word.box.cx)
-            r = _band_index(ys, word.box.cy)
-            if r is None or c is None:
+            col = _band_index(xs, word.box.cx)
+            row = _band_index(ys, word.box.cy)
+            if row is None or col is None:
                 continue
-            texts.setdefault(root((r, c)), []).append((line.box.cy, word.box.x0, word.text))
+            texts.setdefault(root((row, col)), []).append((line.box.cy, word.box.x0, word.text))
     grid = Grid(rows=rows, cols=cols)
     for origin, cells in members.items():
         r0 = min(r for r, _ in cells)
         c0 = min(c for _, c in cells)
         r1 = max(r for r, _ in cells)
         c1 = max(c for _, c in cells)
-        words = sorted(texts.get(origin, []), key=lambda item: (round(item[0]), item[1]))
-        grid.cells.append(Cell(r0, c0, " ".join(w for _, _, w in words), rowspan=r1 - r0 + 1, colspan=c1 - c0 + 1))
+        placed = sorted(texts.get(origin, []), key=lambda item: (round(item[0]), item[1]))
+        grid.cells.append(Cell(r0, c0, " ".join(text for _, _, text in placed), rowspan=r1 - r0 + 1,
+                               colspan=c1 - c0 + 1))
     _drop_empty(grid)
     grid.header_rows = _header_rows(grid)
     return grid
