@@ -35,7 +35,17 @@ proto: $(STAMP) ## regenerate the Python code of proto/pagemill/v1/*.proto
 migrate: $(STAMP) ## apply database migrations (PAGEMILL_DATABASE_URL, default SQLite in .pagemill/)
 	$(BIN)/pagemill migrate
 
+dashboards: $(STAMP) ## regenerate the Grafana dashboards in charts/pagemill/dashboards/
+	$(BIN)/python -m tools.dashboards
+
+ops-tools: ## install promtool and prometheus (Debian package) for the alert-rule and scrape checks
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "no apt-get: install Prometheus 2.x by hand"; exit 1; }; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@promtool --version | head -1
+
 bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
 
-.PHONY: help install run test lint proto migrate bench
+.PHONY: help install run test lint proto migrate bench dashboards ops-tools

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from celery.signals import worker_process_shutdown
+from celery import Task
+from celery.signals import task_postrun, worker_process_init, worker_process_shutdown
 
 from services.core.logging import configure_logging
+from services.core.metrics import TASKS, record_rss
+from services.core.metrics import start_metrics_server as _start_metrics_server
 from services.core.queues import make_celery
 from services.core.settings import Settings
 from services.results.tasks import register_results_tasks
@@ -22,17 +25,22 @@ def _mark_process_dead(pid: int | None = None, **_: Any) -> None:
         multiprocess.mark_process_dead(pid or os.getpid())
 
 
+@worker_process_init.connect
+def _record_start_rss(**_: Any) -> None:
+    record_rss("worker")
+
+
+@task_postrun.connect
+def _count_task(task: Task | None = None, state: str | None = None, **_: Any) -> None:
+    """Every task run that ended, by queue: "is anybody consuming queue X" is a rate over this."""
+    delivery = getattr(getattr(task, "request", None), "delivery_info", None) or {}
+    queue = delivery.get("routing_key") or delivery.get("queue") or "unknown"
+    TASKS.labels(task=getattr(task, "name", "unknown"), queue=queue, state=state or "unknown").inc()
+    record_rss("worker")  # after each page: where an image bomb or a leak shows
+
+
 def start_metrics_server(port: int) -> None:
-    from prometheus_client import CollectorRegistry, start_http_server
-
-    registry = CollectorRegistry()
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
-        multiprocess.MultiProcessCollector(registry)
-        start_http_server(port, registry=registry)
-    else:
-        start_http_server(port)
+    _start_metrics_server(port)
 
 
 def run_worker(settings: Settings, *, queues: list[str], concurrency: int | None, pool: str,

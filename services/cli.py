@@ -70,17 +70,21 @@ def worker(queues: str, concurrency: int | None, pool: str, metrics_port: int | 
 
 @main.command()
 @click.option("--loop/--once", default=False, help="keep running every reconciler.interval_s seconds")
-def reconcile(loop: bool) -> None:
+@click.option("--metrics-port", type=int, default=None, help="serve /metrics on this port (with --loop)")
+def reconcile(loop: bool, metrics_port: int | None) -> None:
     """Re-enqueue lost or stuck work and assemble documents nobody assembled."""
     import redis
 
     from services.core.logging import configure_logging
+    from services.core.metrics import start_metrics_server
     from services.core.queues import get_celery
     from services.results.reconciler import reconcile_forever, reconcile_once
 
     settings = get_settings()
     configure_logging(json=settings.log_json, level=settings.log_level)
     app = get_celery(settings)
+    if metrics_port and loop:
+        start_metrics_server(metrics_port)
     if loop:
         reconcile_forever(settings, app)
     else:

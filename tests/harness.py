@@ -101,14 +101,19 @@ class Platform:
         return self
 
     def start_worker(self, name: str = "worker", *, concurrency: int = 2, queues: str | None = None,
-                     pool: str = "prefork") -> subprocess.Popen[bytes]:
+                     pool: str = "prefork", metrics_port: int | None = None) -> subprocess.Popen[bytes]:
         args = ["worker", "--concurrency", str(concurrency), "--pool", pool, "--name", f"{name}@{uuid.uuid4().hex[:6]}"]
         if queues:
             args += ["--queues", queues]
+        if metrics_port:
+            args += ["--metrics-port", str(metrics_port)]
         return self._spawn(name, *args)
 
-    def start_reconciler(self) -> subprocess.Popen[bytes]:
-        return self._spawn("reconciler", "reconcile", "--loop")
+    def start_reconciler(self, metrics_port: int | None = None) -> subprocess.Popen[bytes]:
+        args = ["reconcile", "--loop"]
+        if metrics_port:
+            args += ["--metrics-port", str(metrics_port)]
+        return self._spawn("reconciler", *args)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         process = self.processes.pop(name)

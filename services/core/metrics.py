@@ -7,7 +7,10 @@ gateway's `/metrics` and each worker's metrics port show the whole machine.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -80,6 +83,55 @@ WEBHOOK_LATENCY = Histogram(
 PROCESS_RSS = Gauge(
     "pagemill_process_resident_memory_bytes", "Resident memory of each live pagemill process, by role.", ["role"],
     multiprocess_mode="liveall")
+TASKS = Counter(
+    "pagemill_tasks_total", "Celery task runs that ended, by task, queue and state (SUCCESS, RETRY, FAILURE…).",
+    ["task", "queue", "state"])
+
+
+# Scrape-time gauges --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ScrapeGauge:
+    """A gauge computed when `/metrics` is scraped (from Redis or the database), not kept by any process."""
+
+    name: str
+    documentation: str
+    labels: tuple[str, ...]
+
+
+QUEUE_DEPTH = ScrapeGauge("pagemill_queue_depth", "Messages waiting in each queue.", ("queue",))
+QUEUE_OLDEST_AGE = ScrapeGauge(
+    "pagemill_queue_oldest_age_seconds", "Age of the oldest message waiting in each queue (0 when empty).",
+    ("queue",))
+DOCUMENTS_OPEN = ScrapeGauge("pagemill_documents", "Documents in the database, by status.", ("status",))
+TENANT_OPEN_PAGES = ScrapeGauge(
+    "pagemill_tenant_open_pages", "Queued and running pages of the busiest tenants (top N, the rest as `other`); "
+    "only when `PAGEMILL_METRICS__TENANT_TOP_N` > 0.", ("tenant",))
+SCRAPE_GAUGES = (QUEUE_DEPTH, QUEUE_OLDEST_AGE, DOCUMENTS_OPEN, TENANT_OPEN_PAGES)
+
+
+@contextmanager
+def stage_timer(stage: str, engine: str) -> Iterator[None]:
+    """Observes how long the block took into `pagemill_page_stage_seconds`, also when it raises."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        PAGE_STAGE.labels(stage=stage, engine=engine).observe(time.perf_counter() - started)
+
+
+def resident_memory_bytes() -> float:
+    """This process's current resident set size (Linux `/proc`; peak RSS elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return float(int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
+def record_rss(role: str) -> None:
+    PROCESS_RSS.labels(role=role).set(resident_memory_bytes())
 
 
 def multiprocess_dir() -> str | None:
@@ -93,6 +145,10 @@ class CallbackCollector(Collector):
                  read: Callable[[], Iterable[tuple[tuple[str, ...], float]]]) -> None:
         self.name, self.documentation, self.labels, self.read = name, documentation, labels, read
 
+    @classmethod
+    def of(cls, gauge: ScrapeGauge, read: Callable[[], Iterable[tuple[tuple[str, ...], float]]]) -> CallbackCollector:
+        return cls(gauge.name, gauge.documentation, list(gauge.labels), read)
+
     def collect(self) -> Iterable[GaugeMetricFamily]:
         family = GaugeMetricFamily(self.name, self.documentation, labels=self.labels)
         try:
@@ -101,6 +157,18 @@ class CallbackCollector(Collector):
         except Exception:  # noqa: BLE001 - a scrape must not fail because Redis or the DB blinked
             pass
         yield family
+
+
+def start_metrics_server(port: int, addr: str = "0.0.0.0") -> None:
+    """`/metrics` on its own port, in a thread (workers and the reconciler, which serve no HTTP otherwise)."""
+    from prometheus_client import start_http_server
+
+    if multiprocess_dir():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        start_http_server(port, addr=addr, registry=registry)
+    else:
+        start_http_server(port, addr=addr)
 
 
 def render_metrics(extra: Iterable[Collector] = ()) -> tuple[bytes, str]:

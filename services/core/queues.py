@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
@@ -14,6 +15,9 @@ from services.core.contracts import DocumentTask, PageTask, timestamp, to_dict
 from services.core.db.models import Document
 from services.core.pdf import PDF, PNG
 from services.core.settings import Settings
+
+# Every message carries its send time, so the queue exporter can tell how long the oldest one has waited.
+SENT_AT_HEADER = "pagemill_sent_at"
 
 
 class Queue(StrEnum):
@@ -99,7 +103,8 @@ class JobBatch:
         with app.producer_or_acquire() as producer:
             for job in self.jobs:
                 app.send_task(job.name.value, args=[job.payload], queue=job.queue.value,
-                              routing_key=job.queue.value, producer=producer)
+                              routing_key=job.queue.value, producer=producer,
+                              headers={SENT_AT_HEADER: time.time()})
         sent = len(self.jobs)
         self.jobs.clear()
         return sent

@@ -83,6 +83,12 @@ class ReconcilerSettings(BaseModel):
     assembly_lease_s: int = Field(default=300, ge=5)
 
 
+class MetricsSettings(BaseModel):
+    # Tenant ids are unbounded, so they only become a label when this is > 0: then the gateway exports the open
+    # pages of the N busiest tenants and sums the rest as `other` (at most N + 1 series).
+    tenant_top_n: int = Field(default=0, ge=0, le=100)
+
+
 class Settings(BaseSettings):
     """Every setting of every process. Nested models use `__`: `PAGEMILL_ENGINE__KIND=vllm`."""
 
@@ -101,6 +107,7 @@ class Settings(BaseSettings):
     limits: LimitSettings = LimitSettings()
     worker: WorkerSettings = WorkerSettings()
     reconciler: ReconcilerSettings = ReconcilerSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
     def resolved_database_url(self) -> str:
         if self.database_url:

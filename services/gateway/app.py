@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -11,14 +12,15 @@ from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
-from services.core.db.models import Document
-from services.core.db.session import get_engine, session_scope
+from services.core.db.session import get_engine
 from services.core.errors import PagemillError
+from services.core.exporters import scrape_collectors as core_scrape_collectors
 from services.core.logging import bind_request_id, configure_logging, get_logger
-from services.core.metrics import CallbackCollector, render_metrics
-from services.core.queues import Queue
+from services.core.metrics import HTTP_LATENCY, HTTP_REQUESTS, UPLOADS_REJECTED, record_rss, render_metrics
 from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
 from services.gateway.documents.router import router as documents_router
@@ -55,27 +57,23 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(500, "internal_error", "an unexpected error occurred; it has been logged")
 
 
-def scrape_collectors(settings: Settings) -> Iterable[CallbackCollector]:
-    def queue_depth() -> Iterable[tuple[tuple[str, ...], float]]:
-        client = redis.Redis.from_url(settings.resolved_redis_url(), socket_timeout=2)
-        try:
-            with client.pipeline() as pipe:
-                for queue in Queue:
-                    pipe.llen(queue.value)
-                return [((q.value,), float(n)) for q, n in zip(Queue, pipe.execute(), strict=True)]
-        finally:
-            client.close()
+def scrape_collectors(settings: Settings) -> Iterable[Collector]:
+    """Queue depth and oldest age (Redis), documents by status and, when enabled, the busiest tenants (DB)."""
+    return core_scrape_collectors(settings)
 
-    def documents_by_status() -> Iterable[tuple[tuple[str, ...], float]]:
-        with session_scope(settings.resolved_database_url()) as session:
-            rows = session.execute(sa.select(Document.status, sa.func.count()).group_by(Document.status)).all()
-        return [((status,), float(count)) for status, count in rows]
 
-    return [
-        CallbackCollector("pagemill_queue_depth", "Messages waiting in each queue.", ["queue"], queue_depth),
-        CallbackCollector("pagemill_documents", "Documents in the database, by status.", ["status"],
-                          documents_by_status),
-    ]
+# Requests that are not worth an access log line: probes and scrapes arrive every few seconds.
+QUIET_ROUTES = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+def route_template(request: Request) -> str:
+    """The matched route's template (`/v1/documents/{document_id}`), never the raw path: labels stay bounded.
+    A request answered before routing (an early 413) is matched here; one no route matches is `unmatched`."""
+    route = request.scope.get("route")
+    if route is None:
+        route = next((r for r in request.app.router.routes if r.matches(request.scope)[0] == Match.FULL), None)
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "unmatched"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -90,13 +88,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         value = request.headers.get("x-request-id") or uuid.uuid4().hex
         request.state.request_id = value[:64]
         bind_request_id(request.state.request_id)
-        declared = request.headers.get("content-length", "")
-        # Refuse an oversized upload from its header, before a byte of the body is spooled to disk.
-        if declared.isdigit() and int(declared) > settings.limits.max_file_bytes + 1024 * 1024:
-            limit = settings.limits.max_file_bytes
-            response: Response = error_response(413, "file_too_large", f"the file is over the {limit} byte limit")
-        else:
-            response = await call_next(request)
+        started = time.perf_counter()
+        status = 500
+        try:
+            declared = request.headers.get("content-length", "")
+            # Refuse an oversized upload from its header, before a byte of the body is spooled to disk.
+            if declared.isdigit() and int(declared) > settings.limits.max_file_bytes + 1024 * 1024:
+                limit = settings.limits.max_file_bytes
+                UPLOADS_REJECTED.labels(code="file_too_large").inc()
+                response: Response = error_response(413, "file_too_large",
+                                                     f"the file is over the {limit} byte limit")
+            else:
+                response = await call_next(request)
+            status = response.status_code
+        finally:
+            elapsed = time.perf_counter() - started
+            route = route_template(request)
+            HTTP_REQUESTS.labels(route=route, method=request.method, status=str(status)).inc()
+            HTTP_LATENCY.labels(route=route, method=request.method).observe(elapsed)
+            if route not in QUIET_ROUTES:
+                log.info("http.request", method=request.method, route=route, status=status,
+                         ms=round(elapsed * 1000, 1))
         response.headers["X-Request-ID"] = request.state.request_id
         return response
 
@@ -136,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/metrics", tags=["ops"], include_in_schema=False)
     async def metrics() -> Response:
+        record_rss("gateway")
         body, content_type = await run_in_threadpool(render_metrics, collectors)
         return Response(body, media_type=content_type)
 

@@ -26,7 +26,7 @@ from services.core.lifecycle import (
     unsplit_documents,
 )
 from services.core.logging import get_logger
-from services.core.metrics import PAGE_RETRIES
+from services.core.metrics import PAGE_RETRIES, record_rss
 from services.core.queues import JobBatch, assemble_job, page_job, split_job
 from services.core.settings import Settings
 from services.core.storage import document_prefix, get_store
@@ -101,6 +101,7 @@ def reconcile_forever(settings: Settings, app: Celery, *, stop: object | None = 
     """`pagemill reconcile --loop`: one pass every `reconciler.interval_s` seconds, surviving any error."""
     client = redis.Redis.from_url(settings.resolved_redis_url(), socket_timeout=10)
     while stop is None or not stop.is_set():
+        record_rss("reconciler")
         try:
             reconcile_once(settings, app, client)
         except Exception as exc:  # noqa: BLE001 - the next pass tries again; a dead reconciler is worse

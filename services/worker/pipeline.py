@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from services.core.metrics import stage_timer
 from services.core.pdf import pdf_text_layer, png_bytes, render_pdf_page
 from services.core.settings import Settings
 from services.worker.engines.base import Engine, PageInput, PageOutput
@@ -41,5 +42,8 @@ def prepare_input(engine: Engine, page: PageInput, settings: Settings) -> PageIn
 
 def run_page(engine: Engine, page: PageInput, settings: Settings) -> PageOutcome:
     started = time.perf_counter()
-    output = engine.parse(prepare_input(engine, page, settings))
+    with stage_timer("render", engine.name):
+        prepared = prepare_input(engine, page, settings)
+    with stage_timer("engine", engine.name):
+        output = engine.parse(prepared)
     return PageOutcome(output=output, attempts=1, latency_ms=int((time.perf_counter() - started) * 1000))

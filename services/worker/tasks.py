@@ -7,13 +7,13 @@ from typing import Any
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from services.core.contracts import DocumentTask, PageResult, PageTask, from_dict, to_dict
-from services.core.db.models import DocumentStatus, PageStatus
+from services.core.contracts import DocumentTask, PageResult, PageTask, from_dict, to_datetime, to_dict
+from services.core.db.models import DocumentStatus, PageStatus, utcnow
 from services.core.db.session import session_scope
 from services.core.errors import PagemillError
 from services.core.lifecycle import Claim, PageFinish, claim_page, finalize_document, finish_page, release_page
 from services.core.logging import bind_request_id, get_logger
-from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGES_TOTAL
+from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_TOTAL, stage_timer
 from services.core.queues import JobBatch, TaskName, assemble_job
 from services.core.retry import is_retryable
 from services.core.settings import Settings
@@ -45,10 +45,15 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
                                           "(a worker crashed or timed out on it each time)")
         return "failed"
     engine_name = job.engine or settings.engine.kind.value
+    if job.HasField("enqueued_at"):
+        waited = (utcnow() - to_datetime(job.enqueued_at)).total_seconds()
+        PAGE_STAGE.labels(stage="queue_wait", engine=engine_name).observe(max(0.0, waited))
     try:
         store = get_store(settings)
         engine = load_engine(engine_name, settings)
-        page = PageInput(job.document_id, job.page_index, job.media_type, store.get(job.source_key))
+        with stage_timer("fetch", engine_name):
+            data = store.get(job.source_key)
+        page = PageInput(job.document_id, job.page_index, job.media_type, data)
         outcome = run_page(engine, page, settings)
         output = outcome.output
         result = PageResult(
@@ -60,7 +65,8 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
             width_px=output.width_px, height_px=output.height_px, rotation=output.rotation,
         )
         key = page_result_key(job.document_id, job.page_index)
-        store.put(key, _json(result), content_type="application/json")
+        with stage_timer("store", engine_name):
+            store.put(key, _json(result), content_type="application/json")
         with session_scope(db) as session:
             due = finish_page(session, job.document_id, job.page_index, PageFinish(
                 PageStatus.SUCCEEDED, result_key=key, engine=output.engine, model=output.model,

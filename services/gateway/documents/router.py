@@ -14,7 +14,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
 from services.core.errors import FileTooLarge, ResultNotReady
-from services.core.metrics import UPLOADS_REJECTED
+from services.core.logging import get_logger
+from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
 from services.core.queues import JobBatch, get_celery
 from services.core.storage import ObjectNotFound, document_result_key
 from services.gateway.deps import SessionDep, SettingsDep, StoreDep
@@ -30,6 +31,7 @@ from services.gateway.documents.schemas import (
 )
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
+log = get_logger(__name__)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (404, 409, 413, 415, 422)
@@ -85,6 +87,9 @@ async def create_document(
         raise
     # After the commit: a job that ran before its rows existed would find nothing.
     await run_in_threadpool(jobs.send, get_celery(settings))
+    DOCUMENTS_TOTAL.labels(status="queued", mode=document.mode).inc()
+    log.info("document.accepted", document_id=document.id, pages=document.pages_total, mode=document.mode,
+             media_type=document.media_type, bytes=document.size_bytes)
     return DocumentCreated(id=document.id, status=document.status, pages_total=document.pages_total,
                            status_url=str(request.url_for("get_document", document_id=document.id)))
 

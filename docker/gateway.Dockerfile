@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# The HTTP gateway: validates uploads, writes rows, queues page jobs, serves results and /metrics.
+# Build from the repository root: docker build -f docker/gateway.Dockerfile -t pagemill-gateway .
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /app
+COPY pyproject.toml README.md alembic.ini ./
+COPY services ./services
+COPY proto ./proto
+COPY migrations ./migrations
+# Editable: the code stays in /app beside alembic.ini and migrations/, where services.core.db finds them.
+# The gateway never runs an engine, so the OCR stack goes (tests/unit/test_images.py checks it is never imported).
+RUN pip install --upgrade pip setuptools wheel && pip install -e . \
+ && pip uninstall -y rapidocr onnxruntime opencv-python-headless \
+ && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
+
+FROM ${PYTHON_IMAGE} AS runtime
+ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
+    PROMETHEUS_MULTIPROC_DIR=/tmp/metrics PAGEMILL_DATA_DIR=/tmp/pagemill PAGEMILL_LOG_JSON=true
+RUN groupadd --system --gid 10001 pagemill && useradd --system --uid 10001 --gid 10001 --no-create-home pagemill
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /app /app
+COPY docker/entrypoint.sh /usr/local/bin/pagemill-entrypoint
+WORKDIR /app
+USER 10001:10001
+EXPOSE 8000
+ENTRYPOINT ["/usr/local/bin/pagemill-entrypoint"]
+CMD ["pagemill", "gateway", "--host", "0.0.0.0", "--port", "8000"]
