@@ -1,0 +1,133 @@
+"""specsim's figures: pooled per anchor and kind, as a table, as JSON, and as a section of docs/benchmarks.md.
+
+Pooled means generated tokens over verification steps summed over the pages, so a long page weighs by its
+length, as it does in a GPU's throughput. A case with several kinds (`digital,table`) counts in each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from services.worker.specsim.run import MEASURED_ANCHORS, PageResult, SpecsimRun
+from services.worker.specsim.simulate import DecodeStats
+
+START, END = "<!-- specsim:start -->", "<!-- specsim:end -->"
+HEADLINE_ANCHORS = ("none", "text_layer", "ocr")
+
+
+def pooled(pages: Iterable[PageResult], k: int, anchor: str) -> DecodeStats:
+    total = DecodeStats()
+    for page in pages:
+        total.add(page.stats[k][anchor])
+    return total
+
+
+def kinds(run: SpecsimRun) -> list[str]:
+    return sorted({kind for page in run.pages for kind in page.kinds})
+
+
+def groups(run: SpecsimRun) -> list[tuple[str, list[PageResult]]]:
+    return [("overall", run.pages)] + [(kind, [p for p in run.pages if kind in p.kinds]) for kind in kinds(run)]
+
+
+def figures(pages: list[PageResult], k: int, anchor_names: Iterable[str]) -> dict[str, float]:
+    return {name: round(pooled(pages, k, name).committed_per_step, 3) for name in anchor_names}
+
+
+def to_json(run: SpecsimRun) -> dict[str, Any]:
+    headline = run.ks[0]
+    runs = []
+    for k in run.ks:
+        by_kind = {}
+        for kind, pages in groups(run)[1:]:
+            by_kind[kind] = {**figures(pages, k, MEASURED_ANCHORS), "pages": len(pages),
+                             "target_tokens": sum(p.target_tokens for p in pages)}
+        acceptance = {}
+        for name in MEASURED_ANCHORS:
+            total = pooled(run.pages, k, name)
+            acceptance[name] = round(total.accepted / total.drafted, 3) if total.drafted else 0.0
+        runs.append({
+            "num_speculative_tokens": k, "prompt_lookup_min": run.lookup_min, "prompt_lookup_max": run.lookup_max,
+            "overall": figures(run.pages, k, MEASURED_ANCHORS), "by_kind": by_kind,
+            "page_mean": {name: round(sum(p.stats[k][name].committed_per_step for p in run.pages)
+                                      / max(1, len(run.pages)), 3) for name in MEASURED_ANCHORS},
+            "draft_acceptance_rate": acceptance,
+        })
+    return {
+        "overall": figures(run.pages, headline, HEADLINE_ANCHORS),
+        "by_kind": {kind: figures(pages, headline, HEADLINE_ANCHORS) for kind, pages in groups(run)[1:]},
+        "params": {"num_speculative_tokens": headline, "prompt_lookup_min": run.lookup_min,
+                   "prompt_lookup_max": run.lookup_max, "anchor_max_chars": run.anchor_max_chars,
+                   "tokenizer": f"pagemill byte-level BPE, {run.tokenizer_vocab} tokens",
+                   "aggregation": "pooled: generated tokens / verification steps over all pages of the group"},
+        "runs": runs,
+        "pages": [{
+            "case_id": p.case_id, "page": p.page_number, "kinds": list(p.kinds), "ground_truth": p.source,
+            "scope": p.scope, "target_tokens": p.target_tokens, "anchor_chars": p.anchor_chars,
+            "auto_source": p.auto_source,
+            "committed_per_step": {str(k): {name: round(s.committed_per_step, 3) for name, s in by_anchor.items()}
+                                   for k, by_anchor in p.stats.items()},
+        } for p in run.pages],
+        "skipped": [{"case_id": case_id, "reason": reason} for case_id, reason in run.skipped],
+    }
+
+
+def table(run: SpecsimRun, k: int) -> str:
+    head = "| kind | pages | target tokens | " + " | ".join(MEASURED_ANCHORS) + " |"
+    rows = [head, "|" + "---|" * (3 + len(MEASURED_ANCHORS))]
+    for kind, pages in groups(run):
+        values = figures(pages, k, MEASURED_ANCHORS)
+        label = f"**{kind}**" if kind == "overall" else kind
+        rows.append(f"| {label} | {len(pages)} | {sum(p.target_tokens for p in pages)} | "
+                    + " | ".join(f"{values[name]:.2f}" for name in MEASURED_ANCHORS) + " |")
+    return "\n".join(rows)
+
+
+def tables(run: SpecsimRun) -> str:
+    parts = []
+    for k in run.ks:
+        parts.append(f"num_speculative_tokens {k}, prompt_lookup_min {run.lookup_min}, "
+                     f"prompt_lookup_max {run.lookup_max} — mean tokens committed per verification step:\n\n"
+                     + table(run, k))
+    return "\n\n".join(parts)
+
+
+def markdown_section(run: SpecsimRun, command: str) -> str:
+    skipped = "; ".join(f"`{case_id}`" for case_id, _ in run.skipped) or "none"
+    text_layer_pages = sum(1 for p in run.pages if p.auto_source == "text_layer")
+    return f"""{START}
+## Anchor-guided speculation (`pagemill specsim`)
+
+Made with `{command}`.
+
+For each page with a page-level reference, the reference is the output an oracle model emits; the prompt is
+the chat template with the page image, a fixed instruction and an anchor: **none**, the page's **text_layer**
+(pypdfium2; empty for images), or the cpu engine's **ocr** of the rendered page; **auto** is what the vllm
+engine sends (the text layer when usable — {text_layer_pages} of {len(run.pages)} pages here — OCR otherwise).
+Anchors are clipped to {run.anchor_max_chars} characters. Drafting is vLLM's n-gram (prompt-lookup) proposer
+over prompt + generated tokens (longest n-gram from max to min, earliest occurrence, up to
+`num_speculative_tokens` tokens); verification is greedy: accepted prefix + 1 bonus token per step, the prefill
+step commits the first token. Tokens: pagemill's byte-level BPE ({run.tokenizer_vocab} tokens, trained on
+committed neutral text, `services/worker/tokenizer.py`). Figures pool tokens and steps over the pages of a row;
+a case counts under each of its kinds; tables-only references (ICDAR pages) count as their page.
+Skipped (no page-level reference): {skipped}.
+
+{tables(run)}
+{END}"""
+
+
+def write_section(path: Path, section: str) -> None:
+    """Puts the section between the specsim markers, leaving the rest of the file as it is."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# Benchmarks\n\n{section}\n", encoding="utf-8")
+        return
+    text = path.read_text(encoding="utf-8")
+    if START in text and END in text and text.index(START) < text.index(END):
+        before, rest = text.split(START, 1)
+        after = rest.split(END, 1)[1]
+        path.write_text(before + section + after, encoding="utf-8")
+    else:
+        path.write_text(text.rstrip("\n") + "\n\n" + section + "\n", encoding="utf-8")

@@ -1,0 +1,104 @@
+"""The measurement: every page of every case with a page-level target, under each anchor and draft length."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
+from services.core.settings import Settings
+from services.worker.engines.cpu import usable_text_layer
+from services.worker.specsim import anchors
+from services.worker.specsim.corpus import Case, NoPageTruth, page_targets, read_manifest
+from services.worker.specsim.lookup import LookupParams
+from services.worker.specsim.simulate import DecodeStats, simulate
+from services.worker.tokenizer import EOS, build_tokenizer
+
+# "auto" is what the vllm engine does: the text layer when it is usable, the OCR hypothesis otherwise.
+MEASURED_ANCHORS = (*anchors.ANCHOR_KINDS, "auto")
+
+
+@dataclass(slots=True)
+class PageResult:
+    case_id: str
+    page_number: int
+    kinds: tuple[str, ...]
+    source: str  # the ground-truth file the target came from
+    scope: str  # "page" or "tables"
+    target_tokens: int
+    anchor_chars: dict[str, int]
+    auto_source: str  # which anchor "auto" picked: text_layer or ocr
+    stats: dict[int, dict[str, DecodeStats]] = field(default_factory=dict)  # k -> anchor -> stats
+
+
+@dataclass(slots=True)
+class SpecsimRun:
+    lookup_min: int
+    lookup_max: int
+    ks: tuple[int, ...]
+    anchor_max_chars: int
+    tokenizer_vocab: int
+    pages: list[PageResult] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (case id, reason)
+
+
+def document_pages(data: bytes) -> list[tuple[int, str, bytes]]:
+    """(page number, media type, bytes) per page: single-page PDFs, or the image (one PNG per frame)."""
+    info = inspect_document(data)
+    numbers = list(range(1, info.page_count + 1))
+    if info.media_type == PDF:
+        return [(n, PDF, page) for n, page in zip(numbers, split_pdf(data, numbers), strict=True)]
+    if info.page_count == 1:
+        return [(1, info.media_type, data)]
+    return [(n, "image/png", image_frame_png(data, n - 1)) for n in numbers]
+
+
+def select_cases(cases: list[Case], patterns: Sequence[str]) -> list[Case]:
+    if not patterns:
+        return cases
+    return [case for case in cases if any(fnmatch.fnmatch(case.case_id, p) for p in patterns)]
+
+
+def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4, 8), lookup_min: int = 2,
+                lookup_max: int = 4, anchor_max_chars: int = anchors.DEFAULT_ANCHOR_MAX_CHARS,
+                case_patterns: Sequence[str] = (),
+                on_page: Callable[[PageResult], None] | None = None) -> SpecsimRun:
+    params = {k: LookupParams(num_speculative_tokens=k, prompt_lookup_min=lookup_min, prompt_lookup_max=lookup_max)
+              for k in ks}
+    tokenizer = build_tokenizer()
+    eos = tokenizer.token_to_id(EOS)
+    run = SpecsimRun(lookup_min, lookup_max, tuple(ks), anchor_max_chars, tokenizer.get_vocab_size())
+
+    def encode(text: str) -> list[int]:
+        return list(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    for case in select_cases(read_manifest(corpus_dir), case_patterns):
+        pages = document_pages(case.document.read_bytes())
+        try:
+            targets = page_targets(case, len(pages))
+        except NoPageTruth as exc:
+            run.skipped.append((case.case_id, str(exc)))
+            continue
+        for target, (number, media_type, page_bytes) in zip(targets, pages, strict=True):
+            if not target.text:
+                run.skipped.append((case.case_id, f"page {number}: the reference is empty"))
+                continue
+            page_pdf = page_bytes if media_type == PDF else None
+            layer = anchors.text_layer(page_pdf)
+            ocr = anchors.ocr_text(settings, page_pdf=page_pdf, image=None if page_pdf else page_bytes,
+                                   media_type=media_type, label=case.case_id, index=number - 1)
+            auto_source = "text_layer" if usable_text_layer(layer) else "ocr"
+            texts = {"none": "", "text_layer": layer, "ocr": ocr, "auto": layer if auto_source == "text_layer" else ocr}
+            clipped = {name: anchors.clip_anchor(text, anchor_max_chars) for name, text in texts.items()}
+            prompts = {name: encode(anchors.prompt_text(anchor)) for name, anchor in clipped.items()}
+            target_ids = [*encode(target.text), eos]
+            result = PageResult(case.case_id, number, case.kinds, target.source, target.scope, len(target_ids),
+                                {name: len(anchor) for name, anchor in clipped.items()}, auto_source)
+            for k, lookup in params.items():
+                result.stats[k] = {name: simulate(prompts[name], target_ids, lookup) for name in MEASURED_ANCHORS}
+            run.pages.append(result)
+            if on_page:
+                on_page(result)
+    return run
