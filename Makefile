@@ -5,6 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+CORPUS ?= ../shared/corpus
 
 .DEFAULT_GOAL := help
 
@@ -29,6 +30,9 @@ lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check services tests
 	$(BIN)/mypy
 
+specsim: $(STAMP) ## anchor-guided speculation on $(CORPUS)/dev (n-gram drafts simulated), written to docs/benchmarks.md
+	$(BIN)/pagemill specsim $(CORPUS)/dev --write docs/benchmarks.md
+
 proto: $(STAMP) ## regenerate the Python code of proto/pagemill/v1/*.proto
 	$(BIN)/python -m services.core.contracts.generate
 
@@ -48,4 +52,4 @@ ops-tools: ## install promtool and prometheus (Debian package) for the alert-rul
 bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
 
-.PHONY: help install run test lint proto migrate bench dashboards ops-tools
+.PHONY: help install run test lint proto migrate bench dashboards ops-tools specsim

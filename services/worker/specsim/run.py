@@ -69,6 +69,8 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
               for k in ks}
     tokenizer = build_tokenizer()
     eos = tokenizer.token_to_id(EOS)
+    if eos is None:
+        raise RuntimeError(f"the tokenizer has no {EOS} token")
     run = SpecsimRun(lookup_min, lookup_max, tuple(ks), anchor_max_chars, tokenizer.get_vocab_size())
 
     def encode(text: str) -> list[int]:
