@@ -102,17 +102,22 @@ def markdown_section(run: SpecsimRun, command: str) -> str:
 
 Made with `{command}`.
 
-For each page with a page-level reference, the reference is the output an oracle model emits; the prompt is
-the chat template with the page image, a fixed instruction and an anchor: **none**, the page's **text_layer**
-(pypdfium2; empty for images), or the cpu engine's **ocr** of the rendered page; **auto** is what the vllm
-engine sends (the text layer when usable — {text_layer_pages} of {len(run.pages)} pages here — OCR otherwise).
-Anchors are clipped to {run.anchor_max_chars} characters. Drafting is vLLM's n-gram (prompt-lookup) proposer
-over prompt + generated tokens (longest n-gram from max to min, earliest occurrence, up to
-`num_speculative_tokens` tokens); verification is greedy: accepted prefix + 1 bonus token per step, the prefill
-step commits the first token. Tokens: pagemill's byte-level BPE ({run.tokenizer_vocab} tokens, trained on
-committed neutral text, `services/worker/tokenizer.py`). Figures pool tokens and steps over the pages of a row;
-a case counts under each of its kinds; tables-only references (ICDAR pages) count as their page.
-Skipped (no page-level reference): {skipped}.
+Each page with a page-level reference is decoded by an oracle model that emits the reference (then `<|im_end|>`).
+The prompt is the chat template with the page image, a fixed instruction and an anchor: **none**, the page's
+**text_layer** (pypdfium2; empty for images), or the cpu engine's **ocr** of the rendered page; **auto** is what
+the vllm engine sends (the text layer when usable — {text_layer_pages} of {len(run.pages)} pages here — OCR
+otherwise). Anchors are clipped to {run.anchor_max_chars} characters, head kept. Drafts come from vLLM's n-gram
+proposer over prompt + generated tokens (longest n-gram from max down to min, earliest occurrence, up to
+`num_speculative_tokens` tokens); verification is greedy: the accepted prefix plus one bonus token per step, and
+the prefill step commits the first token. Tokens: pagemill's byte-level BPE ({run.tokenizer_vocab} tokens, Qwen2
+pre-tokenization, trained on committed neutral text: `services/worker/tokenizer.py`), which splits words finer
+than a production tokenizer. A figure is the tokens over the steps of all pages of its row; a case counts
+under each of its kinds.
+
+References, first usable per case: Markdown (docling's, cut into pages by its DoclingDocument JSON; olmOCR's
+front matter dropped) → derived HTML tables (PubTabNet crops: the whole image; ICDAR pages: only their tables)
+→ plain text (spaces collapsed) → LaTeX source body (comments and TikZ removed). Skipped, having no page-level
+reference (olmOCR-bench rules only, no reference, or a multi-page reference without page boundaries): {skipped}.
 
 {tables(run)}
 {END}"""
