@@ -1,7 +1,8 @@
-"""The prompt specsim measures: a fixed instruction, the page image, and an anchor — none, the text layer or OCR.
+"""The prompt specsim measures: a fixed instruction, the page image, and an anchor.
 
 The anchor is what the vllm engine puts in its prompt so prompt-lookup drafts hit: the page's embedded text
-(pypdfium2), or the cpu engine's OCR hypothesis of the rendered page; whitespace tidied and clipped to a
+(pypdfium2), the cpu engine's OCR hypothesis of the rendered page, or the cpu engine's own Markdown for the page
+(its layout of the text layer when it trusts it, its OCR otherwise); whitespace tidied and clipped to a
 character budget, keeping the head of the page (generation runs in reading order). The instruction and the
 anchor block follow the generic preset's wording; their exact words barely move the figures, since drafts come
 from text the output repeats.
@@ -16,7 +17,7 @@ from services.core.settings import Settings
 from services.worker.engines import PageInput, load_engine
 from services.worker.tokenizer import chat_prompt
 
-ANCHOR_KINDS = ("none", "text_layer", "ocr")
+ANCHOR_KINDS = ("none", "text_layer", "ocr", "cpu")
 DEFAULT_ANCHOR_MAX_CHARS = 6000
 
 INSTRUCTION = (
@@ -58,15 +59,17 @@ def ocr_longest_side(settings: Settings) -> int:
     return min(2400, int(11 * settings.engine.ocr_dpi))
 
 
-def ocr_text(settings: Settings, *, page_pdf: bytes | None, image: bytes | None, media_type: str,
-             label: str = "specsim", index: int = 0) -> str:
+def ocr_text(settings: Settings, page: PageInput) -> str:
     """The cpu engine's OCR hypothesis of the page's pixels, also for a PDF page that has a text layer."""
-    if page_pdf is not None:
-        rendered = render_pdf_page(page_pdf, longest_side=ocr_longest_side(settings),
+    if page.is_pdf:
+        rendered = render_pdf_page(page.data, longest_side=ocr_longest_side(settings),
                                    max_pixels=settings.limits.max_render_pixels,
                                    max_side_pt=settings.limits.max_page_side_pt)
-        image, media_type = png_bytes(rendered), "image/png"
-    if image is None:
-        return ""
-    engine = load_engine("cpu", settings)
-    return engine.parse(PageInput(label, index, media_type, image)).markdown
+        page = PageInput(page.document_id, page.index, "image/png", png_bytes(rendered))
+    return load_engine("cpu", settings).parse(page).markdown
+
+
+def cpu_reading(settings: Settings, page: PageInput) -> tuple[str, str]:
+    """The cpu engine's Markdown for the page as it parses it in production, and its source (text_layer / ocr)."""
+    output = load_engine("cpu", settings).parse(page)
+    return output.markdown, str(output.details.get("source", ""))

@@ -66,7 +66,7 @@ def to_json(run: SpecsimRun) -> dict[str, Any]:
         "pages": [{
             "case_id": p.case_id, "page": p.page_number, "kinds": list(p.kinds), "ground_truth": p.source,
             "scope": p.scope, "target_tokens": p.target_tokens, "anchor_chars": p.anchor_chars,
-            "auto_source": p.auto_source,
+            "cpu_source": p.cpu_source,
             "committed_per_step": {str(k): {name: round(s.committed_per_step, 3) for name, s in by_anchor.items()}
                                    for k, by_anchor in p.stats.items()},
         } for p in run.pages],
@@ -96,23 +96,24 @@ def tables(run: SpecsimRun) -> str:
 
 def markdown_section(run: SpecsimRun, command: str) -> str:
     skipped = "; ".join(f"`{case_id}`" for case_id, _ in run.skipped) or "none"
-    text_layer_pages = sum(1 for p in run.pages if p.auto_source == "text_layer")
+    text_layer_pages = sum(1 for p in run.pages if p.cpu_source == "text_layer")
     return f"""{START}
 ## Anchor-guided speculation (`pagemill specsim`)
 
 Made with `{command}`.
 
-Each page with a page-level reference is decoded by an oracle model that emits the reference (then `<|im_end|>`).
-The prompt is the chat template with the page image, a fixed instruction and an anchor: **none**, the page's
-**text_layer** (pypdfium2; empty for images), or the cpu engine's **ocr** of the rendered page; **auto** is what
-the vllm engine sends (the text layer when usable — {text_layer_pages} of {len(run.pages)} pages here — OCR
-otherwise). Anchors are clipped to {run.anchor_max_chars} characters, head kept. Drafts come from vLLM's n-gram
-proposer over prompt + generated tokens (longest n-gram from max down to min, earliest occurrence, up to
-`num_speculative_tokens` tokens); verification is greedy: the accepted prefix plus one bonus token per step, and
-the prefill step commits the first token. Tokens: pagemill's byte-level BPE ({run.tokenizer_vocab} tokens, Qwen2
-pre-tokenization, trained on committed neutral text: `services/worker/tokenizer.py`), which splits words finer
-than a production tokenizer. A figure is the tokens over the steps of all pages of its row; a case counts
-under each of its kinds.
+Each page with a page-level reference is decoded by an oracle model that emits the reference (then
+`<|im_end|>`). The prompt is the chat template with the page image, a fixed instruction and an anchor:
+**none**, the page's **text_layer** (pypdfium2; empty for images), the cpu engine's **ocr** of the rendered
+page, or **cpu**: the cpu engine's own Markdown for the page (its layout of the text layer when it trusts it —
+{text_layer_pages} of {len(run.pages)} pages here — its OCR otherwise). Anchors are clipped to
+{run.anchor_max_chars} characters, head kept. Drafts come from vLLM's n-gram proposer over prompt + generated
+tokens (longest n-gram from max down to min, earliest occurrence, up to `num_speculative_tokens` tokens);
+verification is greedy: the accepted prefix plus one bonus token per step, and the prefill step commits the
+first token. Tokens: pagemill's byte-level BPE ({run.tokenizer_vocab} tokens, Qwen2 pre-tokenization, trained
+on committed neutral text: `services/worker/tokenizer.py`), which splits words finer than a production
+tokenizer. A figure is the tokens over the steps of all pages of its row; a case counts under each of its
+kinds.
 
 References, first usable per case: Markdown (docling's, cut into pages by its DoclingDocument JSON; olmOCR's
 front matter dropped) → derived HTML tables (PubTabNet crops: the whole image; ICDAR pages: only their tables)

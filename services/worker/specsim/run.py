@@ -9,15 +9,14 @@ from pathlib import Path
 
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
-from services.worker.engines.cpu import usable_text_layer
+from services.worker.engines import PageInput
 from services.worker.specsim import anchors
 from services.worker.specsim.corpus import Case, NoPageTruth, page_targets, read_manifest
 from services.worker.specsim.lookup import LookupParams
 from services.worker.specsim.simulate import DecodeStats, simulate
 from services.worker.tokenizer import EOS, build_tokenizer
 
-# "auto" is what the vllm engine does: the text layer when it is usable, the OCR hypothesis otherwise.
-MEASURED_ANCHORS = (*anchors.ANCHOR_KINDS, "auto")
+MEASURED_ANCHORS = anchors.ANCHOR_KINDS
 
 
 @dataclass(slots=True)
@@ -29,7 +28,7 @@ class PageResult:
     scope: str  # "page" or "tables"
     target_tokens: int
     anchor_chars: dict[str, int]
-    auto_source: str  # which anchor "auto" picked: text_layer or ocr
+    cpu_source: str  # what the cpu engine read the page from: text_layer or ocr
     stats: dict[int, dict[str, DecodeStats]] = field(default_factory=dict)  # k -> anchor -> stats
 
 
@@ -87,17 +86,17 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
             if not target.text:
                 run.skipped.append((case.case_id, f"page {number}: the reference is empty"))
                 continue
-            page_pdf = page_bytes if media_type == PDF else None
-            layer = anchors.text_layer(page_pdf)
-            ocr = anchors.ocr_text(settings, page_pdf=page_pdf, image=None if page_pdf else page_bytes,
-                                   media_type=media_type, label=case.case_id, index=number - 1)
-            auto_source = "text_layer" if usable_text_layer(layer) else "ocr"
-            texts = {"none": "", "text_layer": layer, "ocr": ocr, "auto": layer if auto_source == "text_layer" else ocr}
+            page = PageInput(case.case_id, number - 1, media_type, page_bytes)
+            ocr = anchors.ocr_text(settings, page)
+            # An image's cpu reading is the same OCR; a PDF page's is the laid-out text layer or OCR.
+            cpu, cpu_source = anchors.cpu_reading(settings, page) if page.is_pdf else (ocr, "ocr")
+            layer = anchors.text_layer(page_bytes if page.is_pdf else None)
+            texts = {"none": "", "text_layer": layer, "ocr": ocr, "cpu": cpu}
             clipped = {name: anchors.clip_anchor(text, anchor_max_chars) for name, text in texts.items()}
             prompts = {name: encode(anchors.prompt_text(anchor)) for name, anchor in clipped.items()}
             target_ids = [*encode(target.text), eos]
             result = PageResult(case.case_id, number, case.kinds, target.source, target.scope, len(target_ids),
-                                {name: len(anchor) for name, anchor in clipped.items()}, auto_source)
+                                {name: len(anchor) for name, anchor in clipped.items()}, cpu_source)
             for k, lookup in params.items():
                 result.stats[k] = {name: simulate(prompts[name], target_ids, lookup) for name in MEASURED_ANCHORS}
             run.pages.append(result)
