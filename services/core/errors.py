@@ -10,13 +10,20 @@
     │   ├── EmptyDocument          422 empty_document
     │   ├── ValidationFailed       422 validation_error
     │   ├── NotFound               404 not_found
-    │   └── ResultNotReady         409 result_not_ready
+    │   ├── ResultNotReady         409 result_not_ready
+    │   ├── ResultExpired          410 result_expired
+    │   ├── Unauthorized           401 unauthorized (no, unknown or revoked API key)
+    │   ├── Forbidden              403 forbidden (the admin API is switched off)
+    │   ├── IdempotencyConflict    409 idempotency_conflict
+    │   └── RateLimited            429 rate_limited (with Retry-After)
     ├── PageError (a page cannot be parsed; recorded on the page, never raised to a client)
     │   └── PageTooLarge           page_too_large
     └── EngineUnavailable (503 engine_unavailable, retryable: the engine's backend is down or busy)
 """
 
 from __future__ import annotations
+
+import math
 
 
 class PagemillError(Exception):
@@ -26,6 +33,11 @@ class PagemillError(Exception):
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or self.__class__.__doc__ or self.code)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Extra response headers (Retry-After, WWW-Authenticate)."""
+        return {}
 
     @property
     def message(self) -> str:
@@ -98,6 +110,54 @@ class ResultNotReady(InputError):
 
     status_code = 409
     code = "result_not_ready"
+
+
+class ResultExpired(InputError):
+    """The document's stored data was deleted when its retention period ended."""
+
+    status_code = 410
+    code = "result_expired"
+
+
+class Unauthorized(InputError):
+    """A valid API key is required: `Authorization: Bearer <key>`."""
+
+    status_code = 401
+    code = "unauthorized"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": "Bearer"}
+
+
+class Forbidden(InputError):
+    """This operation is not allowed."""
+
+    status_code = 403
+    code = "forbidden"
+
+
+class IdempotencyConflict(InputError):
+    """The Idempotency-Key was already used with a different request body."""
+
+    status_code = 409
+    code = "idempotency_conflict"
+
+
+class RateLimited(InputError):
+    """A limit of the tenant was reached; try again after Retry-After seconds."""
+
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str | None = None, *, retry_after_s: float = 1.0, limit: str = "") -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+        self.limit = limit
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(max(1, math.ceil(self.retry_after_s)))}
 
 
 class PageError(PagemillError):

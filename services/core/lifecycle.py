@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from services.core import events
 from services.core.db.models import (
     DOCUMENT_FINAL,
     PAGE_FINAL,
@@ -211,13 +212,17 @@ def final_status(pages_done: int, pages_failed: int, policy: FailurePolicy) -> D
 
 def finalize_document(session: Session, document_id: str, status: DocumentStatus, *,
                       error_code: str | None = None, error_message: str | None = None) -> bool:
+    """Sets the final status once; the `document.<status>` event is recorded in the same transaction."""
     now = utcnow()
-    return bool(session.execute(
+    changed = bool(session.execute(
         sa.update(Document)
         .where(Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES))
         .values(status=status, finished_at=now, updated_at=now, error_code=error_code,
                 error_message=error_message)
     ).rowcount)
+    if changed:
+        events.record_final(session, document_id)
+    return changed
 
 
 def cancel_document(session: Session, document_id: str) -> bool:
@@ -234,6 +239,8 @@ def cancel_document(session: Session, document_id: str) -> bool:
         .where(Page.document_id == document_id, Page.status.not_in(_FINAL_PAGE_VALUES))
         .values(status=PageStatus.CANCELLED, finished_at=now, lease_expires_at=None)
     )
+    if cancelled:
+        events.record_final(session, document_id)
     return cancelled
 
 

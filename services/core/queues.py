@@ -35,6 +35,17 @@ class TaskName(StrEnum):
     DELIVER_WEBHOOK = "pagemill.results.deliver_webhook"
 
 
+# Redis priorities: 0 is served first. See `services.core.fairness` for who gets which.
+PRIORITY_STEPS = (0, 3, 6, 9)
+PRIORITY_SEP = "\x06\x16"
+
+
+def redis_lists(queue: Queue | str) -> list[str]:
+    """The Redis lists behind one queue, one per priority step (for queue-depth gauges)."""
+    name = str(queue)
+    return [name if step == 0 else f"{name}{PRIORITY_SEP}{step}" for step in PRIORITY_STEPS]
+
+
 def page_queue(engine: str) -> Queue:
     return Queue.PAGES_GPU if engine == "vllm" else Queue.PAGES_CPU
 
@@ -58,6 +69,9 @@ def make_celery(settings: Settings) -> Celery:
             "visibility_timeout": settings.worker.page_lease_s + 300,
             "socket_timeout": 10,
             "socket_connect_timeout": 5,
+            # Fair share: each queue is a list per priority step, and a worker pops the lowest step first.
+            "priority_steps": list(PRIORITY_STEPS),
+            "sep": PRIORITY_SEP,
         },
         broker_pool_limit=10,
         worker_send_task_events=False,
@@ -83,6 +97,7 @@ class Job:
     name: TaskName
     queue: Queue
     payload: dict[str, Any]
+    priority: int = 0
 
 
 @dataclass(slots=True)
@@ -103,7 +118,7 @@ class JobBatch:
         with app.producer_or_acquire() as producer:
             for job in self.jobs:
                 app.send_task(job.name.value, args=[job.payload], queue=job.queue.value,
-                              routing_key=job.queue.value, producer=producer,
+                              routing_key=job.queue.value, producer=producer, priority=job.priority,
                               headers={SENT_AT_HEADER: time.time()})
         sent = len(self.jobs)
         self.jobs.clear()
@@ -125,7 +140,7 @@ def page_job(document: Document, index: int, source_key: str, *, engine: str | N
                     media_type=page_media_type(document, source_key), engine=engine, mode=document.mode,
                     request_id=document.request_id or "", tenant_id=document.tenant_id or "",
                     enqueued_at=timestamp())
-    return Job(TaskName.PARSE_PAGE, page_queue(engine), to_dict(task))
+    return Job(TaskName.PARSE_PAGE, page_queue(engine), to_dict(task), priority=document.priority or 0)
 
 
 def split_job(document: Document) -> Job:

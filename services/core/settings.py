@@ -6,7 +6,7 @@ from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -58,6 +58,13 @@ class LimitSettings(BaseModel):
     max_page_side_pt: float = 14400.0
     # Rendered images are capped at this many pixels whatever the page size says.
     max_render_pixels: int = 40_000_000
+    # Per-tenant defaults (a tenant's own limits override them): submissions per minute and pages accepted
+    # but not finished yet. Over either, `POST /v1/documents` answers 429 rate_limited with Retry-After.
+    requests_per_minute: int = Field(default=120, ge=1)
+    pages_in_flight: int = Field(default=10_000, ge=1)
+    # Fair share: a tenant's pages go to a lower queue priority the more pages it already has in flight,
+    # so one tenant's 2,000-page upload does not hold back another tenant's one-page upload.
+    fair_share: bool = True
 
 
 class WorkerSettings(BaseModel):
@@ -75,6 +82,34 @@ class WorkerSettings(BaseModel):
     # A worker process is replaced after a page leaves it above this resident size (image bombs, leaks).
     max_memory_mb: int = Field(default=3000, ge=256)
     on_page_failure: FailurePolicy = FailurePolicy.PARTIAL
+
+
+class WebhookSettings(BaseModel):
+    # Receivers on private, loopback or link-local addresses are refused unless this is set (tests, on-prem).
+    allow_private_urls: bool = False
+    timeout_s: float = Field(default=10.0, gt=0)
+    # Attempts per message before it ends `failed`; the wait doubles from `retry_backoff_s` up to the max.
+    max_attempts: int = Field(default=8, ge=1)
+    retry_backoff_s: float = Field(default=5.0, ge=0)
+    retry_backoff_max_s: float = Field(default=3600.0, ge=0)
+    # `document.progress` is sent at most this often per document.
+    progress_interval_s: float = Field(default=5.0, ge=0)
+    max_endpoints_per_tenant: int = Field(default=20, ge=1)
+
+
+class RetentionSettings(BaseModel):
+    # Sources and results of finished documents are deleted after this many days (a tenant may override it).
+    days: float = Field(default=30.0, gt=0)
+    # How often the reconciler's retention sweep runs.
+    sweep_interval_s: float = Field(default=600.0, gt=0)
+    # An `Idempotency-Key` answers with its original document for this long.
+    idempotency_ttl_s: int = Field(default=24 * 3600, ge=1)
+
+
+class CacheSettings(BaseModel):
+    # Identical work (same file, pages, mode, engine version and options; same tenant) is answered from
+    # earlier results: a whole document at submit, single pages in the worker.
+    enabled: bool = True
 
 
 class ReconcilerSettings(BaseModel):
@@ -101,6 +136,8 @@ class Settings(BaseSettings):
     log_json: bool = False
     log_level: str = "INFO"
     metrics_dir: Path | None = None  # prometheus multiprocess dir; default `<data_dir>/metrics`
+    # Guards `/v1/admin/*` (tenants and API keys); the admin API is off while it is unset.
+    admin_key: SecretStr | None = None
 
     engine: EngineSettings = EngineSettings()
     storage: StorageSettings = StorageSettings()
@@ -108,6 +145,9 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     reconciler: ReconcilerSettings = ReconcilerSettings()
     metrics: MetricsSettings = MetricsSettings()
+    webhooks: WebhookSettings = WebhookSettings()
+    retention: RetentionSettings = RetentionSettings()
+    cache: CacheSettings = CacheSettings()
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -39,6 +39,7 @@ class ObjectStore(Protocol):
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None: ...
     def get(self, key: str) -> bytes: ...
     def exists(self, key: str) -> bool: ...
+    def copy(self, source: str, destination: str) -> None: ...
     def delete_prefix(self, prefix: str) -> int: ...
     def presigned_url(self, key: str, expires_s: int) -> str | None: ...
     def check(self) -> None: ...
@@ -73,6 +74,9 @@ class LocalStore:
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
+
+    def copy(self, source: str, destination: str) -> None:
+        self.put(destination, self.get(source))
 
     def delete_prefix(self, prefix: str) -> int:
         path = self._path(prefix)
@@ -129,6 +133,16 @@ class S3Store:
         except self.client.exceptions.ClientError:
             return False
         return True
+
+    def copy(self, source: str, destination: str) -> None:
+        """A server-side copy: the bytes never pass through this process."""
+        try:
+            self.client.copy_object(Bucket=self.bucket, Key=self.prefix + destination,
+                                    CopySource={"Bucket": self.bucket, "Key": self.prefix + source})
+        except self.client.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                raise ObjectNotFound(source) from exc
+            raise
 
     def delete_prefix(self, prefix: str) -> int:
         deleted = 0

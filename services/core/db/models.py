@@ -1,4 +1,7 @@
-"""ORM tables: documents and their pages. The database is the source of truth; the queue only carries work."""
+"""ORM tables: documents and their pages, tenants and their keys, events and webhook deliveries.
+
+The database is the source of truth; the queue only carries work.
+"""
 
 from __future__ import annotations
 
@@ -102,8 +105,18 @@ class Document(Base):
     assembly_claimed_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     deleted_at: Mapped[datetime | None]
+    # Result cache: set when the document may answer later identical uploads (never with do_not_cache).
+    cache_key: Mapped[str | None] = mapped_column(sa.String(64))
+    # Queue priority of its pages (Redis: 0 is served first); see `services.core.fairness`.
+    priority: Mapped[int] = mapped_column(default=0)
+    progress_event_at: Mapped[datetime | None]  # last `document.progress` event (they are throttled)
+    expired_at: Mapped[datetime | None]  # the retention sweep deleted its stored objects
 
-    __table_args__ = (sa.Index("ix_documents_unfinished", "status", "finished_at"),)
+    __table_args__ = (
+        sa.Index("ix_documents_unfinished", "status", "finished_at"),
+        sa.Index("ix_documents_tenant_cache", "tenant_id", "cache_key"),
+        sa.Index("ix_documents_tenant_status", "tenant_id", "status"),
+    )
 
 
 class Page(Base):
@@ -133,5 +146,132 @@ class Page(Base):
     lease_expires_at: Mapped[datetime | None]
     lease_owner: Mapped[str | None] = mapped_column(sa.String(128))  # `host:pid` of the worker process
     finished_at: Mapped[datetime | None]
+    # Page-level result cache: the page file's fingerprint with the engine version, mode and options.
+    cache_key: Mapped[str | None] = mapped_column(sa.String(64), index=True)
+    cached: Mapped[bool] = mapped_column(default=False)  # answered from the cache: no engine call, not charged
 
-    __table_args__ = (sa.Index("ix_pages_status_lease", "status", "lease_expires_at"),)
+    __table_args__ = (sa.Index("ix_pages_status_lease", "status", "lease_expires_at"),
+                      sa.Index("ix_pages_finished_at", "finished_at"))
+
+
+# Tenants --------------------------------------------------------------------------------------------------------
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[str] = mapped_column(sa.String(48), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(128), unique=True)
+    # Overrides of the default limits: requests_per_minute, pages_in_flight, max_file_bytes, max_pages,
+    # retention_days. A missing key means the default from settings.
+    limits: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Signs webhooks sent to a document's own `webhook_url` (endpoints under /v1/webhooks have their own).
+    webhook_secret: Mapped[str] = mapped_column(sa.String(128))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    disabled_at: Mapped[datetime | None]
+
+
+class ApiKey(Base):
+    """Only the SHA-256 of a key is stored, with a short prefix so people can tell their keys apart."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(sa.String(48), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(sa.String(48), sa.ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           index=True)
+    name: Mapped[str] = mapped_column(sa.String(128), default="")
+    prefix: Mapped[str] = mapped_column(sa.String(16))
+    key_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+
+class IdempotencyKey(Base):
+    __tablename__ = "idempotency_keys"
+
+    tenant_id: Mapped[str] = mapped_column(sa.String(48), primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    request_hash: Mapped[str] = mapped_column(sa.String(64))
+    document_id: Mapped[str] = mapped_column(sa.String(48))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
+# Events and webhooks ------------------------------------------------------------------------------------------
+
+
+class DocumentEventRow(Base):
+    """Every event a document emitted, in order (`seq`): replayed by the SSE stream, fanned out to webhooks."""
+
+    __tablename__ = "document_events"
+
+    seq: Mapped[int] = mapped_column(sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+                                     autoincrement=True)
+    id: Mapped[str] = mapped_column(sa.String(48), unique=True)
+    document_id: Mapped[str] = mapped_column(sa.String(48), index=True)
+    tenant_id: Mapped[str | None] = mapped_column(sa.String(48))
+    type: Mapped[str] = mapped_column(sa.String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookEndpoint(Base):
+    __tablename__ = "webhook_endpoints"
+
+    id: Mapped[str] = mapped_column(sa.String(48), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(sa.String(48), index=True)
+    url: Mapped[str] = mapped_column(sa.String(2048))
+    events: Mapped[list[Any]] = mapped_column(default=list)  # empty: every event
+    secret: Mapped[str] = mapped_column(sa.String(128))
+    description: Mapped[str] = mapped_column(sa.String(256), default="")
+    # Set for the endpoint made from one document's `webhook_url` form field: it hears only that document.
+    document_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    deleted_at: Mapped[datetime | None]
+
+
+class DeliveryStatus(StrEnum):
+    PENDING = "pending"  # waiting for its (next) attempt
+    SENDING = "sending"  # an attempt holds the lease
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # every attempt failed: final
+
+
+class WebhookDelivery(Base):
+    """One message to one endpoint; `id` is the `webhook-id` header, the same on every attempt."""
+
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[str] = mapped_column(sa.String(48), primary_key=True)
+    endpoint_id: Mapped[str] = mapped_column(sa.String(48), index=True)
+    tenant_id: Mapped[str] = mapped_column(sa.String(48))
+    event_id: Mapped[str] = mapped_column(sa.String(48))
+    event_type: Mapped[str] = mapped_column(sa.String(32))
+    document_id: Mapped[str | None] = mapped_column(sa.String(48))
+    body: Mapped[str] = mapped_column(sa.Text)  # the exact JSON that is signed and sent
+    status: Mapped[str] = mapped_column(sa.String(16), default=DeliveryStatus.PENDING)
+    attempts: Mapped[int] = mapped_column(default=0)
+    next_attempt_at: Mapped[datetime | None]
+    lease_expires_at: Mapped[datetime | None]
+    last_status_code: Mapped[int | None]
+    last_error: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+
+    __table_args__ = (sa.Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),)
+
+
+class WebhookAttempt(Base):
+    __tablename__ = "webhook_attempts"
+
+    id: Mapped[int] = mapped_column(sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+                                    autoincrement=True)
+    delivery_id: Mapped[str] = mapped_column(
+        sa.String(48), sa.ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int]
+    started_at: Mapped[datetime]
+    duration_ms: Mapped[int]
+    status_code: Mapped[int | None]
+    error: Mapped[str | None] = mapped_column(sa.Text)
+    response_excerpt: Mapped[str | None] = mapped_column(sa.Text)

@@ -1,0 +1,95 @@
+"""The result cache: identical work is answered from earlier results instead of running an engine again.
+
+    document key = sha256(file sha256, selected pages, mode, engine fingerprint, parse options)
+    page key     = sha256(page-file fingerprint, mode, engine fingerprint, parse options)
+
+Keys live on the rows of the documents and pages that produced results, so a lookup is an indexed query
+and a deleted or expired document can never answer (its rows are filtered out). Lookups stay within one
+tenant: a shared cache would tell a tenant, through timing, what another tenant uploaded.
+`do_not_cache=true` leaves the keys empty (the document is never found); `cache=false` skips the lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from services.core.db.models import Document, DocumentStatus, Page, PageStatus
+from services.core.settings import Settings
+
+# Bump an engine's version when its output for the same input changes (a new model, new post-processing):
+# every cached result of the old version stops matching.
+ENGINE_VERSIONS = {"cpu": "1", "fake": "1", "vllm": "1"}
+# Options that steer the platform, not the parse: they are not part of a cache key.
+CONTROL_OPTIONS = frozenset({"cache", "do_not_cache", "webhook_id", "cached_from"})
+_PDF_ID = re.compile(rb"/ID\s*\[\s*<[0-9A-Fa-f]*>\s*<[0-9A-Fa-f]*>\s*\]")
+
+
+def engine_fingerprint(engine: str, settings: Settings) -> dict[str, Any]:
+    """What decides an engine's output besides the page: its version, model, preset and rendering."""
+    cfg = settings.engine
+    fingerprint: dict[str, Any] = {"engine": engine, "version": ENGINE_VERSIONS.get(engine, "0")}
+    if engine == "vllm":
+        fingerprint.update(model=cfg.model, preset=cfg.preset, render=cfg.render_longest_side)
+    elif engine == "cpu":
+        fingerprint.update(render=cfg.render_longest_side, ocr_dpi=cfg.ocr_dpi)
+    return fingerprint
+
+
+def parse_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (options or {}).items() if k not in CONTROL_OPTIONS}
+
+
+def _digest(value: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def document_key(*, sha256: str, page_numbers: list[int], mode: str, engine: str, options: dict[str, Any],
+                 settings: Settings) -> str:
+    return _digest({"v": 1, "file": sha256, "pages": page_numbers, "mode": mode,
+                    "engine": engine_fingerprint(engine, settings), "options": parse_options(options)})
+
+
+def page_fingerprint(data: bytes) -> str:
+    """sha256 of a page file. The splitter writes a random trailer `/ID` into every single-page PDF;
+    it is left out so the same page of two uploads has the same fingerprint."""
+    return hashlib.sha256(_PDF_ID.sub(b"", data) if data[:5] == b"%PDF-" else data).hexdigest()
+
+
+def page_key(*, data: bytes, mode: str, engine: str, options: dict[str, Any], settings: Settings) -> str:
+    return _digest({"v": 1, "page": page_fingerprint(data), "mode": mode,
+                    "engine": engine_fingerprint(engine, settings), "options": parse_options(options)})
+
+
+def reads_cache(options: dict[str, Any] | None, settings: Settings) -> bool:
+    return settings.cache.enabled and (options or {}).get("cache", True) is not False
+
+
+def writes_cache(options: dict[str, Any] | None, settings: Settings) -> bool:
+    return settings.cache.enabled and not (options or {}).get("do_not_cache", False)
+
+
+def find_document(session: Session, tenant_id: str, key: str) -> Document | None:
+    """The newest live, fully succeeded document of the tenant with this key."""
+    return session.execute(
+        sa.select(Document).where(
+            Document.tenant_id == tenant_id, Document.cache_key == key,
+            Document.status == DocumentStatus.SUCCEEDED, Document.deleted_at.is_(None),
+            Document.expired_at.is_(None),
+        ).order_by(Document.id.desc()).limit(1)
+    ).scalar_one_or_none()
+
+
+def find_page(session: Session, tenant_id: str, key: str, *, not_in_document: str) -> Page | None:
+    return session.execute(
+        sa.select(Page).join(Document, Document.id == Page.document_id).where(
+            Page.cache_key == key, Page.status == PageStatus.SUCCEEDED, Page.result_key.is_not(None),
+            Page.document_id != not_in_document, Document.tenant_id == tenant_id,
+            Document.deleted_at.is_(None), Document.expired_at.is_(None),
+        ).order_by(Page.finished_at.desc()).limit(1)
+    ).scalar_one_or_none()

@@ -1,0 +1,178 @@
+"""Document events: recorded in the transaction that changes the document, then fanned out.
+
+    state change ──same transaction──▶ document_events row ──▶ SSE stream (`/v1/documents/{id}/events`)
+                                     └▶ webhook_deliveries rows ──after commit──▶ `webhooks` queue
+
+Because the event and its deliveries are written with the state change, an event is never lost: if the
+job is not sent (the process dies between commit and send, Redis is down), the reconciler finds the
+pending delivery and sends it. Jobs are sent only after the commit, by the hook `install_dispatch` sets up.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from celery import Celery
+from sqlalchemy.orm import Session
+
+from services.core.contracts import DocumentEvent, WebhookTask, timestamp, to_dict
+from services.core.db.models import (
+    DOCUMENT_FINAL,
+    DeliveryStatus,
+    Document,
+    DocumentEventRow,
+    DocumentStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    new_id,
+    utcnow,
+)
+from services.core.logging import get_logger
+from services.core.queues import Job, JobBatch, Queue, TaskName
+
+log = get_logger(__name__)
+
+
+class EventType(StrEnum):
+    QUEUED = "document.queued"
+    PROGRESS = "document.progress"
+    SUCCEEDED = "document.succeeded"
+    PARTIAL = "document.partial"
+    FAILED = "document.failed"
+    CANCELLED = "document.cancelled"
+
+
+FINAL_EVENTS = {DocumentStatus.SUCCEEDED: EventType.SUCCEEDED, DocumentStatus.PARTIAL: EventType.PARTIAL,
+                DocumentStatus.FAILED: EventType.FAILED, DocumentStatus.CANCELLED: EventType.CANCELLED}
+EVENT_TYPES = frozenset(e.value for e in EventType)
+_JOBS_KEY = "pagemill.jobs_after_commit"
+_FINAL = [s.value for s in DOCUMENT_FINAL]
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else None
+
+
+def build_event(document: Document, event_type: EventType) -> DocumentEvent:
+    return DocumentEvent(
+        id=new_id("msg"), type=event_type.value, document_id=document.id, tenant_id=document.tenant_id or "",
+        status=document.status, pages_total=document.pages_total, pages_done=document.pages_done,
+        pages_failed=document.pages_failed, occurred_at=timestamp(), error_code=document.error_code or "",
+        error_message=document.error_message or "", request_id=document.request_id or "",
+        metadata_json=json.dumps(document.metadata_ or {}, ensure_ascii=False),
+    )
+
+
+def public_payload(event: DocumentEvent, finished_at: datetime | None = None) -> dict[str, Any]:
+    """The JSON a customer receives (webhook body and SSE data): `{"type", "timestamp", "data"}`."""
+    fields = to_dict(event)
+    error = {"code": event.error_code, "message": event.error_message} if event.error_code else None
+    return {
+        "type": event.type,
+        "timestamp": fields["occurred_at"],
+        "data": {
+            "event_id": event.id, "document_id": event.document_id, "status": event.status,
+            "pages_total": event.pages_total, "pages_done": event.pages_done, "pages_failed": event.pages_failed,
+            "error": error, "metadata": json.loads(event.metadata_json or "{}"), "request_id": event.request_id,
+            "finished_at": _iso(finished_at),
+        },
+    }
+
+
+def deliver_job(delivery_id: str) -> Job:
+    return Job(TaskName.DELIVER_WEBHOOK, Queue.WEBHOOKS, to_dict(WebhookTask(delivery_id=delivery_id)))
+
+
+def after_commit(session: Session, job: Job) -> None:
+    """Sends `job` once this session's transaction commits (dropped on rollback)."""
+    session.info.setdefault(_JOBS_KEY, []).append(job)
+
+
+def _load(session: Session, document_id: str) -> Document | None:
+    return session.execute(
+        sa.select(Document).where(Document.id == document_id).execution_options(populate_existing=True)
+    ).scalar_one_or_none()
+
+
+def record(session: Session, document: Document | str, event_type: EventType) -> DocumentEvent | None:
+    """Writes the event and one delivery per subscribed endpoint, in the caller's transaction."""
+    loaded = _load(session, document) if isinstance(document, str) else document
+    if loaded is None:
+        return None
+    event = build_event(loaded, event_type)
+    payload = public_payload(event, loaded.finished_at)
+    session.add(DocumentEventRow(id=event.id, document_id=loaded.id, tenant_id=loaded.tenant_id,
+                                 type=event.type, payload=payload, created_at=utcnow()))
+    if loaded.tenant_id:
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        endpoints = session.execute(sa.select(WebhookEndpoint).where(
+            WebhookEndpoint.tenant_id == loaded.tenant_id, WebhookEndpoint.deleted_at.is_(None),
+            sa.or_(WebhookEndpoint.document_id.is_(None), WebhookEndpoint.document_id == loaded.id),
+        )).scalars()
+        now = utcnow()
+        for endpoint in endpoints:
+            if endpoint.events and event.type not in endpoint.events:
+                continue
+            delivery = WebhookDelivery(
+                id=new_id("whd"), endpoint_id=endpoint.id, tenant_id=loaded.tenant_id, event_id=event.id,
+                event_type=event.type, document_id=loaded.id, body=body, status=DeliveryStatus.PENDING,
+                attempts=0, next_attempt_at=now, created_at=now)
+            session.add(delivery)
+            after_commit(session, deliver_job(delivery.id))
+    session.flush()
+    return event
+
+
+def record_final(session: Session, document_id: str) -> DocumentEvent | None:
+    document = _load(session, document_id)
+    if document is None or document.status not in FINAL_EVENTS:
+        return None
+    return record(session, document, FINAL_EVENTS[DocumentStatus(document.status)])
+
+
+def record_progress(session: Session, document_id: str, interval_s: float) -> DocumentEvent | None:
+    """A `document.progress` event, at most one per `interval_s` per document, never for the last page
+    (the final event follows). The conditional update makes exactly one of racing workers win."""
+    now = utcnow()
+    won = session.execute(
+        sa.update(Document)
+        .where(Document.id == document_id, Document.status.not_in(_FINAL),
+               Document.pages_done + Document.pages_failed < Document.pages_total,
+               sa.or_(Document.progress_event_at.is_(None),
+                      Document.progress_event_at <= now - timedelta(seconds=interval_s)))
+        .values(progress_event_at=now)
+    ).rowcount
+    return record(session, document_id, EventType.PROGRESS) if won else None
+
+
+# Sending after commit --------------------------------------------------------------------------------------------
+
+_dispatch_app: Celery | None = None
+
+
+def _send_after_commit(session: Session) -> None:
+    jobs: list[Job] = session.info.pop(_JOBS_KEY, [])
+    if not jobs or _dispatch_app is None:
+        return  # not installed (a script, a unit test): the reconciler sends pending deliveries later
+    batch = JobBatch(jobs)
+    try:
+        batch.send(_dispatch_app)
+    except Exception as exc:  # noqa: BLE001 - the rows are committed; the reconciler sends them later
+        log.warning("events.send_failed", jobs=len(jobs), error=str(exc))
+
+
+def _drop_after_rollback(session: Session) -> None:
+    session.info.pop(_JOBS_KEY, None)
+
+
+def install_dispatch(app: Celery) -> None:
+    """Makes every session of this process send its collected jobs right after it commits."""
+    global _dispatch_app
+    if _dispatch_app is None:
+        sa.event.listen(Session, "after_commit", _send_after_commit)
+        sa.event.listen(Session, "after_soft_rollback", lambda session, _tx: _drop_after_rollback(session))
+    _dispatch_app = app

@@ -1,0 +1,96 @@
+"""Standard Webhooks signing (https://www.standardwebhooks.com) and the receiver-address check.
+
+A message carries `webhook-id`, `webhook-timestamp` (Unix seconds) and `webhook-signature`:
+`v1,` + base64(HMAC-SHA256(key, f"{id}.{timestamp}.{body}")), where the key is the base64 text after
+`whsec_` in the secret. Receivers verify it with the secret and reject old timestamps (replays).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import secrets
+import socket
+import time
+from urllib.parse import urlsplit
+
+from services.core.errors import ValidationFailed
+
+SECRET_PREFIX = "whsec_"
+TOLERANCE_S = 300
+
+
+def generate_secret() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def _key(secret: str) -> bytes:
+    text = secret[len(SECRET_PREFIX):] if secret.startswith(SECRET_PREFIX) else secret
+    return base64.b64decode(text + "=" * (-len(text) % 4))
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: str) -> str:
+    digest = hmac.new(_key(secret), f"{msg_id}.{timestamp}.{body}".encode(), hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+def headers(secret: str, msg_id: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+    timestamp = int(time.time()) if timestamp is None else timestamp
+    return {"webhook-id": msg_id, "webhook-timestamp": str(timestamp),
+            "webhook-signature": sign(secret, msg_id, timestamp, body), "content-type": "application/json"}
+
+
+def verify(secret: str, received: dict[str, str], body: str, *, now: float | None = None) -> bool:
+    """What a receiver does: a `v1` signature matches and the timestamp is within five minutes."""
+    lowered = {k.lower(): v for k, v in received.items()}
+    msg_id, stamp, signatures = (lowered.get(h, "") for h in ("webhook-id", "webhook-timestamp", "webhook-signature"))
+    if not (msg_id and stamp.isdigit() and signatures):
+        return False
+    if abs((now or time.time()) - int(stamp)) > TOLERANCE_S:
+        return False
+    expected = sign(secret, msg_id, int(stamp), body)
+    return any(hmac.compare_digest(expected, candidate) for candidate in signatures.split())
+
+
+def _is_public(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def check_url(url: str, *, allow_private: bool, resolve: bool = True) -> str:
+    """The URL, if webhooks may be sent to it: http(s), and unless allowed, no private or loopback address.
+
+    Checked when an endpoint is registered and again before every attempt (a name may resolve
+    differently later).
+    """
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationFailed("url: must be an http:// or https:// URL with a host")
+    if len(url) > 2048:
+        raise ValidationFailed("url: at most 2048 characters")
+    if parts.username or parts.password:
+        raise ValidationFailed("url: credentials in the URL are not allowed")
+    if allow_private:
+        return url
+    host = parts.hostname
+    try:
+        addresses = [host] if _is_ip(host) else (
+            sorted({str(info[4][0]) for info in socket.getaddrinfo(host, parts.port or 443)}) if resolve else [])
+    except socket.gaierror as exc:
+        raise ValidationFailed(f"url: cannot resolve {host!r}") from exc
+    if host.lower() in ("localhost", "localhost.localdomain") or any(not _is_public(a) for a in addresses):
+        raise ValidationFailed(f"url: {host!r} is a private, loopback or reserved address")
+    return url
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
