@@ -16,14 +16,20 @@ from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from services.core import events
 from services.core.db.session import get_engine
 from services.core.errors import PagemillError
 from services.core.exporters import scrape_collectors as core_scrape_collectors
 from services.core.logging import bind_request_id, configure_logging, get_logger
 from services.core.metrics import HTTP_LATENCY, HTTP_REQUESTS, UPLOADS_REJECTED, record_rss, render_metrics
+from services.core.queues import get_celery
 from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
+from services.gateway.admin.router import router as admin_router
 from services.gateway.documents.router import router as documents_router
+from services.gateway.tenants.router import router as tenant_router
+from services.gateway.usage.router import router as usage_router
+from services.gateway.webhooks.router import router as webhooks_router
 
 log = get_logger(__name__)
 
@@ -39,7 +45,9 @@ def error_response(status_code: int, code: str, message: str) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(PagemillError)
     async def pagemill_error(_: Request, exc: PagemillError) -> JSONResponse:
-        return error_response(exc.status_code, exc.code, exc.message)
+        response = error_response(exc.status_code, exc.code, exc.message)
+        response.headers.update(exc.headers)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -112,7 +120,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response.headers["X-Request-ID"] = request.state.request_id
         return response
 
-    app.include_router(documents_router)
+    for router in (documents_router, webhooks_router, usage_router, tenant_router, admin_router):
+        app.include_router(router)
+    # Webhook deliveries recorded in a request's transaction are queued right after it commits.
+    events.install_dispatch(get_celery(settings))
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

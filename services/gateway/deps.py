@@ -1,16 +1,23 @@
-"""FastAPI dependencies as `Annotated` aliases: settings, a database session, the object store."""
+"""FastAPI dependencies as `Annotated` aliases: settings, a database session, the object store, the caller."""
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterator
 from typing import Annotated
 
+import redis
 from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from services.core.db.session import get_sessionmaker
+from services.core.db.models import Tenant
+from services.core.db.session import get_sessionmaker, session_scope
+from services.core.errors import Forbidden, Unauthorized
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, get_store
+from services.core.tenants import authenticate
+from services.gateway.ratelimit import RateLimiter
 
 
 def get_app_settings(request: Request) -> Settings:
@@ -41,3 +48,54 @@ def get_object_store(settings: SettingsDep) -> ObjectStore:
 
 
 StoreDep = Annotated[ObjectStore, Depends(get_object_store)]
+
+_api_key = HTTPBearer(auto_error=False, scheme_name="ApiKey", description="a tenant's API key (pm_...)")
+_admin_key = HTTPBearer(auto_error=False, scheme_name="AdminKey", description="PAGEMILL_ADMIN_KEY")
+BearerCredentials = HTTPAuthorizationCredentials | None
+
+
+def get_current_tenant(request: Request, settings: SettingsDep,
+                       credentials: Annotated[BearerCredentials, Depends(_api_key)]) -> Tenant:
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized("an API key is required: Authorization: Bearer <key>")
+    with session_scope(settings.resolved_database_url()) as session:
+        tenant = authenticate(session, credentials.credentials.strip())
+    if tenant is None:
+        raise Unauthorized("the API key is unknown or has been revoked")
+    request.state.tenant_id = tenant.id
+    return tenant
+
+
+CurrentTenant = Annotated[Tenant, Depends(get_current_tenant)]
+
+
+def require_admin(settings: SettingsDep, credentials: Annotated[BearerCredentials, Depends(_admin_key)]) -> None:
+    if settings.admin_key is None or not settings.admin_key.get_secret_value():
+        raise Forbidden("the admin API is off; set PAGEMILL_ADMIN_KEY to turn it on")
+    given = credentials.credentials.strip() if credentials else ""
+    if not hmac.compare_digest(given.encode(), settings.admin_key.get_secret_value().encode()):
+        raise Unauthorized("the admin key is missing or wrong")
+
+
+AdminDep = Annotated[None, Depends(require_admin)]
+
+
+def get_redis(request: Request, settings: SettingsDep) -> redis.Redis:
+    client: redis.Redis | None = getattr(request.app.state, "redis", None)
+    if client is None:
+        client = redis.Redis.from_url(settings.resolved_redis_url(), socket_timeout=5)
+        request.app.state.redis = client
+    return client
+
+
+RedisDep = Annotated[redis.Redis, Depends(get_redis)]
+
+
+def get_rate_limiter(request: Request, client: RedisDep) -> RateLimiter:
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    if limiter is None:
+        limiter = request.app.state.rate_limiter = RateLimiter(client)
+    return limiter
+
+
+RateLimiterDep = Annotated[RateLimiter, Depends(get_rate_limiter)]

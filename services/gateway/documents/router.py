@@ -1,4 +1,7 @@
-"""`/v1/documents`: upload, status (with long-poll), result, one page, delete, list."""
+"""`/v1/documents`: upload, status (with long-poll), events (SSE), result, one page, delete, list.
+
+Every route needs a tenant's API key; another tenant's document answers 404, exactly like a missing one.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +10,20 @@ import json
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
+from fastapi import APIRouter, File, Form, Header, Query, Request, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
-from services.core.errors import FileTooLarge, ResultNotReady
+from services.core.errors import FileTooLarge, ResultExpired, ResultNotReady
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
 from services.core.queues import JobBatch, get_celery
 from services.core.storage import ObjectNotFound, document_result_key
-from services.gateway.deps import SessionDep, SettingsDep, StoreDep
-from services.gateway.documents import service
+from services.core.tenants import effective_limits
+from services.gateway.deps import CurrentTenant, RateLimiterDep, SessionDep, SettingsDep, StoreDep
+from services.gateway.documents import intake, service, sse
 from services.gateway.documents.schemas import (
     DocumentCreated,
     DocumentDeleted,
@@ -34,7 +38,7 @@ router = APIRouter(prefix="/v1/documents", tags=["documents"])
 log = get_logger(__name__)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorResponse} for code in (404, 409, 413, 415, 422)
+    code: {"model": ErrorResponse} for code in (401, 404, 409, 410, 413, 415, 422, 429)
 }
 MAX_WAIT_S = 60.0
 CHUNK = 1024 * 1024
@@ -47,6 +51,7 @@ def to_read(document: Document) -> DocumentRead:
         mode=document.mode, pages_total=document.pages_total, pages_done=document.pages_done,
         pages_failed=document.pages_failed, metadata=document.metadata_, created_at=document.created_at,
         started_at=document.started_at, finished_at=document.finished_at, error=error,
+        cached=bool(document.options.get("cached_from")), expired_at=document.expired_at,
     )
 
 
@@ -64,55 +69,76 @@ async def read_limited(upload: UploadFile, limit: int) -> bytes:
 @router.post("", status_code=202, response_model=DocumentCreated, responses=ERRORS)
 async def create_document(
     request: Request,
+    response: Response,
     settings: SettingsDep,
     store: StoreDep,
+    tenant: CurrentTenant,
+    limiter: RateLimiterDep,
     file: Annotated[UploadFile, File(description="PDF, PNG, JPEG, TIFF or WebP")],
     pages: Annotated[str | None, Form(description="1-based pages to parse, e.g. '1-3,7'")] = None,
     metadata: Annotated[str | None, Form(description="a JSON object, returned untouched")] = None,
     mode: Annotated[str | None, Form(description="fast, balanced or accurate")] = None,
+    cache: Annotated[bool, Form(description="false: do not answer from the result cache")] = True,
+    do_not_cache: Annotated[bool, Form(description="true: never answer later uploads with this one")] = False,
+    webhook_url: Annotated[str | None, Form(description="receives this document's events, signed")] = None,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> DocumentCreated:
+    limits = effective_limits(tenant, settings)
     try:
-        data = await read_limited(file, settings.limits.max_file_bytes)
+        key = intake.validate_idempotency_key(idempotency_key)
+        await run_in_threadpool(limiter.check, tenant.id, limits.requests_per_minute)
+        data = await read_limited(file, limits.max_file_bytes)
         upload = service.Upload(data=data, filename=file.filename or "", pages=pages, metadata=metadata, mode=mode)
+        options = intake.SubmitOptions(cache=cache, do_not_cache=do_not_cache, webhook_url=webhook_url or None,
+                                       idempotency_key=key)
         jobs = JobBatch()
 
-        def accept() -> Document:
+        def accept() -> intake.Submitted:
             with session_scope(settings.resolved_database_url()) as session:
-                return service.create_document(session, store, settings, upload, tenant_id=None,
-                                               request_id=request.state.request_id, jobs=jobs)
+                return intake.submit(session, store, settings, tenant, limits, upload, options,
+                                     request_id=request.state.request_id, jobs=jobs)
 
-        document = await run_in_threadpool(accept)
+        submitted = await run_in_threadpool(accept)
     except Exception as exc:
         UPLOADS_REJECTED.labels(code=getattr(exc, "code", "internal_error")).inc()
         raise
     # After the commit: a job that ran before its rows existed would find nothing.
     await run_in_threadpool(jobs.send, get_celery(settings))
-    DOCUMENTS_TOTAL.labels(status="queued", mode=document.mode).inc()
-    log.info("document.accepted", document_id=document.id, pages=document.pages_total, mode=document.mode,
-             media_type=document.media_type, bytes=document.size_bytes)
+    document = submitted.document
+    if submitted.replayed:
+        response.status_code = 200
+        response.headers["Idempotent-Replayed"] = "true"
+    elif not submitted.cache_hit:
+        DOCUMENTS_TOTAL.labels(status="queued", mode=document.mode).inc()
+        log.info("document.accepted", document_id=document.id, pages=document.pages_total, mode=document.mode,
+                 media_type=document.media_type, bytes=document.size_bytes)
     return DocumentCreated(id=document.id, status=document.status, pages_total=document.pages_total,
-                           status_url=str(request.url_for("get_document", document_id=document.id)))
+                           status_url=str(request.url_for("get_document", document_id=document.id)),
+                           cached=submitted.cache_hit or bool(document.options.get("cached_from")),
+                           webhook_id=document.options.get("webhook_id"))
 
 
 @router.get("", response_model=DocumentList)
 def list_documents(
     session: SessionDep,
+    tenant: CurrentTenant,
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
     cursor: str | None = None,
     status: str | None = None,
 ) -> DocumentList:
-    rows, next_cursor = service.list_documents(session, tenant_id=None, limit=limit, cursor=cursor, status=status)
+    rows, next_cursor = service.list_documents(session, tenant_id=tenant.id, limit=limit, cursor=cursor,
+                                               status=status)
     return DocumentList(data=[to_read(d) for d in rows], next_cursor=next_cursor)
 
 
 @router.get("/{document_id}", response_model=DocumentRead, responses=ERRORS)
 async def get_document(
-    document_id: str, settings: SettingsDep,
+    document_id: str, settings: SettingsDep, tenant: CurrentTenant,
     wait: Annotated[float, Query(ge=0, description=f"long-poll up to this many seconds (max {MAX_WAIT_S:.0f})")] = 0,
 ) -> DocumentRead:
     def load() -> Document:
         with session_scope(settings.resolved_database_url()) as session:
-            return service.get_document(session, document_id)
+            return service.get_document(session, document_id, tenant.id)
 
     document = await run_in_threadpool(load)
     if wait > 0 and document.status not in DOCUMENT_FINAL:
@@ -126,16 +152,44 @@ async def get_document(
     return to_read(document)
 
 
-@router.get("/{document_id}/result", responses={**ERRORS, 200: {"content": {"text/markdown": {}}}})
+@router.get("/{document_id}/events", responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}})
+async def document_events(
+    document_id: str, request: Request, settings: SettingsDep, tenant: CurrentTenant,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> StreamingResponse:
+    """Server-sent events: the document's events so far, `document.progress` as pages end, then the final
+    event, after which the stream closes. Reconnect with `Last-Event-ID` to resume."""
+    db = settings.resolved_database_url()
+    await run_in_threadpool(lambda: _load_visible(db, document_id, tenant.id))  # 404 before the stream opens
+    return StreamingResponse(sse.stream(request, db, document_id, tenant.id, last_event_id),
+                             media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _load_visible(db: str, document_id: str, tenant_id: str) -> Document:
+    with session_scope(db) as session:
+        return service.get_document(session, document_id, tenant_id)
+
+
+@router.get("/{document_id}/result", responses={**ERRORS, 200: {"content": {"text/markdown": {}}},
+                                                307: {"description": "redirect=true with the S3 store"}})
 def get_result(
-    document_id: str, session: SessionDep, store: StoreDep,
+    document_id: str, session: SessionDep, store: StoreDep, settings: SettingsDep, tenant: CurrentTenant,
     format: Annotated[str, Query(pattern="^(markdown|json)$")] = "markdown",
+    redirect: Annotated[bool, Query(description="307 to a presigned object-store URL (S3 store only)")] = False,
 ) -> Response:
-    document = service.get_document(session, document_id)
+    document = service.get_document(session, document_id, tenant.id)
     if document.status not in DOCUMENT_FINAL or document.status == "cancelled":
         raise ResultNotReady(f"the document is {document.status}; the result exists once it has finished")
+    if document.expired_at is not None:
+        raise ResultExpired("the document's results were deleted when its retention period ended")
+    key = document_result_key(document.id, format)
+    if redirect:
+        url = store.presigned_url(key, settings.storage.presign_expiry_s)
+        if url:
+            return RedirectResponse(url, status_code=307)
     try:
-        body = store.get(document_result_key(document.id, format))
+        body = store.get(key)
     except ObjectNotFound as exc:
         raise ResultNotReady("the result is not stored (yet); try again shortly") from exc
     if format == "json":
@@ -144,8 +198,8 @@ def get_result(
 
 
 @router.get("/{document_id}/pages/{n}", response_model=PageRead, responses=ERRORS)
-def get_page(document_id: str, n: int, session: SessionDep, store: StoreDep) -> PageRead:
-    document = service.get_document(session, document_id)
+def get_page(document_id: str, n: int, session: SessionDep, store: StoreDep, tenant: CurrentTenant) -> PageRead:
+    document = service.get_document(session, document_id, tenant.id)
     page = service.get_page(session, document, n)
     return page_read(page, store)
 
@@ -170,7 +224,8 @@ def page_read(page: Page, store: Any) -> PageRead:
 
 
 @router.delete("/{document_id}", response_model=DocumentDeleted, responses=ERRORS)
-def delete_document(document_id: str, session: SessionDep, store: StoreDep) -> DocumentDeleted:
-    document = service.get_document(session, document_id)
+def delete_document(document_id: str, session: SessionDep, store: StoreDep,
+                    tenant: CurrentTenant) -> DocumentDeleted:
+    document = service.get_document(session, document_id, tenant.id)
     status = service.delete_document(session, store, document)
     return DocumentDeleted(id=document.id, status=status, deleted=True)

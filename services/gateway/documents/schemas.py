@@ -22,6 +22,8 @@ class DocumentCreated(BaseModel):
     status: str
     pages_total: int
     status_url: str
+    cached: bool = False  # answered from the result cache: already finished, nothing was charged
+    webhook_id: str | None = None  # the endpoint made from `webhook_url` (see /v1/webhooks/{id}/deliveries)
 
 
 class DocumentRead(BaseModel):
@@ -40,6 +42,8 @@ class DocumentRead(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     error: ErrorBody | None
+    cached: bool = False
+    expired_at: datetime | None = None  # the retention sweep deleted its stored data
 
 
 class DocumentList(BaseModel):

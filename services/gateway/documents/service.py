@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, new_id, utcnow
 from services.core.errors import NotFound, TooManyPages, ValidationFailed
 from services.core.lifecycle import cancel_document
-from services.core.pdf import EXTENSIONS, IMAGE_TYPES, inspect_document
+from services.core.pdf import EXTENSIONS, IMAGE_TYPES, DocumentInfo, inspect_document
 from services.core.queues import JobBatch, page_job, split_job
 from services.core.settings import EngineKind, Settings
 from services.core.storage import ObjectStore, document_prefix, source_key
@@ -80,26 +80,47 @@ class Upload:
     mode: str | None = None
 
 
-def create_document(session: Session, store: ObjectStore, settings: Settings, upload: Upload, *,
-                    tenant_id: str | None, request_id: str | None, jobs: JobBatch) -> Document:
-    """Validates, stores the source and writes the rows; the split job goes into `jobs` for after the commit."""
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """An upload that passed validation: what it is and what to parse."""
+
+    info: DocumentInfo
+    page_numbers: list[int]
+    metadata: dict[str, Any]
+    mode: str
+    engine: str
+    sha256: str
+
+
+def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None = None) -> Accepted:
+    """Type, pages, metadata and mode, checked before anything is stored or queued."""
     info = inspect_document(upload.data)
     page_numbers = parse_page_selection(upload.pages, info.page_count)
-    if len(page_numbers) > settings.limits.max_pages:
-        raise TooManyPages(f"the document has {len(page_numbers)} pages to parse; the limit is "
-                           f"{settings.limits.max_pages}")
-    metadata = parse_metadata(upload.metadata)
+    limit = max_pages or settings.limits.max_pages
+    if len(page_numbers) > limit:
+        raise TooManyPages(f"the document has {len(page_numbers)} pages to parse; the limit is {limit}")
     mode = resolve_mode(upload.mode, settings)
+    return Accepted(info=info, page_numbers=page_numbers, metadata=parse_metadata(upload.metadata), mode=mode,
+                    engine=engine_for_mode(mode, settings), sha256=hashlib.sha256(upload.data).hexdigest())
+
+
+def create_document(session: Session, store: ObjectStore, settings: Settings, upload: Upload, *,
+                    tenant_id: str | None, request_id: str | None, jobs: JobBatch,
+                    accepted: Accepted | None = None, priority: int = 0, options: dict[str, Any] | None = None,
+                    cache_key: str | None = None) -> Document:
+    """Validates, stores the source and writes the rows; the split job goes into `jobs` for after the commit."""
+    accepted = accepted or validate_upload(upload, settings)
+    info, page_numbers = accepted.info, accepted.page_numbers
     document_id = new_id("doc")
     key = source_key(document_id, EXTENSIONS[info.media_type])
     store.put(key, upload.data, content_type=info.media_type)
     now = utcnow()
     document = Document(
         id=document_id, tenant_id=tenant_id, status=DocumentStatus.QUEUED, filename=upload.filename[:512],
-        media_type=info.media_type, size_bytes=len(upload.data), sha256=hashlib.sha256(upload.data).hexdigest(),
-        source_key=key, page_numbers=page_numbers, pages_total=len(page_numbers), mode=mode,
-        engine=engine_for_mode(mode, settings), metadata_=metadata, options={}, request_id=request_id,
-        created_at=now, updated_at=now,
+        media_type=info.media_type, size_bytes=len(upload.data), sha256=accepted.sha256,
+        source_key=key, page_numbers=page_numbers, pages_total=len(page_numbers), mode=accepted.mode,
+        engine=accepted.engine, metadata_=accepted.metadata, options=options or {}, request_id=request_id,
+        created_at=now, updated_at=now, priority=priority, cache_key=cache_key,
     )
     session.add(document)
     session.flush()

@@ -1,0 +1,74 @@
+"""`/v1/admin`: tenants and API keys, guarded by `PAGEMILL_ADMIN_KEY` (the same as `pagemill admin ...`)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from fastapi import APIRouter
+
+from services.core import tenants
+from services.core.db.models import ApiKey, Tenant
+from services.core.settings import Settings
+from services.gateway.admin.schemas import (
+    KeyCreate,
+    KeyCreated,
+    KeyRead,
+    TenantCreate,
+    TenantRead,
+    TenantUpdate,
+)
+from services.gateway.deps import AdminDep, SessionDep, SettingsDep
+
+router = APIRouter(prefix="/v1/admin", tags=["admin"])
+
+
+def tenant_read(tenant: Tenant, settings: Settings) -> TenantRead:
+    return TenantRead(id=tenant.id, name=tenant.name, overrides=tenant.limits, created_at=tenant.created_at,
+                      limits=tenants.effective_limits(tenant, settings).as_dict())
+
+
+def key_read(key: ApiKey) -> KeyRead:
+    return KeyRead(id=key.id, prefix=key.prefix, name=key.name, tenant_id=key.tenant_id, created_at=key.created_at,
+                   last_used_at=key.last_used_at, revoked_at=key.revoked_at)
+
+
+@router.post("/tenants", status_code=201, response_model=TenantRead)
+def create_tenant(body: TenantCreate, _: AdminDep, session: SessionDep, settings: SettingsDep) -> TenantRead:
+    limits = body.limits.model_dump(exclude_none=True) if body.limits else None
+    return tenant_read(tenants.create_tenant(session, body.name, limits=limits), settings)
+
+
+@router.get("/tenants", response_model=list[TenantRead])
+def list_tenants(_: AdminDep, session: SessionDep, settings: SettingsDep) -> list[TenantRead]:
+    rows = session.execute(sa.select(Tenant).order_by(Tenant.created_at)).scalars()
+    return [tenant_read(t, settings) for t in rows]
+
+
+@router.get("/tenants/{tenant_id}", response_model=TenantRead)
+def get_tenant(tenant_id: str, _: AdminDep, session: SessionDep, settings: SettingsDep) -> TenantRead:
+    return tenant_read(tenants.find_tenant(session, tenant_id), settings)
+
+
+@router.patch("/tenants/{tenant_id}", response_model=TenantRead)
+def update_tenant(tenant_id: str, body: TenantUpdate, _: AdminDep, session: SessionDep,
+                  settings: SettingsDep) -> TenantRead:
+    tenant = tenants.find_tenant(session, tenant_id)
+    return tenant_read(tenants.update_limits(session, tenant, body.limits.model_dump(exclude_unset=True)), settings)
+
+
+@router.post("/tenants/{tenant_id}/keys", status_code=201, response_model=KeyCreated)
+def create_key(tenant_id: str, _: AdminDep, session: SessionDep, body: KeyCreate | None = None) -> KeyCreated:
+    tenant = tenants.find_tenant(session, tenant_id)
+    key, raw = tenants.create_key(session, tenant, name=body.name if body else "")
+    return KeyCreated(id=key.id, key=raw, prefix=key.prefix, tenant_id=tenant.id)
+
+
+@router.get("/tenants/{tenant_id}/keys", response_model=list[KeyRead])
+def list_keys(tenant_id: str, _: AdminDep, session: SessionDep) -> list[KeyRead]:
+    tenant = tenants.find_tenant(session, tenant_id)
+    rows = session.execute(sa.select(ApiKey).where(ApiKey.tenant_id == tenant.id).order_by(ApiKey.created_at))
+    return [key_read(k) for k in rows.scalars()]
+
+
+@router.delete("/keys/{key_id}", response_model=KeyRead)
+def revoke_key(key_id: str, _: AdminDep, session: SessionDep) -> KeyRead:
+    return key_read(tenants.revoke_key(session, key_id))

@@ -1,0 +1,64 @@
+"""Admin API bodies: tenants and their API keys."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LimitsUpdate(BaseModel):
+    """Per-tenant overrides of the default limits; null removes an override."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    pages_in_flight: int | None = Field(default=None, ge=1)
+    max_file_bytes: int | None = Field(default=None, ge=1)
+    max_pages: int | None = Field(default=None, ge=1)
+    retention_days: float | None = Field(default=None, gt=0)
+
+
+class TenantCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128)
+    limits: LimitsUpdate | None = None
+
+
+class TenantUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limits: LimitsUpdate
+
+
+class TenantRead(BaseModel):
+    id: str
+    name: str
+    limits: dict[str, Any]  # the effective limits (defaults with the tenant's overrides)
+    overrides: dict[str, Any]
+    created_at: datetime
+
+
+class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="", max_length=128)
+
+
+class KeyCreated(BaseModel):
+    id: str
+    key: str  # shown once; only its hash is stored
+    prefix: str
+    tenant_id: str
+
+
+class KeyRead(BaseModel):
+    id: str
+    prefix: str
+    name: str
+    tenant_id: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None

@@ -1,0 +1,193 @@
+"""Accepting a tenant's upload: idempotency, limits, the document-level cache, the `document.queued` event.
+
+    POST ─▶ (same Idempotency-Key?) ─▶ validate ─▶ cache hit? ─▶ copy of the earlier result, finished at once
+                  replay / 409                           └──▶ pages in flight ok? ─▶ new document + split job
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from services.core import cache, events
+from services.core.db.models import (
+    Document,
+    DocumentStatus,
+    IdempotencyKey,
+    Page,
+    PageStatus,
+    Tenant,
+    WebhookEndpoint,
+    new_id,
+    utcnow,
+)
+from services.core.errors import IdempotencyConflict, RateLimited, TooManyPages, ValidationFailed
+from services.core.fairness import priority_for
+from services.core.metrics import CACHE_LOOKUPS, DOCUMENTS_TOTAL, RATE_LIMITED
+from services.core.pdf import EXTENSIONS
+from services.core.queues import JobBatch
+from services.core.settings import Settings
+from services.core.storage import ObjectStore, document_result_key, page_result_key, source_key
+from services.core.tenants import TenantLimits, lock_tenant, pages_finished_recently, pages_in_flight
+from services.core.webhooks import check_url
+from services.gateway.documents import service
+from services.gateway.documents.service import Accepted, Upload
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitOptions:
+    cache: bool = True  # look the upload up in the result cache
+    do_not_cache: bool = False  # never let this document answer a later upload
+    webhook_url: str | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    document: Document
+    replayed: bool = False  # an Idempotency-Key replay: the original document, nothing new was made
+    cache_hit: bool = False
+
+
+def request_hash(upload: Upload, options: SubmitOptions) -> str:
+    """What "the same request" means for an Idempotency-Key: the file and every form field."""
+    fields = {"file": hashlib.sha256(upload.data).hexdigest(), "filename": upload.filename, "pages": upload.pages,
+              "metadata": upload.metadata, "mode": upload.mode, "cache": options.cache,
+              "do_not_cache": options.do_not_cache, "webhook_url": options.webhook_url}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+def _replay(session: Session, tenant: Tenant, key: str, digest: str) -> Document | None:
+    row = session.get(IdempotencyKey, (tenant.id, key))
+    if row is None:
+        return None
+    if row.expires_at <= utcnow():
+        session.delete(row)
+        session.flush()
+        return None
+    if row.request_hash != digest:
+        raise IdempotencyConflict("this Idempotency-Key was used with a different request; use a new key")
+    return session.get(Document, row.document_id)
+
+
+def _check_in_flight(session: Session, tenant: Tenant, limits: TenantLimits, pages: int) -> int:
+    """The tenant's pages in flight with this upload; raises 429 when that is over its limit."""
+    if pages > limits.pages_in_flight:
+        raise TooManyPages(f"the document has {pages} pages; this account may have at most "
+                           f"{limits.pages_in_flight} pages in flight")
+    in_flight = pages_in_flight(session, tenant.id)
+    if in_flight + pages <= limits.pages_in_flight:
+        return in_flight + pages
+    # Retry-After from the tenant's own pace: how long until enough of its pages have finished.
+    excess = in_flight + pages - limits.pages_in_flight
+    per_second = pages_finished_recently(session, tenant.id, 60) / 60
+    wait = excess / per_second if per_second > 0 else 30.0
+    RATE_LIMITED.labels(limit="pages_in_flight").inc()
+    raise RateLimited(f"{in_flight} pages are in flight and this upload has {pages}; the limit is "
+                      f"{limits.pages_in_flight}", retry_after_s=min(max(wait, 1.0), 600.0), limit="pages_in_flight")
+
+
+def submit(session: Session, store: ObjectStore, settings: Settings, tenant: Tenant, limits: TenantLimits,
+           upload: Upload, options: SubmitOptions, *, request_id: str | None, jobs: JobBatch) -> Submitted:
+    lock_tenant(session, tenant.id)  # limits and idempotency keys: check-then-write, one submission at a time
+    digest = request_hash(upload, options)
+    if options.idempotency_key:
+        original = _replay(session, tenant, options.idempotency_key, digest)
+        if original is not None:
+            return Submitted(original, replayed=True)
+    accepted = service.validate_upload(upload, settings, max_pages=limits.max_pages)
+    webhook_url = check_url(options.webhook_url, allow_private=settings.webhooks.allow_private_urls) \
+        if options.webhook_url else None
+    doc_options: dict[str, Any] = {}
+    if not options.cache:
+        doc_options["cache"] = False
+    if options.do_not_cache:
+        doc_options["do_not_cache"] = True
+    key = cache.document_key(sha256=accepted.sha256, page_numbers=accepted.page_numbers, mode=accepted.mode,
+                             engine=accepted.engine, options=doc_options, settings=settings)
+    stored_key = key if cache.writes_cache(doc_options, settings) else None
+    hit = None
+    if cache.reads_cache(doc_options, settings):
+        hit = cache.find_document(session, tenant.id, key)
+        CACHE_LOOKUPS.labels(level="document", outcome="hit" if hit else "miss").inc()
+    if hit is not None:
+        document = _copy_cached(session, store, tenant, upload, accepted, hit, doc_options, stored_key, request_id)
+    else:
+        in_flight = _check_in_flight(session, tenant, limits, len(accepted.page_numbers))
+        document = service.create_document(
+            session, store, settings, upload, tenant_id=tenant.id, request_id=request_id, jobs=jobs,
+            accepted=accepted, priority=priority_for(in_flight, settings), options=doc_options, cache_key=stored_key)
+    if webhook_url:
+        endpoint = WebhookEndpoint(id=new_id("whe"), tenant_id=tenant.id, url=webhook_url, events=[],
+                                   secret=tenant.webhook_secret, document_id=document.id, created_at=utcnow())
+        session.add(endpoint)
+        document.options = {**document.options, "webhook_id": endpoint.id}
+        session.flush()
+    # A cache hit was never queued: its first and only event is `document.succeeded`.
+    events.record(session, document, events.EventType.SUCCEEDED if hit is not None else events.EventType.QUEUED)
+    if options.idempotency_key:
+        session.add(IdempotencyKey(tenant_id=tenant.id, key=options.idempotency_key, request_hash=digest,
+                                   document_id=document.id, created_at=utcnow(),
+                                   expires_at=utcnow() + timedelta(seconds=settings.retention.idempotency_ttl_s)))
+        session.flush()
+    return Submitted(document, cache_hit=hit is not None)
+
+
+def _copy_cached(session: Session, store: ObjectStore, tenant: Tenant, upload: Upload, accepted: Accepted,
+                 source: Document, options: dict[str, Any], stored_key: str | None,
+                 request_id: str | None) -> Document:
+    """A new document answered by `source`'s results: objects copied, rows written finished, no engine call."""
+    now = utcnow()
+    document_id = new_id("doc")
+    key = source_key(document_id, EXTENSIONS[accepted.info.media_type])
+    store.put(key, upload.data, content_type=accepted.info.media_type)
+    pages = list(session.execute(
+        sa.select(Page).where(Page.document_id == source.id).order_by(Page.index)).scalars())
+    rows = []
+    for page in pages:
+        destination = page_result_key(document_id, page.index)
+        store.copy(page.result_key or "", destination)
+        details = {k: v for k, v in page.details.items() if k != "lease_owner"}
+        rows.append({
+            "document_id": document_id, "index": page.index, "page_number": page.page_number,
+            "status": PageStatus.SUCCEEDED, "result_key": destination, "engine": page.engine, "model": page.model,
+            "attempts": 0, "latency_ms": 0, "is_fallback": page.is_fallback, "confidence": page.confidence,
+            "details": {**details, "cache_hit": True, "cached_from": f"{source.id}/{page.index + 1}"},
+            "cached": True, "cache_key": page.cache_key if stored_key else None, "deliveries": 0,
+            "enqueued_at": now, "started_at": now, "finished_at": now,
+        })
+    store.copy(document_result_key(source.id, "markdown"), document_result_key(document_id, "markdown"))
+    body = json.loads(store.get(document_result_key(source.id, "json")))
+    body.update(id=document_id, filename=upload.filename[:512], metadata=accepted.metadata,
+                created_at=now.isoformat().replace("+00:00", "Z"))
+    store.put(document_result_key(document_id, "json"), json.dumps(body, ensure_ascii=False).encode(),
+              content_type="application/json")
+    document = Document(
+        id=document_id, tenant_id=tenant.id, status=DocumentStatus.SUCCEEDED, filename=upload.filename[:512],
+        media_type=accepted.info.media_type, size_bytes=len(upload.data), sha256=accepted.sha256, source_key=key,
+        page_numbers=accepted.page_numbers, pages_total=len(pages), pages_done=len(pages), pages_failed=0,
+        mode=accepted.mode, engine=accepted.engine, metadata_=accepted.metadata,
+        options={**options, "cached_from": source.id}, request_id=request_id, created_at=now, updated_at=now,
+        split_at=now, started_at=now, assembly_claimed_at=now, finished_at=now, cache_key=stored_key,
+    )
+    session.add(document)
+    session.flush()
+    if rows:
+        session.execute(sa.insert(Page), rows)
+    DOCUMENTS_TOTAL.labels(status="succeeded", mode=accepted.mode).inc()
+    return document
+
+
+def validate_idempotency_key(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    if not value or len(value) > 255 or not value.isprintable():
+        raise ValidationFailed("Idempotency-Key: 1 to 255 printable characters")
+    return value
