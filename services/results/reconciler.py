@@ -1,8 +1,10 @@
 """The reconciler: whatever the queue lost, the database still knows, and this puts it back on the queue.
 
-It re-enqueues pages whose lease ran out, pages and splits whose messages vanished, and assembles
-documents whose pages all ended but which were never assembled. Redis losing its data (a restart without
-persistence, a FLUSHALL) is noticed through a sentinel key and repaired at once instead of after a lease.
+It re-enqueues pages whose lease ran out, pages and splits whose messages vanished, webhook messages
+whose task was lost or whose backoff ran out, and assembles documents whose pages all ended but which
+were never assembled. Every `retention.sweep_interval_s` it also runs the retention sweep. Redis losing
+its data (a restart without persistence, a FLUSHALL) is noticed through a sentinel key and repaired at
+once instead of after a lease.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from celery import Celery
 
 from services.core.db.models import Document, PageStatus, utcnow
 from services.core.db.session import session_scope
+from services.core.events import deliver_job
 from services.core.lifecycle import (
     claim_assembly,
     expired_running_pages,
@@ -30,6 +33,8 @@ from services.core.metrics import PAGE_RETRIES, record_rss
 from services.core.queues import JobBatch, assemble_job, page_job, split_job
 from services.core.settings import Settings
 from services.core.storage import document_prefix, get_store
+from services.results import retention
+from services.results.webhooks import due_deliveries
 
 log = get_logger(__name__)
 
@@ -43,11 +48,13 @@ class ReconcileReport:
     splits_requeued: int = 0
     assemblies: int = 0
     erased: int = 0
+    webhooks_requeued: int = 0
     details: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.pages_requeued or self.splits_requeued or self.assemblies or self.erased)
+        return bool(self.pages_requeued or self.splits_requeued or self.assemblies or self.erased
+                    or self.webhooks_requeued)
 
 
 def redis_was_reset(client: redis.Redis) -> bool:
@@ -86,6 +93,10 @@ def reconcile_once(settings: Settings, app: Celery, client: redis.Redis) -> Reco
         # A page that was mid-flight when its document was deleted may have written its result afterwards.
         window = timedelta(seconds=settings.worker.page_lease_s + 60)
         recently_deleted = recently_deleted_documents(session, now - window)
+        # Webhook messages whose task was lost, never sent, or whose (long) backoff has run out.
+        for delivery_id in due_deliveries(session, now, grace_s=0 if report.redis_reset else 10):
+            batch.add(deliver_job(delivery_id))
+            report.webhooks_requeued += 1
     batch.send(app)
     if recently_deleted:
         store = get_store(settings)
@@ -93,19 +104,27 @@ def reconcile_once(settings: Settings, app: Celery, client: redis.Redis) -> Reco
             report.erased += store.delete_prefix(document_prefix(document_id))
     if report.changed or report.redis_reset:
         log.info("reconcile.done", redis_reset=report.redis_reset, pages=report.pages_requeued,
-                 splits=report.splits_requeued, assemblies=report.assemblies, erased=report.erased)
+                 splits=report.splits_requeued, assemblies=report.assemblies, erased=report.erased,
+                 webhooks=report.webhooks_requeued)
     return report
 
 
 def reconcile_forever(settings: Settings, app: Celery, *, stop: object | None = None) -> None:
     """`pagemill reconcile --loop`: one pass every `reconciler.interval_s` seconds, surviving any error."""
     client = redis.Redis.from_url(settings.resolved_redis_url(), socket_timeout=10)
+    next_sweep = time.monotonic()
     while stop is None or not stop.is_set():
         record_rss("reconciler")
         try:
             reconcile_once(settings, app, client)
         except Exception as exc:  # noqa: BLE001 - the next pass tries again; a dead reconciler is worse
             log.warning("reconcile.error", error=str(exc))
+        if time.monotonic() >= next_sweep:
+            next_sweep = time.monotonic() + settings.retention.sweep_interval_s
+            try:
+                retention.sweep(settings, get_store(settings))
+            except Exception as exc:  # noqa: BLE001 - same: try again at the next sweep
+                log.warning("retention.error", error=str(exc))
         deadline = time.monotonic() + settings.reconciler.interval_s
         while time.monotonic() < deadline and (stop is None or not stop.is_set()):
             time.sleep(0.2)

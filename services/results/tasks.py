@@ -1,4 +1,4 @@
-"""The results service's Celery tasks: assemble a finished document."""
+"""The results service's Celery tasks: assemble a finished document, deliver a webhook."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ from typing import Any
 
 from celery import Celery, Task
 
-from services.core.contracts import DocumentTask, from_dict
+from services.core.contracts import DocumentTask, WebhookTask, from_dict
 from services.core.logging import bind_request_id
 from services.core.queues import TaskName
 from services.core.retry import is_retryable
 from services.core.settings import Settings
 from services.core.storage import get_store
 from services.results.assemble import assemble_document
+from services.results.webhooks import deliver
 
 
 def register_results_tasks(app: Celery, settings: Settings) -> None:
@@ -27,3 +28,10 @@ def register_results_tasks(app: Celery, settings: Settings) -> None:
             if is_retryable(exc) and self.request.retries < settings.worker.max_retries:
                 raise self.retry(countdown=settings.worker.retry_backoff_s * 2**self.request.retries, exc=exc) from exc
             raise  # the reconciler claims the assembly again once its lease runs out
+
+    # No Celery retries: a failed attempt is recorded and the next one scheduled by `deliver` itself.
+    @app.task(name=TaskName.DELIVER_WEBHOOK.value, bind=True, acks_late=True, reject_on_worker_lost=True,
+              soft_time_limit=settings.webhooks.timeout_s + 30, time_limit=settings.webhooks.timeout_s + 60)
+    def deliver_webhook_task(self: Task, payload: dict[str, Any]) -> str:
+        job = from_dict(WebhookTask, payload)
+        return deliver(settings, job.delivery_id, self.app)

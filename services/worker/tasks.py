@@ -7,6 +7,7 @@ from typing import Any
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
 
+from services.core import events
 from services.core.contracts import DocumentTask, PageResult, PageTask, from_dict, to_datetime, to_dict
 from services.core.db.models import DocumentStatus, PageStatus, utcnow
 from services.core.db.session import session_scope
@@ -18,6 +19,7 @@ from services.core.queues import JobBatch, TaskName, assemble_job
 from services.core.retry import is_retryable
 from services.core.settings import Settings
 from services.core.storage import get_store, page_result_key
+from services.worker import page_cache
 from services.worker.engines import PageInput, load_engine
 from services.worker.pipeline import run_page
 from services.worker.split import split_document
@@ -30,7 +32,7 @@ def backoff_s(settings: Settings, retries: int) -> float:
 
 
 def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
-    """One delivery of one page. Returns what happened (for logs and tests): run, skip, retry, failed."""
+    """One delivery of one page. Returns what happened (for logs and tests): run, cached, skip, retry, failed."""
     job = from_dict(PageTask, payload)
     bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
     db = settings.resolved_database_url()
@@ -50,9 +52,15 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         PAGE_STAGE.labels(stage="queue_wait", engine=engine_name).observe(max(0.0, waited))
     try:
         store = get_store(settings)
-        engine = load_engine(engine_name, settings)
         with stage_timer("fetch", engine_name):
             data = store.get(job.source_key)
+        cached = page_cache.lookup(settings, store, job, claim.page_number, data, engine_name)
+        if cached.hit:
+            log.info("page.cached")
+            if cached.due:
+                _send(task.app, assemble_job(job.document_id, job.request_id))
+            return "cached"
+        engine = load_engine(engine_name, settings)
         page = PageInput(job.document_id, job.page_index, job.media_type, data)
         outcome = run_page(engine, page, settings)
         output = outcome.output
@@ -76,6 +84,8 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
                          "completion_tokens": output.completion_tokens, "signals": output.signals,
                          "fallback_reason": outcome.fallback_reason, **output.details},
             ))
+            page_cache.remember(session, job, cached.store_key)
+            events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
     except SoftTimeLimitExceeded:
         _fail(settings, job, "page_timeout", f"the page took longer than {settings.worker.page_timeout_s} s")
         return "failed"
@@ -106,6 +116,7 @@ def _fail(settings: Settings, job: PageTask, code: str, message: str) -> None:
     with session_scope(settings.resolved_database_url()) as session:
         due = finish_page(session, job.document_id, job.page_index,
                           PageFinish(PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
+        events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
     PAGES_TOTAL.labels(status="failed", engine=job.engine or "unknown", mode=job.mode or "fast").inc()
     if due:
         from services.core.queues import get_celery

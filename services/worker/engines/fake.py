@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 
+from services.core.metrics import ENGINE_REQUESTS
 from services.worker.engines.base import PageInput, PageOutput
 
 
@@ -19,6 +20,8 @@ class FakeEngine:
 
     def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
         self.calls += 1
+        # Counted across processes (tests read it from /metrics to prove a cache hit made no engine call).
+        ENGINE_REQUESTS.labels(engine=self.name, outcome="ok").inc()
         if self.latency_ms:
             time.sleep(self.latency_ms / 1000)
         digest = hashlib.sha256(page.data).hexdigest()[:16]
