@@ -19,6 +19,7 @@ from services.core.queues import Queue
 from services.core.settings import get_settings
 
 ALL_QUEUES = ",".join(q.value for q in Queue)
+WORK_QUEUES = ",".join(q.value for q in Queue if q != Queue.WEBHOOKS)
 
 
 def free_port() -> int:
@@ -128,9 +129,15 @@ def serve(host: str, port: int, data_dir: str, worker_count: int | None) -> None
     from services.core.db.session import migrate as run_migrations
 
     run_migrations(settings.resolved_database_url())
+    if not os.environ.get("PAGEMILL_DATABASE_URL"):
+        key_file, raw_key, created = ensure_local_key(settings.resolved_database_url(), data)
+        click.echo(f"API key of the local tenant{' (new)' if created else ''}: {raw_key}  (saved in {key_file})")
     children = [
         subprocess.Popen([sys.executable, "-m", "services.cli", "worker", "--name", "pagemill@local",
-                          *(["--concurrency", str(worker_count)] if worker_count else [])]),
+                          "--queues", WORK_QUEUES, *(["--concurrency", str(worker_count)] if worker_count else [])]),
+        # Webhook receivers can be slow or silent: they wait on threads of their own, never on page workers.
+        subprocess.Popen([sys.executable, "-m", "services.cli", "worker", "--name", "webhooks@local",
+                          "--queues", Queue.WEBHOOKS.value, "--pool", "threads", "--concurrency", "8"]),
         subprocess.Popen([sys.executable, "-m", "services.cli", "reconcile", "--loop"]),
     ]
 
@@ -159,6 +166,28 @@ def serve(host: str, port: int, data_dir: str, worker_count: int | None) -> None
         del redis_handle
 
 
+def ensure_local_key(database_url: str, data_dir: Path) -> tuple[Path, str, bool]:
+    """On embedded defaults: a `local` tenant and a key in `<data-dir>/api_key`, reused while it is valid."""
+    from services.core import tenants
+    from services.core.db.session import session_scope
+    from services.core.errors import NotFound
+
+    key_file = data_dir / "api_key"
+    with session_scope(database_url) as session:
+        if key_file.exists():
+            raw = key_file.read_text().strip()
+            if tenants.authenticate(session, raw) is not None:
+                return key_file, raw, False
+        try:
+            tenant = tenants.find_tenant(session, "local")
+        except NotFound:
+            tenant = tenants.create_tenant(session, "local")
+        _, raw = tenants.create_key(session, tenant, name="pagemill serve")
+    key_file.write_text(raw + "\n")
+    key_file.chmod(0o600)
+    return key_file, raw, True
+
+
 def _watch_children(children: list[subprocess.Popen[bytes]]) -> None:
     """If the worker or reconciler dies, the whole `serve` stops rather than limping on half-alive."""
     while True:
@@ -168,6 +197,124 @@ def _watch_children(children: list[subprocess.Popen[bytes]]) -> None:
                 os.kill(os.getpid(), signal.SIGTERM)
                 return
         time.sleep(1)
+
+
+# Admin: tenants and API keys, straight on the database (the same as /v1/admin over HTTP) -------------------------
+
+LIMIT_OPTIONS = [
+    click.option("--requests-per-minute", type=int, default=None, help="submissions per minute"),
+    click.option("--pages-in-flight", type=int, default=None, help="pages accepted but not finished"),
+    click.option("--max-file-bytes", type=int, default=None, help="largest upload"),
+    click.option("--max-pages", type=int, default=None, help="most pages per document"),
+    click.option("--retention-days", type=float, default=None, help="days results are kept"),
+]
+
+
+def limit_options(function: Any) -> Any:
+    for option in reversed(LIMIT_OPTIONS):
+        function = option(function)
+    return function
+
+
+def _admin_session() -> Any:
+    from services.core.db.session import session_scope
+
+    return session_scope(get_settings().resolved_database_url())
+
+
+@main.group()
+def admin() -> None:
+    """Tenants and API keys (on the database of PAGEMILL_DATABASE_URL)."""
+
+
+@admin.group()
+def tenant() -> None:
+    """Create, list and limit tenants."""
+
+
+@tenant.command("create")
+@click.argument("name")
+@limit_options
+def tenant_create(name: str, **limits: Any) -> None:
+    """Create a tenant; limits not given follow the settings' defaults."""
+    from services.core import tenants
+
+    with _admin_session() as session:
+        row = tenants.create_tenant(session, name, limits={k: v for k, v in limits.items() if v is not None})
+        click.echo(f"{row.id}\t{row.name}")
+
+
+@tenant.command("list")
+def tenant_list() -> None:
+    """Tenants with their effective limits."""
+    import sqlalchemy as sa
+
+    from services.core import tenants
+    from services.core.db.models import Tenant
+
+    with _admin_session() as session:
+        for row in session.execute(sa.select(Tenant).order_by(Tenant.created_at)).scalars():
+            limits = tenants.effective_limits(row, get_settings()).as_dict()
+            click.echo(f"{row.id}\t{row.name}\t" + " ".join(f"{k}={v}" for k, v in limits.items()))
+
+
+@tenant.command("set-limits")
+@click.argument("tenant_ref", metavar="TENANT")
+@limit_options
+@click.option("--clear", multiple=True, help="a limit to reset to the default (repeatable)")
+def tenant_set_limits(tenant_ref: str, clear: tuple[str, ...], **limits: Any) -> None:
+    """Override limits of TENANT (id or name)."""
+    from services.core import tenants
+
+    changes: dict[str, Any] = {k: v for k, v in limits.items() if v is not None}
+    changes.update({name.replace("-", "_"): None for name in clear})
+    with _admin_session() as session:
+        row = tenants.update_limits(session, tenants.find_tenant(session, tenant_ref), changes)
+        click.echo(f"{row.id}\t{row.name}\t{row.limits}")
+
+
+@admin.group()
+def key() -> None:
+    """Create, list and revoke API keys."""
+
+
+@key.command("create")
+@click.argument("tenant_ref", metavar="TENANT")
+@click.option("--name", default="", help="a label for the key")
+def key_create(tenant_ref: str, name: str) -> None:
+    """Create an API key for TENANT (id or name). The key is printed once; only its hash is stored."""
+    from services.core import tenants
+
+    with _admin_session() as session:
+        row, raw = tenants.create_key(session, tenants.find_tenant(session, tenant_ref), name=name)
+        click.echo(f"key id: {row.id}", err=True)
+        click.echo(raw)
+
+
+@key.command("list")
+@click.argument("tenant_ref", metavar="TENANT")
+def key_list(tenant_ref: str) -> None:
+    """Keys of TENANT: id, prefix, name, revoked."""
+    import sqlalchemy as sa
+
+    from services.core import tenants
+    from services.core.db.models import ApiKey
+
+    with _admin_session() as session:
+        row = tenants.find_tenant(session, tenant_ref)
+        for k in session.execute(sa.select(ApiKey).where(ApiKey.tenant_id == row.id)).scalars():
+            click.echo(f"{k.id}\t{k.prefix}…\t{k.name}\t{'revoked' if k.revoked_at else 'active'}")
+
+
+@key.command("revoke")
+@click.argument("key_id")
+def key_revoke(key_id: str) -> None:
+    """Revoke an API key: it answers 401 from now on."""
+    from services.core import tenants
+
+    with _admin_session() as session:
+        row = tenants.revoke_key(session, key_id)
+        click.echo(f"{row.id} revoked")
 
 
 @main.command()

@@ -28,6 +28,13 @@ FINAL = {"succeeded", "partial", "failed", "cancelled"}
 _redis_dbs = itertools.cycle(range(1, 16))
 
 
+@dataclass(frozen=True)
+class TenantKey:
+    id: str
+    key: str
+    key_id: str
+
+
 @dataclass
 class Platform:
     workdir: Path
@@ -38,6 +45,10 @@ class Platform:
     extra_env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     port: int = 0
+    # Every platform gets an admin key; `start()` makes a tenant and its API key, which `client()` sends.
+    admin_key: str = field(default_factory=lambda: f"admin-{uuid.uuid4().hex}")
+    api_key: str | None = None
+    tenant_id: str | None = None
 
     def __post_init__(self) -> None:
         import redis
@@ -59,6 +70,9 @@ class Platform:
             "PAGEMILL_ENGINE__KIND": self.engine,
             "PAGEMILL_RECONCILER__INTERVAL_S": "1",
             "PAGEMILL_LOG_LEVEL": "INFO",
+            "PAGEMILL_ADMIN_KEY": self.admin_key,
+            # The tests' webhook receivers listen on 127.0.0.1.
+            "PAGEMILL_WEBHOOKS__ALLOW_PRIVATE_URLS": "true",
             "PROMETHEUS_MULTIPROC_DIR": str(self.workdir / "metrics"),
             "PYTHONPATH": str(REPO),
         })
@@ -89,15 +103,23 @@ class Platform:
         self.processes[name] = process
         return process
 
-    def start(self, *, worker: bool = True, reconciler: bool = False, concurrency: int = 2) -> Platform:
+    def start(self, *, worker: bool = True, reconciler: bool = False, concurrency: int = 2,
+              webhook_worker: bool = False) -> Platform:
+        """With `webhook_worker`, webhooks get a thread-pool worker of their own (as `pagemill serve` does)."""
         (self.workdir / "metrics").mkdir(parents=True, exist_ok=True)
         migrate(self.database_url)
         self._spawn("gateway", "gateway", "--host", "127.0.0.1", "--port", str(self.port))
         if worker:
-            self.start_worker("worker", concurrency=concurrency)
+            queues = "pages.gpu,pages.cpu,documents,results" if webhook_worker else None
+            self.start_worker("worker", concurrency=concurrency, queues=queues)
+        if webhook_worker:
+            self.start_worker("webhooks", concurrency=4, queues="webhooks", pool="threads")
         if reconciler:
             self.start_reconciler()
         wait_for(lambda: httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200, 60, "gateway")
+        if self.api_key is None:
+            tenant = self.create_tenant(f"tenant-{uuid.uuid4().hex[:8]}")
+            self.tenant_id, self.api_key = tenant.id, tenant.key
         return self
 
     def start_worker(self, name: str = "worker", *, concurrency: int = 2, queues: str | None = None,
@@ -140,22 +162,39 @@ class Platform:
 
     # the HTTP API, as a customer uses it ----------------------------------------------------------------------
 
-    def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+    def admin(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60, headers={"Authorization": f"Bearer {self.admin_key}"})
+
+    def create_tenant(self, name: str, **limits: float) -> TenantKey:
+        """A tenant (with limit overrides) and one API key, through the admin HTTP API."""
+        with self.admin() as admin:
+            response = admin.post("/v1/admin/tenants", json={"name": name, "limits": limits or None})
+            assert response.status_code == 201, response.text
+            tenant_id = response.json()["id"]
+            response = admin.post(f"/v1/admin/tenants/{tenant_id}/keys", json={"name": "tests"})
+            assert response.status_code == 201, response.text
+            return TenantKey(tenant_id, response.json()["key"], response.json()["id"])
+
+    def client(self, *, key: str | None = None, auth: bool = True, **kwargs: Any) -> httpx.Client:
+        """An HTTP client that sends the platform tenant's key (or `key`); `auth=False` sends none."""
+        headers = dict(kwargs.pop("headers", None) or {})
+        if auth and (key or self.api_key):
+            headers.setdefault("Authorization", f"Bearer {key or self.api_key}")
+        return httpx.Client(base_url=self.url, timeout=60, headers=headers, **kwargs)
 
     def upload(self, path: Path, *, expect: int = 202, headers: dict[str, str] | None = None,
-               **fields: str) -> dict[str, Any]:
-        with self.client() as client, path.open("rb") as handle:
+               key: str | None = None, **fields: str) -> dict[str, Any]:
+        with self.client(key=key) as client, path.open("rb") as handle:
             response = client.post("/v1/documents", files={"file": (path.name, handle)}, data=fields,
                                    headers=headers or {})
         assert response.status_code == expect, response.text
         body: dict[str, Any] = response.json()
         return body
 
-    def wait_done(self, document_id: str, timeout: float = 180, headers: dict[str, str] | None = None
-                  ) -> dict[str, Any]:
+    def wait_done(self, document_id: str, timeout: float = 180, headers: dict[str, str] | None = None,
+                  key: str | None = None) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
-        with self.client(headers=headers or {}) as client:
+        with self.client(headers=headers or {}, key=key) as client:
             while True:
                 response = client.get(f"/v1/documents/{document_id}", params={"wait": 5})
                 assert response.status_code == 200, response.text
@@ -166,8 +205,9 @@ class Platform:
                     raise AssertionError(f"document {document_id} still {state} after {timeout}s\n"
                                          f"{self.log('worker')[-3000:]}")
 
-    def result(self, document_id: str, fmt: str = "markdown", headers: dict[str, str] | None = None) -> Any:
-        with self.client(headers=headers or {}) as client:
+    def result(self, document_id: str, fmt: str = "markdown", headers: dict[str, str] | None = None,
+               key: str | None = None) -> Any:
+        with self.client(headers=headers or {}, key=key) as client:
             response = client.get(f"/v1/documents/{document_id}/result", params={"format": fmt})
         assert response.status_code == 200, response.text
         return response.json() if fmt == "json" else response.text

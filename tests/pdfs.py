@@ -19,3 +19,15 @@ def repeat_pages(source: Path, pages: int) -> bytes:
     out.close()
     src.close()
     return buffer.getvalue()
+
+
+def select_pages(source: Path, numbers: list[int]) -> bytes:
+    """A PDF made of the given 1-based pages of `source`, in that order."""
+    src = pdfium.PdfDocument(source.read_bytes())
+    out = pdfium.PdfDocument.new()
+    out.import_pages(src, [n - 1 for n in numbers])
+    buffer = io.BytesIO()
+    out.save(buffer)
+    out.close()
+    src.close()
+    return buffer.getvalue()

@@ -50,9 +50,13 @@ def test_serve_on_embedded_defaults_then_parse_against_it(served: tuple[str, Pat
     url, data_dir = served
     case = corpus / "dev" / "docling_multi_page"
     out = tmp_path / "out"
+    # `serve` on embedded defaults made a local tenant and saved its key for the README's curl example
+    api_key = (data_dir / "api_key").read_text().strip()
+    assert api_key.startswith("pm_") and (data_dir / "api_key").stat().st_mode & 0o077 == 0
+    assert httpx.get(f"{url}/v1/documents", timeout=10).status_code == 401
     result = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(case / "multi_page.pdf"),
-                             "-o", str(out), "--server", url], cwd=REPO, env=clean_env(), capture_output=True,
-                            text=True, timeout=300)
+                             "-o", str(out), "--server", url], cwd=REPO, env=clean_env(PAGEMILL_API_KEY=api_key),
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr + result.stdout
     assert "multi_page.pdf: succeeded" in result.stdout
     markdown = (out / "multi_page.md").read_text()

@@ -97,7 +97,8 @@ def test_every_bad_file_has_a_documented_outcome(platform_factory: PlatformFacto
         state = platform.wait_done(document_id, timeout=MAX_SECONDS_PER_DOCUMENT)
         assert state["status"] == PARSED[case][0], (case, state)
         if state["status"] == "failed":
-            page = httpx.get(f"{platform.url}/v1/documents/{document_id}/pages/1").json()
+            with platform.client() as client:
+                page = client.get(f"/v1/documents/{document_id}/pages/1").json()
             assert page["error"]["code"] and page["error"]["message"], page  # failed with a reason
     peak = rss.stop()
     assert peak < MAX_RSS_BYTES, f"worker peak RSS {peak / 1e9:.2f} GB"

@@ -1,0 +1,140 @@
+"""Webhooks end to end: signed (Standard Webhooks), retried with backoff, logged, redelivered, and a silent
+receiver that ends `failed` without holding up its document. Real receivers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import PlatformFactory
+from tests.harness import Platform
+from tests.receivers import Receiver, SilentReceiver
+
+pytestmark = pytest.mark.slow
+
+ONE_PAGE = Path("dev") / "pypdf_crazyones" / "crazyones.pdf"
+FIVE_PAGES = Path("dev") / "docling_multi_page" / "multi_page.pdf"
+
+
+@pytest.fixture
+def platform(platform_factory: PlatformFactory, postgres_url: str) -> Platform:
+    return platform_factory(postgres_url, engine="fake", extra_env={
+        "PAGEMILL_WEBHOOKS__RETRY_BACKOFF_S": "0.5", "PAGEMILL_WEBHOOKS__TIMEOUT_S": "1",
+        "PAGEMILL_WEBHOOKS__MAX_ATTEMPTS": "3", "PAGEMILL_WEBHOOKS__PROGRESS_INTERVAL_S": "0",
+        "PAGEMILL_ENGINE__FAKE_LATENCY_MS": "100",
+    }).start(webhook_worker=True, reconciler=True)
+
+
+def wait_until(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def deliveries(platform: Platform, webhook_id: str) -> list[dict[str, Any]]:
+    with platform.client() as client:
+        response = client.get(f"/v1/webhooks/{webhook_id}/deliveries")
+    assert response.status_code == 200, response.text
+    data: list[dict[str, Any]] = response.json()["data"]
+    return data
+
+
+def test_signed_delivery_retried_twice_then_accepted_logged_and_redelivered(platform: Platform,
+                                                                           corpus: Path) -> None:
+    receiver = Receiver(fail_first=2)
+    with platform.client() as client:
+        response = client.post("/v1/webhooks", json={"url": receiver.url, "events": ["document.succeeded"]})
+        assert response.status_code == 201, response.text
+        endpoint = response.json()
+        assert endpoint["secret"].startswith("whsec_") and endpoint["events"] == ["document.succeeded"]
+        assert [w["id"] for w in client.get("/v1/webhooks").json()["data"]] == [endpoint["id"]]
+    receiver.secret = endpoint["secret"]
+    created = platform.upload(corpus / ONE_PAGE)
+    assert platform.wait_done(created["id"])["status"] == "succeeded"
+    wait_until(lambda: len(receiver.received) >= 3, 60, "three delivery attempts")
+    got = receiver.received
+    assert [r.answered for r in got] == [500, 500, 204]
+    assert all(r.verified for r in got), "every attempt carries a valid signature for the endpoint's secret"
+    assert len({r.headers["webhook-id"] for r in got}) == 1 and len({r.body for r in got}) == 1
+    assert got[0].json["type"] == "document.succeeded"
+    assert got[0].json["data"]["document_id"] == created["id"] and got[0].json["data"]["status"] == "succeeded"
+    # only the subscribed event type was sent
+    assert receiver.of_type("document.queued") == []
+
+    log = wait_until(lambda: [d for d in deliveries(platform, endpoint["id"]) if d["status"] == "succeeded"],
+                     30, "the delivery to be logged as succeeded")
+    assert len(log) == 1 and log[0]["attempts"] == 3 and log[0]["event_id"] == got[0].headers["webhook-id"]
+    attempts = log[0]["attempt_log"]
+    assert [a["status_code"] for a in attempts] == [500, 500, 204] and [a["number"] for a in attempts] == [1, 2, 3]
+    started = [datetime.fromisoformat(a["started_at"]) for a in attempts]
+    # exponential backoff: 0.5 s after the first failure, 1 s after the second
+    assert (started[1] - started[0]).total_seconds() >= 0.5 and (started[2] - started[1]).total_seconds() >= 1.0
+
+    with platform.client() as client:
+        response = client.post(f"/v1/webhooks/{endpoint['id']}/deliveries/{log[0]['id']}/redeliver")
+        assert response.status_code == 202, response.text
+    wait_until(lambda: len(receiver.received) == 4, 30, "the redelivery")
+    assert receiver.received[3].verified and receiver.received[3].headers["webhook-id"] == got[0].headers["webhook-id"]
+    log = wait_until(lambda: [d for d in deliveries(platform, endpoint["id"])
+                              if len(d["attempt_log"]) == 4 and d["status"] == "succeeded"], 30, "the log")
+    assert [a["status_code"] for a in log[0]["attempt_log"]] == [500, 500, 204, 204]
+
+    # another tenant sees none of it
+    other = platform.create_tenant("other")
+    with platform.client(key=other.key) as client:
+        for path in (f"/v1/webhooks/{endpoint['id']}", f"/v1/webhooks/{endpoint['id']}/deliveries"):
+            assert client.get(path).status_code == 404
+        assert client.post(f"/v1/webhooks/{endpoint['id']}/deliveries/{log[0]['id']}/redeliver").status_code == 404
+        assert client.delete(f"/v1/webhooks/{endpoint['id']}").status_code == 404
+        assert client.get("/v1/webhooks").json()["data"] == []
+    receiver.close()
+
+
+def test_a_silent_receiver_ends_failed_without_holding_up_the_document(platform: Platform, corpus: Path) -> None:
+    silent = SilentReceiver()
+    created = platform.upload(corpus / ONE_PAGE, webhook_url=silent.url)
+    assert created["webhook_id"]
+    state = platform.wait_done(created["id"], timeout=60)
+    assert state["status"] == "succeeded"
+    finished = datetime.fromisoformat(state["finished_at"])
+
+    def all_failed() -> list[dict[str, Any]] | None:
+        rows = deliveries(platform, created["webhook_id"])
+        return rows if len(rows) == 2 and all(d["status"] == "failed" for d in rows) else None
+
+    rows = wait_until(all_failed, 90, "both deliveries to end failed")
+    assert {d["event_type"] for d in rows} == {"document.queued", "document.succeeded"}
+    for row in rows:
+        assert row["attempts"] == 3 and len(row["attempt_log"]) == 3
+        assert all(a["status_code"] is None and "Timeout" in (a["error"] or "") for a in row["attempt_log"])
+    succeeded = next(d for d in rows if d["event_type"] == "document.succeeded")
+    # three 1 s timeouts and two backoffs came after the document had already finished
+    assert (datetime.fromisoformat(succeeded["finished_at"]) - finished).total_seconds() >= 3
+    silent.close()
+
+
+def test_document_webhook_url_gets_every_event_signed_with_the_tenant_secret(platform: Platform,
+                                                                            corpus: Path) -> None:
+    with platform.client() as client:
+        secret = client.get("/v1/tenant").json()["webhook_secret"]
+    receiver = Receiver(secret=secret)
+    created = platform.upload(corpus / FIVE_PAGES, webhook_url=receiver.url, metadata='{"order": 7}')
+    platform.wait_done(created["id"])
+    wait_until(lambda: receiver.of_type("document.succeeded"), 30, "the final event")
+    types = [r.json["type"] for r in receiver.received]
+    assert types[0] == "document.queued" and types[-1] == "document.succeeded", types
+    progress = receiver.of_type("document.progress")
+    assert progress, types  # pages took 100 ms each and progress is not throttled here
+    done = [r.json["data"]["pages_done"] for r in progress]
+    assert all(0 < n < 5 for n in done) and all(r.verified for r in receiver.received)
+    final = receiver.of_type("document.succeeded")[0].json["data"]
+    assert final["metadata"] == {"order": 7} and final["pages_done"] == 5 and final["error"] is None
+    receiver.close()
