@@ -27,7 +27,8 @@ from services.core.settings import Settings
 ENGINE_VERSIONS = {"cpu": "1", "fake": "1", "vllm": "1"}
 # Options that steer the platform, not the parse: they are not part of a cache key.
 CONTROL_OPTIONS = frozenset({"cache", "do_not_cache", "webhook_id", "cached_from"})
-_PDF_ID = re.compile(rb"/ID\s*\[\s*<[0-9A-Fa-f]*>\s*<[0-9A-Fa-f]*>\s*\]")
+# What the splitter writes differently into two copies of the same page: a random trailer /ID and the time.
+_PDF_VOLATILE = re.compile(rb"/ID\s*\[\s*<[0-9A-Fa-f]*>\s*<[0-9A-Fa-f]*>\s*\]|/(?:CreationDate|ModDate)\s*\([^)]*\)")
 
 
 def engine_fingerprint(engine: str, settings: Settings) -> dict[str, Any]:
@@ -56,9 +57,9 @@ def document_key(*, sha256: str, page_numbers: list[int], mode: str, engine: str
 
 
 def page_fingerprint(data: bytes) -> str:
-    """sha256 of a page file. The splitter writes a random trailer `/ID` into every single-page PDF;
-    it is left out so the same page of two uploads has the same fingerprint."""
-    return hashlib.sha256(_PDF_ID.sub(b"", data) if data[:5] == b"%PDF-" else data).hexdigest()
+    """sha256 of a page file. The splitter writes a random trailer `/ID` and the current time into every
+    single-page PDF; they are left out so the same page of two uploads has the same fingerprint."""
+    return hashlib.sha256(_PDF_VOLATILE.sub(b"", data) if data[:5] == b"%PDF-" else data).hexdigest()
 
 
 def page_key(*, data: bytes, mode: str, engine: str, options: dict[str, Any], settings: Settings) -> str:

@@ -109,7 +109,9 @@ class S3Store:
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.client: Any = boto3.client(
             "s3", endpoint_url=endpoint_url, region_name=region,
-            config=Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=5, read_timeout=60),
+            # SigV4: presigned URLs that every AWS region and S3 API accepts (SigV2 is deprecated).
+            config=Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=5, read_timeout=60,
+                          signature_version="s3v4"),
         )
         if create_bucket:
             try:

@@ -50,10 +50,11 @@ def test_public_urls_pass_and_private_ones_pass_when_allowed() -> None:
     assert webhooks.check_url("http://127.0.0.1:9/hook", allow_private=True) == "http://127.0.0.1:9/hook"
 
 
-def test_page_fingerprint_ignores_the_random_pdf_trailer_id() -> None:
-    page = b"%PDF-1.7\n1 0 obj\n<<>>\nendobj\ntrailer\n<</Size 7/ID[<AB12><AB12>]>>\n%%EOF"
-    same = page.replace(b"AB12", b"CD34")
-    other = page.replace(b"<<>>", b"<</X 1>>")
+def test_page_fingerprint_ignores_the_random_pdf_trailer_id_and_the_creation_time() -> None:
+    page = b"%PDF-1.7\n1 0 obj\n<</CreationDate(D:20261129163459+00'00')/Creator(PDFium)>>\nendobj\n" \
+           b"trailer\n<</Size 7/ID[<AB12><AB12>]>>\n%%EOF"
+    same = page.replace(b"AB12", b"CD34").replace(b"163459", b"170001")
+    other = page.replace(b"Creator(PDFium)", b"Creator(Other)")
     assert cache.page_fingerprint(page) == cache.page_fingerprint(same) != cache.page_fingerprint(other)
 
 
