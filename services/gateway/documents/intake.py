@@ -27,13 +27,21 @@ from services.core.db.models import (
     new_id,
     utcnow,
 )
+from services.core.db.session import session_scope
 from services.core.errors import IdempotencyConflict, RateLimited, TooManyPages, ValidationFailed
 from services.core.fairness import priority_for
 from services.core.metrics import CACHE_LOOKUPS, DOCUMENTS_TOTAL, RATE_LIMITED
 from services.core.pdf import EXTENSIONS
 from services.core.queues import JobBatch
 from services.core.settings import Settings
-from services.core.storage import ObjectStore, document_result_key, page_result_key, source_key
+from services.core.storage import (
+    ObjectNotFound,
+    ObjectStore,
+    document_prefix,
+    document_result_key,
+    page_result_key,
+    source_key,
+)
 from services.core.tenants import TenantLimits, lock_tenant, pages_finished_recently, pages_in_flight
 from services.core.webhooks import check_url
 from services.gateway.documents import service
@@ -93,12 +101,15 @@ def _check_in_flight(session: Session, tenant: Tenant, limits: TenantLimits, pag
                       f"{limits.pages_in_flight}", retry_after_s=min(max(wait, 1.0), 600.0), limit="pages_in_flight")
 
 
-def submit(session: Session, store: ObjectStore, settings: Settings, tenant: Tenant, limits: TenantLimits,
-           upload: Upload, options: SubmitOptions, *, request_id: str | None, jobs: JobBatch) -> Submitted:
-    lock_tenant(session, tenant.id)  # limits and idempotency keys: check-then-write, one submission at a time
+def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limits: TenantLimits, upload: Upload,
+           options: SubmitOptions, *, request_id: str | None, jobs: JobBatch) -> Submitted:
+    """Objects are written first, outside any transaction; the rows then go in one short transaction that
+    holds the tenant's lock, so limits and idempotency keys are exact without serializing uploads."""
     digest = request_hash(upload, options)
-    if options.idempotency_key:
-        original = _replay(session, tenant, options.idempotency_key, digest)
+    key = options.idempotency_key
+    if key:
+        with session_scope(db) as session:
+            original = _replay(session, tenant, key, digest)
         if original is not None:
             return Submitted(original, replayed=True)
     accepted = service.validate_upload(upload, settings, max_pages=limits.max_pages)
@@ -109,78 +120,119 @@ def submit(session: Session, store: ObjectStore, settings: Settings, tenant: Ten
         doc_options["cache"] = False
     if options.do_not_cache:
         doc_options["do_not_cache"] = True
-    key = cache.document_key(sha256=accepted.sha256, page_numbers=accepted.page_numbers, mode=accepted.mode,
-                             engine=accepted.engine, options=doc_options, settings=settings)
-    stored_key = key if cache.writes_cache(doc_options, settings) else None
-    hit = None
-    if cache.reads_cache(doc_options, settings):
-        hit = cache.find_document(session, tenant.id, key)
-        CACHE_LOOKUPS.labels(level="document", outcome="hit" if hit else "miss").inc()
-    if hit is not None:
-        document = _copy_cached(session, store, tenant, upload, accepted, hit, doc_options, stored_key, request_id)
-    else:
-        in_flight = _check_in_flight(session, tenant, limits, len(accepted.page_numbers))
-        document = service.create_document(
-            session, store, settings, upload, tenant_id=tenant.id, request_id=request_id, jobs=jobs,
-            accepted=accepted, priority=priority_for(in_flight, settings), options=doc_options, cache_key=stored_key)
-    if webhook_url:
-        endpoint = WebhookEndpoint(id=new_id("whe"), tenant_id=tenant.id, url=webhook_url, events=[],
-                                   secret=tenant.webhook_secret, document_id=document.id, created_at=utcnow())
-        session.add(endpoint)
-        document.options = {**document.options, "webhook_id": endpoint.id}
-        session.flush()
-    # A cache hit was never queued: its first and only event is `document.succeeded`.
-    events.record(session, document, events.EventType.SUCCEEDED if hit is not None else events.EventType.QUEUED)
-    if options.idempotency_key:
-        session.add(IdempotencyKey(tenant_id=tenant.id, key=options.idempotency_key, request_hash=digest,
-                                   document_id=document.id, created_at=utcnow(),
-                                   expires_at=utcnow() + timedelta(seconds=settings.retention.idempotency_ttl_s)))
-        session.flush()
-    return Submitted(document, cache_hit=hit is not None)
-
-
-def _copy_cached(session: Session, store: ObjectStore, tenant: Tenant, upload: Upload, accepted: Accepted,
-                 source: Document, options: dict[str, Any], stored_key: str | None,
-                 request_id: str | None) -> Document:
-    """A new document answered by `source`'s results: objects copied, rows written finished, no engine call."""
-    now = utcnow()
+    cache_key = cache.document_key(sha256=accepted.sha256, page_numbers=accepted.page_numbers, mode=accepted.mode,
+                                   engine=accepted.engine, options=doc_options, settings=settings)
+    stored_key = cache_key if cache.writes_cache(doc_options, settings) else None
     document_id = new_id("doc")
-    key = source_key(document_id, EXTENSIONS[accepted.info.media_type])
-    store.put(key, upload.data, content_type=accepted.info.media_type)
-    pages = list(session.execute(
-        sa.select(Page).where(Page.document_id == source.id).order_by(Page.index)).scalars())
-    rows = []
+    copied = None
+    if cache.reads_cache(doc_options, settings):
+        with session_scope(db) as session:
+            hit = cache.find_document(session, tenant.id, cache_key)
+            pages = list(session.execute(sa.select(Page).where(Page.document_id == hit.id)
+                                         .order_by(Page.index)).scalars()) if hit else []
+        CACHE_LOOKUPS.labels(level="document", outcome="hit" if hit else "miss").inc()
+        if hit is not None:
+            try:
+                copied = _copy_objects(store, upload, accepted, hit, pages, document_id)
+            except ObjectNotFound:  # expired or deleted meanwhile: parse it after all
+                store.delete_prefix(document_prefix(document_id))
+    if copied is None:
+        store.put(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.data,
+                  content_type=accepted.info.media_type)
+    try:
+        with session_scope(db) as session:
+            lock_tenant(session, tenant.id)
+            if key and (original := _replay(session, tenant, key, digest)) is not None:
+                raise _Replayed(original)  # a concurrent request with the same key won
+            if copied is not None:
+                document = _insert_cached(session, tenant, upload, accepted, copied, doc_options, stored_key,
+                                          request_id)
+            else:
+                in_flight = _check_in_flight(session, tenant, limits, len(accepted.page_numbers))
+                document = service.create_document(
+                    session, store, settings, upload, tenant_id=tenant.id, request_id=request_id, jobs=jobs,
+                    accepted=accepted, priority=priority_for(in_flight, settings), options=doc_options,
+                    cache_key=stored_key, document_id=document_id, source_stored=True)
+            if webhook_url:
+                endpoint = WebhookEndpoint(id=new_id("whe"), tenant_id=tenant.id, url=webhook_url, events=[],
+                                           secret=tenant.webhook_secret, document_id=document.id,
+                                           created_at=utcnow())
+                session.add(endpoint)
+                document.options = {**document.options, "webhook_id": endpoint.id}
+                session.flush()
+            # A cache hit was never queued: its first and only event is `document.succeeded`.
+            events.record(session, document, events.EventType.SUCCEEDED if copied else events.EventType.QUEUED)
+            if key:
+                expires = utcnow() + timedelta(seconds=settings.retention.idempotency_ttl_s)
+                session.add(IdempotencyKey(tenant_id=tenant.id, key=key, request_hash=digest,
+                                           document_id=document.id, created_at=utcnow(), expires_at=expires))
+    except BaseException as exc:
+        store.delete_prefix(document_prefix(document_id))  # nothing refers to these objects
+        jobs.jobs.clear()
+        if isinstance(exc, _Replayed):
+            return Submitted(exc.document, replayed=True)
+        raise
+    if copied is not None:
+        DOCUMENTS_TOTAL.labels(status="succeeded", mode=accepted.mode).inc()
+    return Submitted(document, cache_hit=copied is not None)
+
+
+class _Replayed(Exception):
+    def __init__(self, document: Document) -> None:
+        super().__init__(document.id)
+        self.document = document
+
+
+@dataclass(frozen=True, slots=True)
+class _Copied:
+    source: Document
+    pages: list[Page]
+    document_id: str
+
+
+def _copy_objects(store: ObjectStore, upload: Upload, accepted: Accepted, source: Document, pages: list[Page],
+                  document_id: str) -> _Copied:
+    """The earlier document's results, copied under the new document's keys (server-side on S3)."""
+    store.put(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.data,
+              content_type=accepted.info.media_type)
     for page in pages:
-        destination = page_result_key(document_id, page.index)
-        store.copy(page.result_key or "", destination)
-        details = {k: v for k, v in page.details.items() if k != "lease_owner"}
-        rows.append({
-            "document_id": document_id, "index": page.index, "page_number": page.page_number,
-            "status": PageStatus.SUCCEEDED, "result_key": destination, "engine": page.engine, "model": page.model,
-            "attempts": 0, "latency_ms": 0, "is_fallback": page.is_fallback, "confidence": page.confidence,
-            "details": {**details, "cache_hit": True, "cached_from": f"{source.id}/{page.index + 1}"},
-            "cached": True, "cache_key": page.cache_key if stored_key else None, "deliveries": 0,
-            "enqueued_at": now, "started_at": now, "finished_at": now,
-        })
+        store.copy(page.result_key or "", page_result_key(document_id, page.index))
     store.copy(document_result_key(source.id, "markdown"), document_result_key(document_id, "markdown"))
     body = json.loads(store.get(document_result_key(source.id, "json")))
     body.update(id=document_id, filename=upload.filename[:512], metadata=accepted.metadata,
-                created_at=now.isoformat().replace("+00:00", "Z"))
+                created_at=utcnow().isoformat().replace("+00:00", "Z"))
     store.put(document_result_key(document_id, "json"), json.dumps(body, ensure_ascii=False).encode(),
               content_type="application/json")
+    return _Copied(source, pages, document_id)
+
+
+def _insert_cached(session: Session, tenant: Tenant, upload: Upload, accepted: Accepted, copied: _Copied,
+                   options: dict[str, Any], stored_key: str | None, request_id: str | None) -> Document:
+    """The rows of a document answered from the cache: finished, every page `cached` (not charged)."""
+    now = utcnow()
+    source, document_id = copied.source, copied.document_id
     document = Document(
         id=document_id, tenant_id=tenant.id, status=DocumentStatus.SUCCEEDED, filename=upload.filename[:512],
-        media_type=accepted.info.media_type, size_bytes=len(upload.data), sha256=accepted.sha256, source_key=key,
-        page_numbers=accepted.page_numbers, pages_total=len(pages), pages_done=len(pages), pages_failed=0,
-        mode=accepted.mode, engine=accepted.engine, metadata_=accepted.metadata,
+        media_type=accepted.info.media_type, size_bytes=len(upload.data), sha256=accepted.sha256,
+        source_key=source_key(document_id, EXTENSIONS[accepted.info.media_type]),
+        page_numbers=accepted.page_numbers, pages_total=len(copied.pages), pages_done=len(copied.pages),
+        pages_failed=0, mode=accepted.mode, engine=accepted.engine, metadata_=accepted.metadata,
         options={**options, "cached_from": source.id}, request_id=request_id, created_at=now, updated_at=now,
         split_at=now, started_at=now, assembly_claimed_at=now, finished_at=now, cache_key=stored_key,
     )
     session.add(document)
     session.flush()
+    rows = [{
+        "document_id": document_id, "index": page.index, "page_number": page.page_number,
+        "status": PageStatus.SUCCEEDED, "result_key": page_result_key(document_id, page.index),
+        "engine": page.engine, "model": page.model, "attempts": 0, "latency_ms": 0, "is_fallback": page.is_fallback,
+        "confidence": page.confidence, "cached": True, "cache_key": page.cache_key if stored_key else None,
+        "details": {**{k: v for k, v in page.details.items() if k != "lease_owner"}, "cache_hit": True,
+                    "cached_from": f"{source.id}/{page.index + 1}"},
+        "deliveries": 0, "enqueued_at": now, "started_at": now, "finished_at": now,
+    } for page in copied.pages]
     if rows:
         session.execute(sa.insert(Page), rows)
-    DOCUMENTS_TOTAL.labels(status="succeeded", mode=accepted.mode).inc()
     return document
 
 

@@ -93,12 +93,9 @@ async def create_document(
                                        idempotency_key=key)
         jobs = JobBatch()
 
-        def accept() -> intake.Submitted:
-            with session_scope(settings.resolved_database_url()) as session:
-                return intake.submit(session, store, settings, tenant, limits, upload, options,
-                                     request_id=request.state.request_id, jobs=jobs)
-
-        submitted = await run_in_threadpool(accept)
+        submitted = await run_in_threadpool(
+            lambda: intake.submit(settings.resolved_database_url(), store, settings, tenant, limits, upload, options,
+                                  request_id=request.state.request_id, jobs=jobs))
     except Exception as exc:
         UPLOADS_REJECTED.labels(code=getattr(exc, "code", "internal_error")).inc()
         raise

@@ -107,13 +107,17 @@ def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None
 def create_document(session: Session, store: ObjectStore, settings: Settings, upload: Upload, *,
                     tenant_id: str | None, request_id: str | None, jobs: JobBatch,
                     accepted: Accepted | None = None, priority: int = 0, options: dict[str, Any] | None = None,
-                    cache_key: str | None = None) -> Document:
-    """Validates, stores the source and writes the rows; the split job goes into `jobs` for after the commit."""
+                    cache_key: str | None = None, document_id: str | None = None,
+                    source_stored: bool = False) -> Document:
+    """Validates, stores the source and writes the rows; the split job goes into `jobs` for after the commit.
+
+    With `source_stored`, the caller already stored the source under `document_id`'s key."""
     accepted = accepted or validate_upload(upload, settings)
     info, page_numbers = accepted.info, accepted.page_numbers
-    document_id = new_id("doc")
+    document_id = document_id or new_id("doc")
     key = source_key(document_id, EXTENSIONS[info.media_type])
-    store.put(key, upload.data, content_type=info.media_type)
+    if not source_stored:
+        store.put(key, upload.data, content_type=info.media_type)
     now = utcnow()
     document = Document(
         id=document_id, tenant_id=tenant_id, status=DocumentStatus.QUEUED, filename=upload.filename[:512],

@@ -21,6 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from services.core import events
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentEventRow
 from services.core.db.session import session_scope
+from services.core.errors import NotFound
 from services.gateway.documents import service
 
 POLL_S = 0.5
@@ -40,7 +41,7 @@ def _fetch(db: str, document_id: str, tenant_id: str, after: int) -> tuple[Docum
     with session_scope(db) as session:
         try:
             document = service.get_document(session, document_id, tenant_id)
-        except Exception:  # noqa: BLE001 - deleted while streaming: the stream ends
+        except NotFound:  # deleted while streaming: the stream ends
             return None, []
         rows = list(session.execute(
             sa.select(DocumentEventRow).where(DocumentEventRow.document_id == document_id,
