@@ -180,7 +180,8 @@ class Platform:
         headers = dict(kwargs.pop("headers", None) or {})
         if auth and (key or self.api_key):
             headers.setdefault("Authorization", f"Bearer {key or self.api_key}")
-        return httpx.Client(base_url=self.url, timeout=60, headers=headers, **kwargs)
+        kwargs.setdefault("timeout", 60)
+        return httpx.Client(base_url=self.url, headers=headers, **kwargs)
 
     def upload(self, path: Path, *, expect: int = 202, headers: dict[str, str] | None = None,
                key: str | None = None, **fields: str) -> dict[str, Any]:
