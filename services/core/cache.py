@@ -86,12 +86,13 @@ def find_document(session: Session, tenant_id: str, key: str) -> Document | None
     ).scalar_one_or_none()
 
 
-def find_page(session: Session, tenant_id: str, key: str, *, document_id: str, index: int) -> Page | None:
-    """A finished page of the tenant with this key (a repeated page of the same document counts too)."""
+def find_page(session: Session, tenant_id: str, key: str, *, document_id: str) -> Page | None:
+    """A finished page of another of the tenant's documents with this key. Repeats inside one document are
+    parsed each: its pages run at the same time, so the copy would rarely be ready anyway."""
     return session.execute(
         sa.select(Page).join(Document, Document.id == Page.document_id).where(
             Page.cache_key == key, Page.status == PageStatus.SUCCEEDED, Page.result_key.is_not(None),
-            sa.or_(Page.document_id != document_id, Page.index != index), Document.tenant_id == tenant_id,
+            Page.document_id != document_id, Document.tenant_id == tenant_id,
             Document.deleted_at.is_(None), Document.expired_at.is_(None),
         ).order_by(Page.finished_at.desc()).limit(1)
     ).scalar_one_or_none()

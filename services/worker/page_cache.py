@@ -42,8 +42,7 @@ def lookup(settings: Settings, store: ObjectStore, job: PageTask, page_number: i
         if not (reads or writes):
             return PageCacheOutcome()
         key = cache.page_key(data=data, mode=job.mode, engine=engine, options=options, settings=settings)
-        source = cache.find_page(session, tenant_id, key, document_id=job.document_id,
-                                 index=job.page_index) if reads else None
+        source = cache.find_page(session, tenant_id, key, document_id=job.document_id) if reads else None
     if reads:
         CACHE_LOOKUPS.labels(level="page", outcome="hit" if source else "miss").inc()
     if source is None or source.result_key is None:
