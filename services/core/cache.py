@@ -62,17 +62,31 @@ def page_fingerprint(data: bytes) -> str:
     return hashlib.sha256(_PDF_VOLATILE.sub(b"", data) if data[:5] == b"%PDF-" else data).hexdigest()
 
 
-def page_key(*, data: bytes, mode: str, engine: str, options: dict[str, Any], settings: Settings) -> str:
+def scope(options: dict[str, Any] | None) -> str:
+    """The parse options' part of a page key, computed when the page job is made (it travels with it)."""
+    return _digest({"options": parse_options(options)})
+
+
+def page_key(*, data: bytes, mode: str, engine: str, scope: str, settings: Settings) -> str:
+    """Computed by the worker, with its own engine's fingerprint: that engine makes the result."""
     return _digest({"v": 1, "page": page_fingerprint(data), "mode": mode,
-                    "engine": engine_fingerprint(engine, settings), "options": parse_options(options)})
+                    "engine": engine_fingerprint(engine, settings), "scope": scope})
+
+
+def lookup_wanted(options: dict[str, Any] | None) -> bool:
+    return (options or {}).get("cache", True) is not False
+
+
+def store_wanted(options: dict[str, Any] | None) -> bool:
+    return not (options or {}).get("do_not_cache", False)
 
 
 def reads_cache(options: dict[str, Any] | None, settings: Settings) -> bool:
-    return settings.cache.enabled and (options or {}).get("cache", True) is not False
+    return settings.cache.enabled and lookup_wanted(options)
 
 
 def writes_cache(options: dict[str, Any] | None, settings: Settings) -> bool:
-    return settings.cache.enabled and not (options or {}).get("do_not_cache", False)
+    return settings.cache.enabled and store_wanted(options)
 
 
 def find_document(session: Session, tenant_id: str, key: str) -> Document | None:

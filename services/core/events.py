@@ -11,6 +11,7 @@ pending delivery and sends it. Jobs are sent only after the commit, by the hook 
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -134,9 +135,19 @@ def record_final(session: Session, document_id: str) -> DocumentEvent | None:
     return record(session, document, FINAL_EVENTS[DocumentStatus(document.status)])
 
 
+_progress_tried: dict[str, float] = {}
+
+
 def record_progress(session: Session, document_id: str, interval_s: float) -> DocumentEvent | None:
     """A `document.progress` event, at most one per `interval_s` per document, never for the last page
-    (the final event follows). The conditional update makes exactly one of racing workers win."""
+    (the final event follows). The conditional update makes exactly one of racing workers win; each
+    process first checks its own memory, so most pages cost no extra statement at all."""
+    clock = time.monotonic()
+    if interval_s > 0 and clock - _progress_tried.get(document_id, -interval_s) < interval_s:
+        return None
+    if len(_progress_tried) > 10_000:
+        _progress_tried.clear()
+    _progress_tried[document_id] = clock
     now = utcnow()
     won = session.execute(
         sa.update(Document)

@@ -99,7 +99,7 @@ TAKE_OVER = sa.update(_pages).where(
 FINISH = sa.update(_pages).where(*_THIS_PAGE, _pages.c.status.not_in(_FINAL_PAGE_VALUES)).values({
     **{name: _p(f"v_{name}", type_=_pages.c[name].type) for name in (
         "status", "finished_at", "result_key", "engine", "model", "attempts", "latency_ms", "is_fallback",
-        "confidence", "error_code", "error_message", "details")},
+        "confidence", "error_code", "error_message", "details", "cache_key", "cached")},
     "lease_expires_at": None, "lease_owner": None})
 
 
@@ -155,6 +155,8 @@ class PageFinish:
     error_code: str | None = None
     error_message: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    cache_key: str | None = None  # the result may answer later uploads (services/core/cache.py)
+    cached: bool = False  # the result was copied from the cache: no engine call, not charged
 
 
 def finish_page(session: Session, document_id: str, index: int, finish: PageFinish,
@@ -164,7 +166,7 @@ def finish_page(session: Session, document_id: str, index: int, finish: PageFini
     now = now or utcnow()
     values = {f"v_{name}": getattr(finish, name) for name in (
         "status", "result_key", "engine", "model", "attempts", "latency_ms", "is_fallback", "confidence",
-        "error_code", "error_message", "details")}
+        "error_code", "error_message", "details", "cache_key", "cached")}
     values["v_status"] = finish.status.value
     changed = session.execute(FINISH, {"b_document": document_id, "b_index": index, "v_finished_at": now,
                                        **values}).rowcount

@@ -11,6 +11,7 @@ from typing import Any
 from celery import Celery
 from kombu import Queue as KombuQueue
 
+from services.core import cache
 from services.core.contracts import DocumentTask, PageTask, timestamp, to_dict
 from services.core.db.models import Document
 from services.core.pdf import PDF, PNG
@@ -136,10 +137,12 @@ def page_media_type(document: Document, key: str) -> str:
 
 def page_job(document: Document, index: int, source_key: str, *, engine: str | None = None) -> Job:
     engine = engine or document.engine
+    options = document.options or {}
     task = PageTask(document_id=document.id, page_index=index, source_key=source_key,
                     media_type=page_media_type(document, source_key), engine=engine, mode=document.mode,
                     request_id=document.request_id or "", tenant_id=document.tenant_id or "",
-                    enqueued_at=timestamp())
+                    enqueued_at=timestamp(), cache_lookup=cache.lookup_wanted(options),
+                    cache_store=cache.store_wanted(options), cache_scope=cache.scope(options))
     return Job(TaskName.PARSE_PAGE, page_queue(engine), to_dict(task), priority=document.priority or 0)
 
 

@@ -83,8 +83,8 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
                 details={"finish_reason": output.finish_reason, "prompt_tokens": output.prompt_tokens,
                          "completion_tokens": output.completion_tokens, "signals": output.signals,
                          "fallback_reason": outcome.fallback_reason, **output.details},
+                cache_key=cached.store_key,
             ))
-            page_cache.remember(session, job, cached.store_key)
             events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
     except SoftTimeLimitExceeded:
         _fail(settings, job, "page_timeout", f"the page took longer than {settings.worker.page_timeout_s} s")

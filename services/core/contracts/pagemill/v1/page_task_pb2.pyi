@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PageTask(_message.Message):
-    __slots__ = ("document_id", "page_index", "source_key", "media_type", "engine", "mode", "request_id", "tenant_id", "enqueued_at")
+    __slots__ = ("document_id", "page_index", "source_key", "media_type", "engine", "mode", "request_id", "tenant_id", "enqueued_at", "cache_lookup", "cache_store", "cache_scope")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_INDEX_FIELD_NUMBER: _ClassVar[int]
     SOURCE_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -19,6 +19,9 @@ class PageTask(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     ENQUEUED_AT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_LOOKUP_FIELD_NUMBER: _ClassVar[int]
+    CACHE_STORE_FIELD_NUMBER: _ClassVar[int]
+    CACHE_SCOPE_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     page_index: int
     source_key: str
@@ -28,7 +31,10 @@ class PageTask(_message.Message):
     request_id: str
     tenant_id: str
     enqueued_at: _timestamp_pb2.Timestamp
-    def __init__(self, document_id: _Optional[str] = ..., page_index: _Optional[int] = ..., source_key: _Optional[str] = ..., media_type: _Optional[str] = ..., engine: _Optional[str] = ..., mode: _Optional[str] = ..., request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., enqueued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    cache_lookup: bool
+    cache_store: bool
+    cache_scope: str
+    def __init__(self, document_id: _Optional[str] = ..., page_index: _Optional[int] = ..., source_key: _Optional[str] = ..., media_type: _Optional[str] = ..., engine: _Optional[str] = ..., mode: _Optional[str] = ..., request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., enqueued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cache_lookup: _Optional[bool] = ..., cache_store: _Optional[bool] = ..., cache_scope: _Optional[str] = ...) -> None: ...
 
 class DocumentTask(_message.Message):
     __slots__ = ("document_id", "request_id")
