@@ -52,4 +52,7 @@ ops-tools: ## install promtool and prometheus (Debian package) for the alert-rul
 bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
 
-.PHONY: help install run test lint proto migrate bench dashboards ops-tools specsim
+bench-fair: $(STAMP) ## fair share between tenants (a 1-page upload beside a 2,000-page one), to docs/fair-share.md
+	$(BIN)/python -m bench.fair_share --write docs/fair-share.md
+
+.PHONY: help install run test lint proto migrate bench bench-fair dashboards ops-tools specsim
