@@ -138,3 +138,27 @@ def test_document_webhook_url_gets_every_event_signed_with_the_tenant_secret(pla
     final = receiver.of_type("document.succeeded")[0].json["data"]
     assert final["metadata"] == {"order": 7} and final["pages_done"] == 5 and final["error"] is None
     receiver.close()
+
+
+def test_deliveries_lost_with_redis_are_sent_by_the_reconciler(platform_factory: PlatformFactory,
+                                                               postgres_url: str, corpus: Path) -> None:
+    import redis
+
+    platform = platform_factory(postgres_url, engine="fake").start(worker=False)
+    platform.start_worker("worker", queues="pages.gpu,pages.cpu,documents,results")  # nobody consumes webhooks
+    receiver = Receiver()
+    with platform.client() as client:
+        endpoint = client.post("/v1/webhooks", json={"url": receiver.url}).json()
+    receiver.secret = endpoint["secret"]
+    created = platform.upload(corpus / ONE_PAGE)
+    assert platform.wait_done(created["id"])["status"] == "succeeded"
+    redis.Redis.from_url(platform.redis_url).flushdb()  # the queued webhook messages are gone
+    assert [d["status"] for d in deliveries(platform, endpoint["id"])] == ["pending", "pending"]
+    platform.start_worker("webhooks", queues="webhooks", pool="threads")
+    time.sleep(2)
+    assert receiver.received == []  # nothing left on the queue to deliver
+    platform.start_reconciler()  # notices the reset and sends what the database says is pending
+    wait_until(lambda: len(receiver.received) == 2, 60, "both events after the reconciler's pass")
+    assert sorted(r.json["type"] for r in receiver.received) == ["document.queued", "document.succeeded"]
+    assert all(r.verified for r in receiver.received)
+    receiver.close()
