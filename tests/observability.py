@@ -37,8 +37,6 @@ AWAITING_PRODUCER = frozenset({
     "pagemill_webhook_deliveries_total",
     "pagemill_webhook_delivery_seconds",
     "pagemill_rate_limited_total",
-    "pagemill_cache_lookups_total",
-    "pagemill_engine_requests_total",
     "pagemill_engine_tokens_total",
     "pagemill_engine_in_flight_requests",
     "pagemill_fallback_pages_total",

@@ -29,7 +29,7 @@ from services.core.metrics import (
     TENANT_OPEN_PAGES,
     CallbackCollector,
 )
-from services.core.queues import SENT_AT_HEADER, Queue
+from services.core.queues import SENT_AT_HEADER, Queue, redis_lists
 from services.core.settings import Settings
 
 Samples = Iterable[tuple[tuple[str, ...], float]]
@@ -62,20 +62,26 @@ def _payload_enqueued_at(envelope: dict[str, Any]) -> float | None:
 
 
 def read_queues(client: redis.Redis, now: float | None = None) -> tuple[dict[str, int], dict[str, float]]:
-    """(depth, oldest age in seconds) per queue, in one round trip."""
+    """(depth, oldest age in seconds) per queue, in one round trip. A queue is one Redis list per priority
+    step (fair share); its depth is their sum and its age that of the oldest message in any of them."""
     now = time.time() if now is None else now
     with client.pipeline(transaction=False) as pipe:
         for queue in Queue:
-            pipe.llen(queue.value)
-            pipe.lindex(queue.value, -1)
-        replies = pipe.execute()
+            for name in redis_lists(queue):
+                pipe.llen(name)
+                pipe.lindex(name, -1)
+        replies = iter(pipe.execute())
     depth: dict[str, int] = {}
     age: dict[str, float] = {}
-    for i, queue in enumerate(Queue):
-        depth[queue.value] = int(replies[2 * i])
-        oldest = replies[2 * i + 1]
-        sent = message_sent_at(oldest) if oldest is not None else None
-        age[queue.value] = max(0.0, now - sent) if sent is not None else 0.0
+    for queue in Queue:
+        depth[queue.value], oldest_sent = 0, None
+        for _ in redis_lists(queue):
+            length, oldest = int(next(replies)), next(replies)
+            depth[queue.value] += length
+            sent = message_sent_at(oldest) if oldest is not None else None
+            if sent is not None and (oldest_sent is None or sent < oldest_sent):
+                oldest_sent = sent
+        age[queue.value] = max(0.0, now - oldest_sent) if oldest_sent is not None else 0.0
     return depth, age
 
 

@@ -156,8 +156,8 @@ def test_the_queue_exporter_sees_a_waiting_document_and_its_age(run: Run) -> Non
     assert value(text, "pagemill_queue_depth", queue=Queue.RESULTS.value) == 0
     assert value(text, "pagemill_queue_oldest_age_seconds", queue=Queue.RESULTS.value) == 0
     assert value(text, "pagemill_documents", status="queued") == 2
-    # The image's page is queued; the PDF's pages are not split yet. Tenant-less documents count as "none".
-    assert value(text, "pagemill_tenant_open_pages", tenant="none") == 1
+    # The image's page is queued; the PDF's pages are not split yet.
+    assert value(text, "pagemill_tenant_open_pages", tenant=run.platform.tenant_id or "") == 1
 
 
 def test_metrics_count_what_happened(run: Run) -> None:
@@ -180,7 +180,7 @@ def test_metrics_count_what_happened(run: Run) -> None:
     assert value(text, "pagemill_tasks_total", queue=Queue.RESULTS.value, state="SUCCESS") == 2
     assert value(text, "pagemill_queue_depth", queue=Queue.PAGES_CPU.value) == 0
     assert value(text, "pagemill_documents", status="succeeded") == 2
-    assert value(text, "pagemill_tenant_open_pages", tenant="none") == 0
+    assert value(text, "pagemill_tenant_open_pages", tenant=run.platform.tenant_id or "") == 0
     for role in ("gateway", "worker", "reconciler"):
         assert value(text, "pagemill_process_resident_memory_bytes", role=role) > 10 * 2**20, role
     assert value(run.scrapes["reconciler"], "pagemill_page_retries_total", reason="lease_expired") == 0
