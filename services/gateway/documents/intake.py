@@ -137,6 +137,8 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
             except ObjectNotFound:  # expired or deleted meanwhile: parse it after all
                 store.delete_prefix(document_prefix(document_id))
     if copied is None:
+        with session_scope(db) as session:  # refuse early, before storing the file; checked again below
+            _check_in_flight(session, tenant, limits, len(accepted.page_numbers))
         store.put(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.data,
                   content_type=accepted.info.media_type)
     try:
