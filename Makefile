@@ -16,7 +16,13 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(MAKE) katex
 	touch $(STAMP)
+
+KATEX_DIR := services/evaluation/katex
+katex: ## KaTeX (node) for the olmOCR math rules of `pagemill eval`; skipped with a note when npm is missing
+	@if command -v npm >/dev/null; then npm ci --prefix $(KATEX_DIR) --no-audit --no-fund --silent; \
+	else echo "npm not found: pagemill eval falls back to comparing LaTeX tokens (docs/evaluation.md)"; fi
 
 install: $(STAMP) ## create .venv and install pagemill with its dev tools
 
@@ -55,4 +61,4 @@ bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written 
 bench-fair: $(STAMP) ## fair share between tenants (a 1-page upload beside a 2,000-page one), to docs/fair-share.md
 	$(BIN)/python -m bench.fair_share --write docs/fair-share.md
 
-.PHONY: help install run test lint proto migrate bench bench-fair dashboards ops-tools specsim
+.PHONY: help install run test lint proto migrate bench bench-fair dashboards ops-tools specsim katex

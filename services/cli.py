@@ -379,5 +379,31 @@ def specsim(corpus_dir: str, json_out: str | None, markdown_out: str | None, ks:
         report.write_section(Path(markdown_out), report.markdown_section(run, shlex.join(["pagemill", *sys.argv[1:]])))
 
 
+@main.command("eval")
+@click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--engine", default=None, help="in-process engine (cpu, vllm, fake); default: settings")
+@click.option("--mode", default=None, type=click.Choice(["fast", "balanced", "accurate"]), help="sent with --server")
+@click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="write the report ({overall, by_kind, cases}) here")
+@click.option("--cases", "patterns", multiple=True, help="only cases whose id matches this glob (repeatable)")
+@click.option("--server", default=None, help="a live pagemill URL instead of parsing in this process")
+@click.option("--api-key", envvar="PAGEMILL_API_KEY", default=None, help="bearer key for --server")
+@click.option("--predictions", default=None, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="score saved outputs (DIR/<case>.json) instead of parsing")
+@click.option("--save-outputs", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="keep each case's per-page Markdown as DIR/<case>.json")
+@click.option("--name", default=None, help="the parser's name in the report")
+@click.option("-q", "--quiet", is_flag=True, help="print only the summary")
+def eval_command(corpus_dir: Path, engine: str | None, mode: str | None, json_out: Path | None,
+                 patterns: tuple[str, ...], server: str | None, api_key: str | None, predictions: Path | None,
+                 save_outputs: Path | None, name: str | None, quiet: bool) -> None:
+    """Parse every case of CORPUS_DIR and score it against its ground truth (docs/evaluation.md)."""
+    from services.evaluation.cli import run_eval
+
+    run_eval(corpus_dir, settings=get_settings(), engine=engine, mode=mode, json_out=json_out,
+             patterns=list(patterns), server=server, api_key=api_key, predictions=predictions,
+             save_outputs=save_outputs, name=name, quiet=quiet)
+
+
 if __name__ == "__main__":
     main()

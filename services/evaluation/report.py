@@ -1,0 +1,76 @@
+"""Aggregating case scores overall and per kind, printing them, and the JSON that `--json` writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from services.evaluation.score import CaseScore
+
+METRICS = ("olmocr_pass_rate", "text_similarity", "teds", "teds_struct")
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(sum(present) / len(present), 4) if present else None
+
+
+def aggregate(cases: list[CaseScore]) -> dict[str, Any]:
+    """Rule pass rate pools every rule (passed / total); the other metrics are means over the cases that have
+    that ground truth; pages/s is pages over the summed parse seconds."""
+    rules_total = sum(c.rules_total or 0 for c in cases)
+    rules_passed = sum(c.rules_passed or 0 for c in cases)
+    pages = sum(c.pages for c in cases)
+    seconds = sum(c.seconds for c in cases)
+    return {
+        "cases": len(cases),
+        "olmocr_pass_rate": round(rules_passed / rules_total, 4) if rules_total else None,
+        "olmocr_rules": rules_total,
+        "olmocr_rules_passed": rules_passed,
+        "text_similarity": _mean(c.text_similarity for c in cases),
+        "text_cases": sum(c.text_similarity is not None for c in cases),
+        "teds": _mean(c.teds for c in cases),
+        "teds_struct": _mean(c.teds_struct for c in cases),
+        "table_cases": sum(c.teds is not None for c in cases),
+        "pages": pages,
+        "seconds": round(seconds, 3),
+        "pages_per_s": round(pages / seconds, 3) if seconds > 0 else None,
+        "failures": sum(c.failed for c in cases),
+    }
+
+
+def by_kind(cases: list[CaseScore]) -> dict[str, dict[str, Any]]:
+    """A case with several kinds (`digital,table`) counts in each of them."""
+    kinds = sorted({k for c in cases for k in c.kinds})
+    return {kind: aggregate([c for c in cases if kind in c.kinds]) for kind in kinds}
+
+
+def build_report(cases: list[CaseScore], meta: dict[str, Any]) -> dict[str, Any]:
+    return {"meta": meta, "overall": aggregate(cases), "by_kind": by_kind(cases),
+            "cases": [c.to_json() for c in cases]}
+
+
+def _cell(value: float | None, width: int = 6) -> str:
+    return f"{value:>{width}.3f}" if value is not None else f"{'-':>{width}}"
+
+
+def case_line(score: CaseScore) -> str:
+    rules = f"{score.rules_passed}/{score.rules_total}" if score.rules_total else "-"
+    status = "FAIL" if score.error else (f"{score.failed_pages}pf" if score.failed_pages else "ok")
+    return (f"{score.case_id[:44]:<44} {rules:>6} {_cell(score.text_similarity)} {_cell(score.teds)} "
+            f"{_cell(score.teds_struct)} {score.pages:>5} {score.seconds:>7.2f} {status:>5}")
+
+
+CASE_HEADER = f"{'case':<44} {'rules':>6} {'text':>6} {'teds':>6} {'teds-s':>6} {'pages':>5} {'sec':>7} {'stat':>5}"
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    lines = [f"{'kind':<16} {'cases':>5} {'olmocr':>6} {'text':>6} {'teds':>6} {'teds-s':>6} {'pages/s':>8} "
+             f"{'fail':>4}"]
+    rows = [("OVERALL", report["overall"]), *report["by_kind"].items()]
+    for name, block in rows:
+        pps = block["pages_per_s"]
+        lines.append(f"{name:<16} {block['cases']:>5} {_cell(block['olmocr_pass_rate'])} "
+                     f"{_cell(block['text_similarity'])} {_cell(block['teds'])} {_cell(block['teds_struct'])} "
+                     f"{(f'{pps:.2f}' if pps is not None else '-'):>8} {block['failures']:>4}")
+    return lines

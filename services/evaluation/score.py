@@ -1,0 +1,110 @@
+"""One case's scores, from its ground truth and a parser's per-page Markdown."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from services.evaluation.corpus import Case
+from services.evaluation.math_render import MathComparer
+from services.evaluation.olmocr_rules import load_rules
+from services.evaluation.run import Outcome
+from services.evaluation.teds import match_tables
+from services.evaluation.textsim import similarity, split_zones, zoned_similarity
+
+_HTML_TABLE = re.compile(r"<table\b.*?</table>", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(slots=True)
+class CaseScore:
+    case_id: str
+    kinds: list[str]
+    tier: str
+    pages: int
+    seconds: float
+    failed_pages: int
+    error: str | None
+    rules_passed: int | None = None
+    rules_total: int | None = None
+    rules_failed: list[dict[str, str]] = field(default_factory=list)
+    text_similarity: float | None = None
+    text_reference: str | None = None
+    teds: float | None = None
+    teds_struct: float | None = None
+    tables_truth: int | None = None
+    tables_predicted: int | None = None
+
+    @property
+    def rule_pass_rate(self) -> float | None:
+        return self.rules_passed / self.rules_total if self.rules_total else None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or self.failed_pages > 0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["rule_pass_rate"] = self.rule_pass_rate
+        return data
+
+
+def predicted_tables(markdown: str) -> list[str]:
+    """The output's tables as HTML: its `<table>` elements, then its Markdown pipe tables converted."""
+    tables = _HTML_TABLE.findall(markdown)
+    rest = _HTML_TABLE.sub("\n", markdown)
+    block: list[str] = []
+    for line in [*rest.split("\n"), ""]:
+        if line.strip().startswith("|") or (block and "|" in line):
+            block.append(line)
+            continue
+        if len(block) >= 2:
+            tables.append(_pipe_table_html(block))
+        block = []
+    return tables
+
+
+def _pipe_table_html(lines: list[str]) -> str:
+    rows = []
+    for line in lines:
+        body = line.strip()
+        if set(body.replace("|", "").strip()) <= set("-: ") and "-" in body:
+            continue  # the header rule
+        cells = [c.strip() for c in body.strip("|").split("|")]
+        rows.append("<tr>" + "".join(f"<td>{_escape(c)}</td>" for c in cells) + "</tr>")
+    return "<table>" + "".join(rows) + "</table>"
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def score_case(case: Case, outcome: Outcome, math: MathComparer) -> CaseScore:
+    score = CaseScore(case_id=case.case_id, kinds=list(case.kinds), tier=case.tier, pages=len(outcome.pages),
+                      seconds=round(outcome.seconds, 4), failed_pages=outcome.failed_pages, error=outcome.error)
+    markdown = outcome.markdown
+    rules_path = case.rules_path
+    if rules_path is not None:
+        rules = load_rules(rules_path)
+        results = []
+        for rule in rules:
+            # Rules name a page (1-based); a parser that returned one block for the document is checked whole.
+            page = outcome.pages[rule.page - 1] if 0 < rule.page <= len(outcome.pages) else markdown
+            results.append(rule.check(page, math))
+        score.rules_total = len(results)
+        score.rules_passed = sum(r.passed for r in results)
+        score.rules_failed = [{"id": r.rule_id, "type": r.rule_type, "why": r.explanation}
+                              for r in results if not r.passed]
+    reference = case.text_reference()
+    if reference is not None:
+        text = reference.path.read_text(encoding="utf-8", errors="replace")
+        score.text_reference = reference.path.name
+        score.text_similarity = round(zoned_similarity(markdown, split_zones(text)) if reference.zones
+                                      else similarity(markdown, text), 4)
+    truth_tables = case.table_references()
+    if truth_tables:
+        predicted = predicted_tables(markdown)
+        matched = match_tables(predicted, truth_tables)
+        score.teds, score.teds_struct = round(matched.teds, 4), round(matched.teds_struct, 4)
+        score.tables_truth, score.tables_predicted = len(truth_tables), len(predicted)
+    return score
