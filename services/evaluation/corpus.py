@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.evaluation.tex_tables import tex_tables
+
 RULES_SUFFIX = ".olmocr_tests.jsonl"
 TABLES_SUFFIX = ".derived.tables.html"
 # Ground-truth files that are not a text reference: structures, regions, sources of another shape.
@@ -50,13 +52,15 @@ class Case:
     def text_reference(self) -> TextReference | None:
         """The file text similarity is measured against, or None when the case has no usable one.
 
-        A reference the manifest calls NOISY is not used; `X.gold.txt` wins over `X.txt`; a plain-text or
-        Markdown file wins over LaTeX (a `.tex` source is not the text a reader sees: macros, math source).
+        A reference the manifest calls NOISY is not used; `X.gold.txt` wins over `X.txt`, and `.txt` over `.md`.
+        A LaTeX source is never a text reference (macros and math source are not the text a reader sees), and
+        in a `[GT:source]` case only the source itself counts: a `.txt` beside a `.tex` is another tool's
+        extraction (pypdf's, in layout order, which interleaves the columns of a two-column page).
         """
         if self.noisy:
             return None
-        candidates = [p for p in self.ground_truth
-                      if p.suffix in (".txt", ".md", ".html") and not p.name.endswith(_NOT_TEXT)]
+        allowed = (".md", ".html") if self.tier.startswith("source") else (".txt", ".md", ".html")
+        candidates = [p for p in self.ground_truth if p.suffix in allowed and not p.name.endswith(_NOT_TEXT)]
         if not candidates:
             return None
         gold = [p for p in candidates if p.name.endswith(".gold.txt")]
@@ -65,7 +69,8 @@ class Case:
         return TextReference(chosen, zones=zones)
 
     def table_references(self) -> list[str]:
-        """Ground-truth HTML tables: the `*.derived.tables.html` file, else tables inside an HTML/Markdown source."""
+        """Ground-truth HTML tables: the `*.derived.tables.html` file, else, in a `[GT:source]` case, the tables of
+        its HTML/Markdown source or the `tabular` environments of its LaTeX source."""
         derived = [p for p in self.ground_truth if p.name.endswith(TABLES_SUFFIX)]
         if derived:
             return _HTML_TABLE.findall(derived[0].read_text(encoding="utf-8"))
@@ -74,6 +79,8 @@ class Case:
             for path in self.ground_truth:
                 if path.suffix in (".md", ".html"):
                     tables.extend(_HTML_TABLE.findall(path.read_text(encoding="utf-8")))
+                elif path.suffix == ".tex":
+                    tables.extend(tex_tables(path.read_text(encoding="utf-8", errors="replace")))
             return tables
         return []
 
