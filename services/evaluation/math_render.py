@@ -3,8 +3,9 @@
 olmOCR-bench renders both equations with KaTeX in a headless browser and passes when (1) the reference's
 MathML is contained in the hypothesis's MathML, or (2) every rendered reference symbol finds a hypothesis
 symbol with the same text and the same up/down/left/right neighbours on screen. Here KaTeX runs in node
-(`katex/render.mjs`, installed by `make install`), which gives (1) exactly; (2) needs a browser's layout and is
-not done, so a math rule can only fail where olmOCR-bench would pass, never the reverse.
+(`katex/render.mjs`, installed by `make install`), which gives (1), also looking for the parts of an
+equation KaTeX wrapped in one top-level <mrow> inside the hypothesis (a case (2) would accept); (2) needs a
+browser's layout and is not done otherwise, so a math rule can fail where olmOCR-bench would pass.
 Without node or KaTeX, a Python fallback compares normalized LaTeX token streams (reference tokens as a
 contiguous run of the hypothesis's tokens); results then say `renderer: "python-fallback"`.
 """
@@ -102,7 +103,13 @@ class MathComparer:
         wanted, got = self._mathml(reference), self._mathml(hypothesis)
         if wanted is None or got is None:
             return False
-        return mathml_core(wanted) in mathml_core(got)
+        core, within = mathml_core(wanted), mathml_core(got)
+        if core in within:
+            return True
+        # KaTeX wraps a multi-part equation in one <mrow>; its parts can still sit inside a longer equation.
+        if core.startswith("<mrow>") and core.endswith("</mrow>"):
+            return core[len("<mrow>"):-len("</mrow>")] in within
+        return False
 
     def _mathml(self, latex: str) -> str | None:
         assert self.renderer is not None

@@ -75,11 +75,30 @@ def split_zones(reference: str) -> list[str]:
     return [z for z in re.split(r"\n[ \t]*\n[ \t]*\n+", reference) if z.strip()]
 
 
+def _best_stretch(wanted: str, predicted: str, slack: int = 4) -> tuple[int, int]:
+    """(edit distance, max length) of the zone against the prediction's stretch that matches it best.
+
+    partial_ratio_alignment finds the stretch by Indel similarity; its ends are then moved by up to `slack`
+    characters each way to the Levenshtein-best boundaries.
+    """
+    alignment = fuzz.partial_ratio_alignment(wanted, predicted)
+    if alignment is None:
+        return len(wanted), len(wanted)
+    best = (len(wanted) + len(predicted), 0)
+    for start in range(max(0, alignment.dest_start - slack), min(len(predicted), alignment.dest_start + slack) + 1):
+        for end in range(max(start, alignment.dest_end - slack), min(len(predicted), alignment.dest_end + slack) + 1):
+            stretch = predicted[start:end]
+            distance = Levenshtein.distance(wanted, stretch)
+            if distance < best[0]:
+                best = (distance, max(len(wanted), len(stretch)))
+    return best
+
+
 def zoned_similarity(prediction: str, zones: list[str]) -> float:
     """Similarity when the reference covers only some zones of the page: text outside them is not penalized.
 
-    Each zone is aligned to the stretch of the prediction that matches it best (rapidfuzz's partial-ratio
-    alignment), and the edit distance is counted against that stretch only. The result is
+    Each zone is aligned to the stretch of the prediction that matches it best (`_best_stretch`), and the edit
+    distance is counted against that stretch only. The result is
     1 - (sum of the zones' distances) / (sum of max(zone length, stretch length)).
     """
     predicted = normalize(prediction)
@@ -93,10 +112,9 @@ def zoned_similarity(prediction: str, zones: list[str]) -> float:
             total_distance += len(wanted)
             total_length += len(wanted)
             continue
-        alignment = fuzz.partial_ratio_alignment(wanted, predicted)
-        stretch = predicted[alignment.dest_start:alignment.dest_end] if alignment else ""
-        total_distance += Levenshtein.distance(wanted, stretch)
-        total_length += max(len(wanted), len(stretch))
+        distance, length = _best_stretch(wanted, predicted)
+        total_distance += distance
+        total_length += length
     if total_length == 0:
         return 1.0
     return 1.0 - total_distance / total_length
