@@ -61,4 +61,24 @@ bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written 
 bench-fair: $(STAMP) ## fair share between tenants (a 1-page upload beside a 2,000-page one), to docs/fair-share.md
 	$(BIN)/python -m bench.fair_share --write docs/fair-share.md
 
-.PHONY: help install run test lint proto migrate bench bench-fair dashboards ops-tools specsim katex
+PAGEMILL_CORPUS ?= $(if $(wildcard ../shared/corpus/dev),../shared/corpus,/work/shared/corpus)
+PEERS_VENV ?= .venv-peers
+# The regression slice of `make test` (tests/integration/test_eval_floor.py): digital text, tables, OCR, rules.
+EVAL_SLICE ?= pypdf_crazyones docling_ocr_test tesseract_phototest icdar2013_eu-002 olmocr_earnings \
+	olmocr_multi_column_miss olmocr_ff0f0b22c55d8b90dd77d153f48e144fc9db_pg2 olmocr_blank_book_pg1 \
+	olmocr_synth_untable
+EVAL_FLOOR ?= tests/integration/eval_floor.json
+
+$(PEERS_VENV)/.installed: bench/peers/requirements.txt
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install -q -r bench/peers/requirements.txt
+	touch $@
+
+bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on the dev corpus, into docs/benchmarks.md
+	$(BIN)/python -m bench.quality --corpus $(PAGEMILL_CORPUS)/dev --peers-python $(PEERS_VENV)/bin/python \
+		--write docs/benchmarks.md --command "make bench-quality"
+
+eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
+	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
+
+.PHONY: help install run test lint proto migrate bench bench-fair dashboards ops-tools specsim katex bench-quality eval-floor

@@ -1,6 +1,7 @@
 """Ground-truth tables from a LaTeX source: each `tabular` environment as an HTML table (spans kept).
 
-A one-column `tabular` (form or list layout) is skipped. Only what simple tables use is understood: `&` cells, `\\\\` rows, `\\multicolumn{n}{..}{text}` (colspan),
+A one-column `tabular` (form or list layout) is skipped. Only what simple tables use is understood: `&`
+cells, `\\\\` rows, `\\multicolumn{n}{..}{text}` (colspan),
 `\\multirow{n}{..}{text}` (rowspan), rules and colours dropped, text-formatting macros reduced to their text.
 """
 

@@ -35,7 +35,8 @@ def test_a_span_differs_in_structure() -> None:
 
 
 def test_headers_and_sections_are_read_like_plain_cells() -> None:
-    with_head = "<table><thead><tr><th>a</th><th><b>b</b></th></tr></thead><tbody><tr><td>c</td><td>d</td></tr></tbody></table>"
+    with_head = ("<table><thead><tr><th>a</th><th><b>b</b></th></tr></thead>"
+                 "<tbody><tr><td>c</td><td>d</td></tr></tbody></table>")
     assert teds(with_head, GRID.format("d")) == 1.0
 
 
@@ -65,8 +66,8 @@ class _Apted(Config):  # type: ignore[misc]
 def _random_table(rng: random.Random, max_rows: int, max_cols: int) -> str:
     rows = []
     for _ in range(rng.randint(1, max_rows)):
-        cells = "".join(f"<td{' colspan=2' if rng.random() < 0.15 else ''}>{rng.choice(['a', 'ab', '', 'x1', 'abc'])}</td>"
-                        for _ in range(rng.randint(0, max_cols)))
+        cells = "".join(f"<td{' colspan=2' if rng.random() < 0.15 else ''}>"
+                        f"{rng.choice(['a', 'ab', '', 'x1', 'abc'])}</td>" for _ in range(rng.randint(0, max_cols)))
         rows.append(f"<tr>{cells}</tr>")
     stray = "<td>z</td>" if rng.random() < 0.2 else ""  # a cell outside any row
     return f"<table>{''.join(rows)}{stray}</table>"

@@ -1,0 +1,149 @@
+"""`make bench-quality`: pagemill's cpu engine and the CPU peers over one corpus, scored by `pagemill eval`.
+
+Each peer runs in its own venv (bench/peers/run_peers.py, AGPL ones included: never in pagemill's), one peer
+after the other, and saves per-page Markdown; pagemill runs in this process through `parse_locally`. All
+outputs are scored by the same scorer, and the table goes into docs/benchmarks.md between this benchmark's
+markers, leaving the file's other sections alone.
+
+    python -m bench.quality --corpus ../shared/corpus/dev --peers-python .venv-peers/bin/python \
+        --write docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from services.core.settings import Settings
+from services.evaluation.evaluate import evaluate
+from services.evaluation.run import LocalPagemill, SavedPredictions
+
+START, END = "<!-- bench-quality:start -->", "<!-- bench-quality:end -->"
+PEERS = ["pypdfium2", "pymupdf4llm", "markitdown", "unstructured", "rapidocr"]
+PEER_LABELS = {"pypdfium2": "pypdfium2 plain text", "pymupdf4llm": "pymupdf4llm", "markitdown": "markitdown",
+               "unstructured": "unstructured (fast)", "rapidocr": "RapidOCR plain lines"}
+RUNNER = Path(__file__).with_name("peers") / "run_peers.py"
+
+
+def run_peer(peer: str, python: str, corpus: Path, out: Path, patterns: list[str]) -> None:
+    command = [python, str(RUNNER), "--peer", peer, "--corpus", str(corpus), "--out", str(out)]
+    for pattern in patterns:
+        command += ["--cases", pattern]
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    subprocess.run(command, check=True, env=env)
+
+
+def versions(python: str) -> dict[str, str]:
+    script = ("import importlib.metadata as m, json; print(json.dumps({p: m.version(p) for p in "
+              "['pypdfium2', 'pymupdf', 'pymupdf4llm', 'markitdown', 'unstructured', 'rapidocr']}))")
+    result = subprocess.run([python, "-c", script], capture_output=True, text=True, check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else {}
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _row(name: str, block: dict[str, Any]) -> str:
+    pps = block["pages_per_s"]
+    return (f"| {name} | {_fmt(block['olmocr_pass_rate'])} | {_fmt(block['text_similarity'])} "
+            f"| {_fmt(block['teds'])} | {_fmt(block['teds_struct'])} | {_fmt(pps, 2 if pps and pps < 100 else 0)} "
+            f"| {block['failures']} |")
+
+
+def render_section(reports: dict[str, dict[str, Any]], command: str, corpus: Path,
+                   peer_versions: dict[str, str]) -> str:
+    header = ("| parser | olmOCR rules | text sim | TEDS | TEDS-S | pages/s | failures |\n"
+              "|---|---|---|---|---|---|---|")
+    first = next(iter(reports.values()))["overall"]
+    lines = [
+        START,
+        "## Parse quality: pagemill cpu vs CPU peers (`make bench-quality`)",
+        "",
+        f"Corpus `{corpus}`: {first['cases']} cases, {first['pages']} pages "
+        f"({first['olmocr_rules']} olmOCR rules, {first['text_cases']} text references, "
+        f"{first['table_cases']} table references). Measured {dt.date.today().isoformat()} on "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, one parser at a time, one process each.",
+        "Metrics and their ground truth: docs/evaluation.md. olmOCR rules = rules passed / rules; text sim and "
+        "TEDS = mean over the cases that have that ground truth; pages/s = pages / summed parse seconds "
+        "(model loading included); failures = cases where the parser raised or lost pages. "
+        "Differences under ~0.05 are noise at this size.",
+        "",
+        "Produced by:",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        "### Overall",
+        "",
+        header,
+        *(_row(name, report["overall"]) for name, report in reports.items()),
+    ]
+    kinds = sorted({kind for report in reports.values() for kind in report["by_kind"]})
+    for kind in kinds:
+        blocks = {name: report["by_kind"].get(kind) for name, report in reports.items()}
+        count = next((b["cases"] for b in blocks.values() if b), 0)
+        lines += ["", f"### kind: {kind} ({count} cases)", "", header,
+                  *(_row(name, block) for name, block in blocks.items() if block)]
+    if peer_versions:
+        lines += ["", "Peer versions: " + ", ".join(f"{k} {v}" for k, v in sorted(peer_versions.items())) + "."]
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replaces this benchmark's section (between its markers) or appends it; other sections are kept."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else "# Benchmarks\n"
+    if START in text and END in text:
+        before, rest = text.split(START, 1)
+        after = rest.split(END, 1)[1]
+        text = before + section.rstrip("\n") + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", required=True, type=Path)
+    parser.add_argument("--peers-python", required=True, help="the peers venv's python")
+    parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
+    parser.add_argument("--cases", action="append", default=[], help="case-id glob (repeatable)")
+    parser.add_argument("--work", type=Path, default=Path(".pagemill/bench-quality"), help="outputs and reports")
+    parser.add_argument("--write", type=Path, default=None, help="docs/benchmarks.md")
+    parser.add_argument("--command", default=None, help="the command line to print in the section")
+    args = parser.parse_args()
+
+    corpus = args.corpus.resolve()
+    reports: dict[str, dict[str, Any]] = {}
+    source = LocalPagemill(Settings(), "cpu")
+    print("== pagemill cpu", flush=True)
+    reports["**pagemill cpu**"] = evaluate(corpus, source, patterns=args.cases or None,
+                                           save_outputs=args.work / "pagemill-cpu")
+    for peer in [p for p in args.peers.split(",") if p]:
+        print(f"== {peer}", flush=True)
+        out = args.work / peer
+        run_peer(peer, args.peers_python, corpus, out, args.cases)
+        reports[PEER_LABELS.get(peer, peer)] = evaluate(corpus, SavedPredictions(out, peer),
+                                                        patterns=args.cases or None)
+    (args.work / "reports.json").write_text(json.dumps(reports, indent=1, ensure_ascii=False), encoding="utf-8")
+    command = args.command or " ".join(["python -m bench.quality", *sys.argv[1:]])
+    section = render_section(reports, command, args.corpus, versions(args.peers_python))
+    print(section)
+    if args.write:
+        write_section(args.write, section)
+        print(f"wrote {args.write}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
