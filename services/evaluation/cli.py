@@ -29,7 +29,7 @@ def run_eval(corpus_dir: Path, *, settings: Settings, engine: str | None, mode: 
         click.echo(CASE_HEADER)
     report = evaluate(corpus_dir, source, patterns=patterns or None, save_outputs=save_outputs,
                       on_case=None if quiet else lambda score: click.echo(case_line(score)))
-    report["meta"]["mode"] = mode  # type: ignore[index]
+    report["meta"]["mode"] = mode
     click.echo("")
     for line in summary_lines(report):
         click.echo(line)

@@ -37,7 +37,7 @@ class CaseScore:
 
     @property
     def rule_pass_rate(self) -> float | None:
-        return self.rules_passed / self.rules_total if self.rules_total else None
+        return (self.rules_passed or 0) / self.rules_total if self.rules_total else None
 
     @property
     def failed(self) -> bool:

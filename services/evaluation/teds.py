@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from lxml import etree, html
+from lxml import etree, html  # type: ignore[import-untyped]
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
@@ -63,7 +63,7 @@ def rename_matrix(nodes1: list[TableNode], nodes2: list[TableNode]) -> np.ndarra
                                 scorer=Levenshtein.normalized_distance, dtype=np.float64)
         block = np.ix_(cells1, cells2)
         matrix[block] = np.where(matrix[block] > 0, 1.0, content)
-    return matrix
+    return matrix  # type: ignore[no-any-return]
 
 
 def _span(value: str | None) -> int:
@@ -150,7 +150,8 @@ def _best_assignment(scores: list[list[float]], n_predicted: int) -> list[tuple[
     """Exact (every injective pairing) while that stays small, greedy by score beyond."""
     n_truth = len(scores)
     if (n_predicted + 1) ** n_truth <= 20_000:
-        best_value, best_choice = -1.0, [None] * n_truth
+        best_value: float = -1.0
+        best_choice: list[int | None] = [None] * n_truth
         choice: list[int | None] = []
 
         def search(t: int, value: float, used: set[int]) -> None:
