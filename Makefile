@@ -69,9 +69,10 @@ EVAL_SLICE ?= pypdf_crazyones docling_ocr_test tesseract_phototest icdar2013_eu-
 	olmocr_synth_untable
 EVAL_FLOOR ?= tests/integration/eval_floor.json
 
-$(PEERS_VENV)/.installed: bench/peers/requirements.txt
+$(PEERS_VENV)/.installed: bench/peers/requirements.txt bench/peers/requirements-nodeps.txt
 	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/python -m pip install -q -r bench/peers/requirements.txt
+	$(PEERS_VENV)/bin/python -m pip install -q --no-deps -r bench/peers/requirements-nodeps.txt
 	touch $@
 
 bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on the dev corpus, into docs/benchmarks.md

@@ -101,9 +101,13 @@ def _offline_spacy() -> None:
 
 
 def run_unstructured(path: Path, workdir: Path) -> list[str]:
-    from unstructured.partition.auto import partition
+    """partition_pdf(strategy="fast"), called directly: `partition()` insists on unstructured-inference (the
+    [pdf] extra, which pulls CUDA torch, ~7 GB) even though the fast strategy never uses it."""
+    if path.suffix.lower() in IMAGE_SUFFIXES:
+        raise ValueError("unstructured's fast strategy is not available for image files")
+    from unstructured.partition.pdf import partition_pdf
 
-    elements = partition(filename=str(path), strategy="fast")
+    elements = partition_pdf(filename=str(path), strategy="fast")
     pages: dict[int, list[str]] = {}
     for element in elements:
         number = getattr(element.metadata, "page_number", None) or 1
