@@ -72,8 +72,9 @@ def render_section(reports: dict[str, dict[str, Any]], command: str, corpus: Pat
         f"{first['table_cases']} table references). Measured {dt.date.today().isoformat()} on "
         f"{os.cpu_count()} cores, Python {platform.python_version()}, one parser at a time, one process each.",
         "Metrics and their ground truth: docs/evaluation.md. olmOCR rules = rules passed / rules; text sim and "
-        "TEDS = mean over the cases that have that ground truth; pages/s = pages / summed parse seconds "
-        "(model loading included); failures = cases where the parser raised or lost pages. "
+        "TEDS = mean over the cases that have that ground truth; pages/s = document pages / summed parse seconds "
+        "over the cases the parser did not fail (model loading included); failures = cases where the parser "
+        "raised or lost pages. "
         "Differences under ~0.05 are noise at this size.",
         "",
         "Produced by:",
@@ -121,18 +122,24 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path(".pagemill/bench-quality"), help="outputs and reports")
     parser.add_argument("--write", type=Path, default=None, help="docs/benchmarks.md")
     parser.add_argument("--command", default=None, help="the command line to print in the section")
+    parser.add_argument("--rescore", action="store_true",
+                        help="score the outputs a previous run saved in --work, parsing nothing")
     args = parser.parse_args()
 
     corpus = args.corpus.resolve()
     reports: dict[str, dict[str, Any]] = {}
-    source = LocalPagemill(Settings(), "cpu")
     print("== pagemill cpu", flush=True)
-    reports["**pagemill cpu**"] = evaluate(corpus, source, patterns=args.cases or None,
-                                           save_outputs=args.work / "pagemill-cpu")
+    if args.rescore:
+        reports["**pagemill cpu**"] = evaluate(corpus, SavedPredictions(args.work / "pagemill-cpu", "pagemill-cpu"),
+                                               patterns=args.cases or None)
+    else:
+        reports["**pagemill cpu**"] = evaluate(corpus, LocalPagemill(Settings(), "cpu"), patterns=args.cases or None,
+                                               save_outputs=args.work / "pagemill-cpu")
     for peer in [p for p in args.peers.split(",") if p]:
         print(f"== {peer}", flush=True)
         out = args.work / peer
-        run_peer(peer, args.peers_python, corpus, out, args.cases)
+        if not args.rescore:
+            run_peer(peer, args.peers_python, corpus, out, args.cases)
         reports[PEER_LABELS.get(peer, peer)] = evaluate(corpus, SavedPredictions(out, peer),
                                                         patterns=args.cases or None)
     (args.work / "reports.json").write_text(json.dumps(reports, indent=1, ensure_ascii=False), encoding="utf-8")

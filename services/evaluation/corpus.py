@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.core.errors import PagemillError
+from services.core.pdf import inspect_document
 from services.evaluation.tex_tables import tex_tables
 
 RULES_SUFFIX = ".olmocr_tests.jsonl"
@@ -85,8 +87,15 @@ class Case:
         return []
 
     @property
-    def primary_kind(self) -> str:
-        return self.kinds[0] if self.kinds else "unknown"
+    def page_count(self) -> int:
+        """The document's pages: the manifest's count, else what the file says (0 when it cannot be opened)."""
+        leading = re.match(r"\s*(\d+)", self.pages)
+        if leading:
+            return int(leading.group(1))
+        try:
+            return inspect_document(self.input_path.read_bytes()).page_count
+        except (PagemillError, OSError):
+            return 0
 
 
 def read_manifest(corpus_dir: Path) -> list[Case]:

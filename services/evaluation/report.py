@@ -17,11 +17,14 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 def aggregate(cases: list[CaseScore]) -> dict[str, Any]:
     """Rule pass rate pools every rule (passed / total); the other metrics are means over the cases that have
-    that ground truth; pages/s is pages over the summed parse seconds."""
+    that ground truth; pages/s is the document pages of the cases the parser did not fail over their summed
+    parse seconds (a parser that gives up at once on a file must not look fast)."""
     rules_total = sum(c.rules_total or 0 for c in cases)
     rules_passed = sum(c.rules_passed or 0 for c in cases)
     pages = sum(c.pages for c in cases)
     seconds = sum(c.seconds for c in cases)
+    parsed_pages = sum(c.pages for c in cases if not c.failed)
+    parsed_seconds = sum(c.seconds for c in cases if not c.failed)
     return {
         "cases": len(cases),
         "olmocr_pass_rate": round(rules_passed / rules_total, 4) if rules_total else None,
@@ -34,7 +37,7 @@ def aggregate(cases: list[CaseScore]) -> dict[str, Any]:
         "table_cases": sum(c.teds is not None for c in cases),
         "pages": pages,
         "seconds": round(seconds, 3),
-        "pages_per_s": round(pages / seconds, 3) if seconds > 0 else None,
+        "pages_per_s": round(parsed_pages / parsed_seconds, 3) if parsed_seconds > 0 else None,
         "failures": sum(c.failed for c in cases),
     }
 

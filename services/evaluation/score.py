@@ -80,7 +80,7 @@ def _escape(text: str) -> str:
 
 
 def score_case(case: Case, outcome: Outcome, math: MathComparer) -> CaseScore:
-    score = CaseScore(case_id=case.case_id, kinds=list(case.kinds), tier=case.tier, pages=len(outcome.pages),
+    score = CaseScore(case_id=case.case_id, kinds=list(case.kinds), tier=case.tier, pages=case.page_count,
                       seconds=round(outcome.seconds, 4), failed_pages=outcome.failed_pages, error=outcome.error)
     markdown = outcome.markdown
     rules_path = case.rules_path
