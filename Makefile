@@ -61,7 +61,7 @@ bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written 
 bench-fair: $(STAMP) ## fair share between tenants (a 1-page upload beside a 2,000-page one), to docs/fair-share.md
 	$(BIN)/python -m bench.fair_share --write docs/fair-share.md
 
-PAGEMILL_CORPUS ?= $(if $(wildcard ../shared/corpus/dev),../shared/corpus,/work/shared/corpus)
+PAGEMILL_CORPUS ?= $(if $(wildcard $(CORPUS)/dev),$(CORPUS),/work/shared/corpus)
 PEERS_VENV ?= .venv-peers
 # The regression slice of `make test` (tests/integration/test_eval_floor.py): digital text, tables, OCR, rules.
 EVAL_SLICE ?= pypdf_crazyones docling_ocr_test tesseract_phototest icdar2013_eu-002 olmocr_earnings \
