@@ -120,6 +120,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=25)
     parser.add_argument("--raw-tasks", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--databases", default="postgresql,sqlite", help="comma-separated: postgresql, sqlite")
     parser.add_argument("--write", type=Path, default=None, help="update this Markdown file's bench section")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pagemill-bench-") as tmp:
@@ -130,7 +131,7 @@ def main() -> None:
             raw = raw_celery(redis_url.rsplit("/", 1)[0] + "/15", args.raw_tasks, args.concurrency, workdir)
             print(f"raw celery: {raw}", flush=True)
             results = {}
-            for label in ("postgresql", "sqlite"):
+            for label in args.databases.split(","):
                 if label == "postgresql":
                     database_url, drop = fresh_database(pg_server)
                 else:

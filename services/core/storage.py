@@ -49,14 +49,15 @@ class LocalStore:
     """A folder on disk. Writes go to a temporary file first so a reader never sees half an object."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root.resolve()
 
     def _path(self, key: str) -> Path:
-        path = (self.root / key).resolve()
-        if not path.is_relative_to(self.root.resolve()):
-            raise ValueError(f"key escapes the store: {key!r}")
-        return path
+        # Keys are relative, slash-separated and never climb: checked lexically (no realpath per call).
+        parts = key.split("/")
+        if key.startswith("/") or any(part in ("", ".", "..") for part in parts[:-1]) or parts[-1] in (".", ".."):
+            raise ValueError(f"not a valid object key: {key!r}")
+        return self.root.joinpath(*parts)
 
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         path = self._path(key)
