@@ -116,6 +116,15 @@ def _count_page(counter: str) -> sa.Update:
 COUNT_DONE, COUNT_FAILED = _count_page("pages_done"), _count_page("pages_failed")
 
 
+def _finish_and_count(count: sa.Update) -> sa.Update:
+    """PostgreSQL: the page's end and the document's counter in one statement (a data-modifying CTE)."""
+    finished = FINISH.returning(_pages.c.document_id).cte("finished")
+    return count.where(sa.exists(sa.select(finished.c.document_id))).add_cte(finished)
+
+
+FINISH_AND_COUNT_DONE, FINISH_AND_COUNT_FAILED = _finish_and_count(COUNT_DONE), _finish_and_count(COUNT_FAILED)
+
+
 def claim_page(session: Session, document_id: str, index: int, *, lease_s: int, max_deliveries: int,
                now: datetime | None = None) -> PageClaim:
     """Takes a page for this delivery: one conditional UPDATE on the common path."""
@@ -168,12 +177,15 @@ def finish_page(session: Session, document_id: str, index: int, finish: PageFini
         "status", "result_key", "engine", "model", "attempts", "latency_ms", "is_fallback", "confidence",
         "error_code", "error_message", "details", "cache_key", "cached")}
     values["v_status"] = finish.status.value
-    changed = session.execute(FINISH, {"b_document": document_id, "b_index": index, "v_finished_at": now,
-                                       **values}).rowcount
-    if not changed:
-        return False  # another delivery of the same page finished first
-    counter = COUNT_DONE if finish.status == PageStatus.SUCCEEDED else COUNT_FAILED
-    row = session.execute(counter, {"b_document": document_id, "now": now}).one_or_none()
+    params = {"b_document": document_id, "b_index": index, "v_finished_at": now, "now": now, **values}
+    succeeded = finish.status == PageStatus.SUCCEEDED
+    if session.get_bind().dialect.name == "postgresql":
+        statement = FINISH_AND_COUNT_DONE if succeeded else FINISH_AND_COUNT_FAILED
+        row = session.execute(statement, params).one_or_none()  # None: another delivery finished it first
+    else:
+        if not session.execute(FINISH, params).rowcount:
+            return False  # another delivery of the same page finished first
+        row = session.execute(COUNT_DONE if succeeded else COUNT_FAILED, params).one_or_none()
     if row is None or row.pages_done + row.pages_failed < row.pages_total:
         return False
     return claim_assembly(session, document_id, lease_s=None, now=now)
