@@ -57,16 +57,46 @@ def gateway(host: str, port: int) -> None:
 
 @main.command()
 @click.option("--queues", default=ALL_QUEUES, show_default=True, help="comma-separated queues to consume")
-@click.option("--concurrency", type=int, default=None, help="worker processes (default: settings)")
-@click.option("--pool", default="prefork", type=click.Choice(["prefork", "threads", "solo"]), show_default=True)
+@click.option("--concurrency", type=int, default=None,
+              help="worker processes or threads (default: settings; a pages.gpu worker: engine.max_in_flight)")
+@click.option("--pool", default=None, type=click.Choice(["prefork", "threads", "solo"]),
+              help="default prefork; threads for a worker of pages.gpu alone")
 @click.option("--metrics-port", type=int, default=None, help="serve /metrics on this port")
 @click.option("--name", default=None, help="worker node name")
-def worker(queues: str, concurrency: int | None, pool: str, metrics_port: int | None, name: str | None) -> None:
+def worker(queues: str, concurrency: int | None, pool: str | None, metrics_port: int | None,
+           name: str | None) -> None:
     """Run a Celery worker for page, document, results and webhook queues."""
     from services.celery_worker import run_worker
 
-    run_worker(get_settings(), queues=queues.split(","), concurrency=concurrency, pool=pool,
-               metrics_port=metrics_port, name=name)
+    settings = get_settings()
+    names = queues.split(",")
+    if names == [Queue.PAGES_GPU.value]:
+        # The GPU worker waits on HTTP, not on its CPU: N threads keep exactly N requests open against vLLM
+        # (one engine, one semaphore per process), and prefetch stays at N so nothing waits in a worker.
+        pool = pool or "threads"
+        concurrency = concurrency or settings.engine.max_in_flight
+    run_worker(settings, queues=names, concurrency=concurrency, pool=pool or "prefork", metrics_port=metrics_port,
+               name=name)
+
+
+@main.command("vllm-command")
+@click.option("--preset", default=None, help="model preset (default: PAGEMILL_ENGINE__PRESET)")
+@click.option("--json", "as_json", is_flag=True, help="print the argv as a JSON list (container args)")
+@click.option("--executable", default="vllm", show_default=True)
+def vllm_command_cmd(preset: str | None, as_json: bool, executable: str) -> None:
+    """Print the `vllm serve` command line for the configured preset and engine settings."""
+    import json
+
+    from services.worker.vllm_serve import shell_line, vllm_command
+
+    settings = get_settings()
+    if preset:
+        settings = settings.model_copy(update={"engine": settings.engine.model_copy(update={"preset": preset})})
+    try:
+        argv = vllm_command(settings, executable=executable)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(json.dumps(argv) if as_json else shell_line(argv))
 
 
 @main.command()
@@ -132,9 +162,15 @@ def serve(host: str, port: int, data_dir: str, worker_count: int | None) -> None
     if not os.environ.get("PAGEMILL_DATABASE_URL"):
         key_file, raw_key, created = ensure_local_key(settings.resolved_database_url(), data)
         click.echo(f"API key of the local tenant{' (new)' if created else ''}: {raw_key}  (saved in {key_file})")
-    children = [
+    queues = WORK_QUEUES
+    children: list[subprocess.Popen[bytes]] = []
+    if settings.engine.kind == "vllm":  # pages for vLLM get their own threaded worker (see `worker`)
+        queues = ",".join(q for q in WORK_QUEUES.split(",") if q != Queue.PAGES_GPU.value)
+        children.append(subprocess.Popen([sys.executable, "-m", "services.cli", "worker", "--name",
+                                          "pagemill-gpu@local", "--queues", Queue.PAGES_GPU.value]))
+    children += [
         subprocess.Popen([sys.executable, "-m", "services.cli", "worker", "--name", "pagemill@local",
-                          "--queues", WORK_QUEUES, *(["--concurrency", str(worker_count)] if worker_count else [])]),
+                          "--queues", queues, *(["--concurrency", str(worker_count)] if worker_count else [])]),
         # Webhook receivers can be slow or silent: they wait on threads of their own, never on page workers.
         subprocess.Popen([sys.executable, "-m", "services.cli", "worker", "--name", "webhooks@local",
                           "--queues", Queue.WEBHOOKS.value, "--pool", "threads", "--concurrency", "8"]),

@@ -205,11 +205,18 @@ def claim_assembly(session: Session, document_id: str, *, lease_s: int | None,
     ).rowcount)
 
 
-def release_page(session: Session, document_id: str, index: int, *, reason: str) -> None:
-    """Gives a page back to the queue (a retryable error): it is queued again, not failed."""
+def release_page(session: Session, document_id: str, index: int, *, reason: str,
+                 refund_delivery: bool = False) -> None:
+    """Gives a page back to the queue (a retryable error): it is queued again, not failed.
+
+    `refund_delivery`: this delivery ended cleanly for a reason outside the page (its engine is down), so it
+    does not count towards `max_deliveries`, the budget for deliveries that crashed or hung.
+    """
     page = session.get(Page, (document_id, index))
     if page is None or page.status in _FINAL_PAGE_VALUES:
         return
+    if refund_delivery and page.deliveries > 0:
+        page.deliveries -= 1
     page.status = PageStatus.QUEUED
     page.enqueued_at = utcnow()
     page.lease_expires_at = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,19 +24,51 @@ class FailurePolicy(StrEnum):
     FAILED = "failed"  # any failed page fails the whole document
 
 
+class VllmServeSettings(BaseModel):
+    """What `pagemill vllm-command` puts on the `vllm serve` line; the server runs as its own process."""
+
+    model_path: str = ""  # hub id or folder `vllm serve` loads; empty: the preset's model
+    host: str = "0.0.0.0"
+    port: int = 8765
+    quantization: str = "fp8"  # "" for the checkpoint's own weights (and for pre-quantized checkpoints)
+    kv_cache_dtype: str = "fp8"  # "auto" keeps the model's dtype
+    max_num_seqs: int = Field(default=0, ge=0)  # 0: engine.max_in_flight (one GPU worker per server)
+    max_model_len: int = Field(default=0, ge=0)  # 0: the preset's
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    speculative_method: str = ""  # "": the preset's recommendation; ngram | eagle3 | mtp | none
+    num_speculative_tokens: int = Field(default=0, ge=0)  # 0: the preset's
+    prompt_lookup_min: int = Field(default=2, ge=1)
+    prompt_lookup_max: int = Field(default=4, ge=1)
+    draft_model: str = ""  # eagle3: the draft checkpoint
+    extra_args: list[str] = []
+
+
 class EngineSettings(BaseModel):
     kind: EngineKind = EngineKind.CPU
-    # The vLLM engine (issue 3) reads these; the cpu and fake engines ignore them.
+    # The vLLM engine reads these; the cpu and fake engines ignore them. Presets: services/worker/presets.py.
     preset: str = "generic"
     vllm_url: str = "http://127.0.0.1:8765"
-    model: str = ""
+    model: str = ""  # the served model name requests ask for; empty: the preset's model
+    api_key: str = ""  # sent as a bearer token when vLLM runs with --api-key
+    # Requests one process keeps open against vLLM; the GPU worker runs this many threads. Size the sum over
+    # GPU workers to the server's max_num_seqs: more would only queue inside vLLM, where pages are not durable.
     max_in_flight: int = Field(default=8, ge=1)
     request_timeout_s: float = 300.0
-    # Pixels: the longest side a page is rendered at for OCR.
-    render_longest_side: int = Field(default=1288, ge=64, le=10000)
+    # Pixels: the longest side a page is rendered at for a vision model; 0: the preset's (1288 for most).
+    render_longest_side: int = Field(default=0, ge=0, le=10000)
     ocr_dpi: int = Field(default=200, ge=50, le=600)
     # The fake engine (tests, control-plane benchmark) sleeps this long per page to stand in for real work.
     fake_latency_ms: int = Field(default=0, ge=0)
+    max_tokens: int = Field(default=0, ge=0)  # 0: the preset's
+    # Generations tried before the flagged cpu fallback, with the temperature of each (the last one repeats).
+    max_attempts: int = Field(default=6, ge=1)
+    temperatures: list[float] = [0.1, 0.1, 0.2, 0.3, 0.5, 0.8, 0.9, 1.0]
+    # What the prompt carries so prompt-lookup drafts hit: `auto` the text layer, else the cpu engine's OCR;
+    # `text_layer` only a usable text layer; `none` nothing.
+    anchor: str = Field(default="auto", pattern="^(auto|text_layer|none)$")
+    anchor_max_chars: int = Field(default=6000, ge=0)
+    request_extra: dict[str, Any] = {}  # extra request fields for vLLM (top_k, repetition_penalty, min_tokens…)
+    serve: VllmServeSettings = VllmServeSettings()
 
 
 class StorageSettings(BaseModel):
@@ -74,6 +107,9 @@ class WorkerSettings(BaseModel):
     # How long a queued page may wait before the reconciler assumes its message was lost.
     queued_lease_s: int = Field(default=900, ge=5)
     max_retries: int = Field(default=3, ge=0)
+    # An engine backend that is down or busy (EngineUnavailable) makes pages wait, not fail: retries of its
+    # own, at the capped backoff (~4 h by default), before the page takes the flagged cpu fallback.
+    unavailable_max_retries: int = Field(default=120, ge=0)
     retry_backoff_s: float = 2.0
     retry_backoff_max_s: float = 120.0
     # Redeliveries (worker lost, lease expired) before a page is failed for good instead of looping forever.

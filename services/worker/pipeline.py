@@ -1,14 +1,32 @@
-"""What happens to one page between fetching it and storing its result: inputs prepared, the engine run, timed."""
+"""What happens to one page between fetching it and storing its result: inputs prepared, the engine run, timed.
+
+For a generative engine (vllm) this is also where no bad page slips through (the olmOCR recipe): every
+answer is checked (`finish_reason == "length"`, a repetition loop, empty on a page with text); an invalid one
+is tried again up the temperature ladder, a page the model says is turned is rendered turned and tried again,
+and after the last attempt the page takes the cpu engine's reading, flagged `is_fallback` with the reason.
+An unavailable backend (`EngineUnavailable`) is not a bad answer: it goes up to the task, which makes the page
+wait and retry later.
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from services.core.metrics import stage_timer
-from services.core.pdf import pdf_text_layer, png_bytes, render_pdf_page
-from services.core.settings import Settings
+from services.core.errors import PagemillError
+from services.core.logging import get_logger
+from services.core.metrics import FALLBACK_PAGES, PAGE_RETRIES, stage_timer
+from services.core.pdf import load_image, pdf_text_layer, png_bytes, render_pdf_page
+from services.core.settings import EngineKind, Settings
+from services.worker.engines import load_engine
 from services.worker.engines.base import Engine, PageInput, PageOutput
+from services.worker.engines.cpu import usable_text_layer
+from services.worker.quality import clip_anchor, has_words, invalid_reason
+
+log = get_logger(__name__)
+
+DEFAULT_RENDER_SIDE = 1288
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +36,26 @@ class PageOutcome:
     latency_ms: int
     is_fallback: bool = False
     fallback_reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)  # the attempt log, the anchor, tokens spent
+
+
+def render_side(engine: Engine, settings: Settings) -> int:
+    return settings.engine.render_longest_side or getattr(engine, "render_longest_side", DEFAULT_RENDER_SIDE)
+
+
+def render_png(page: PageInput, longest_side: int, settings: Settings) -> bytes:
+    """The page as PNG pixels: PDFs rendered at `longest_side`, images turned and shrunk to it."""
+    if page.is_pdf:
+        return png_bytes(render_pdf_page(page.data, longest_side=longest_side,
+                                         max_pixels=settings.limits.max_render_pixels,
+                                         max_side_pt=settings.limits.max_page_side_pt, rotation=page.rotation))
+    image = load_image(page.data)
+    if page.rotation % 360:
+        image = image.rotate(-(page.rotation % 360), expand=True)
+    if max(image.size) > longest_side:
+        scale = longest_side / max(image.size)
+        image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
+    return png_bytes(image)
 
 
 def prepare_input(engine: Engine, page: PageInput, settings: Settings) -> PageInput:
@@ -27,23 +65,146 @@ def prepare_input(engine: Engine, page: PageInput, settings: Settings) -> PageIn
     if engine.needs_text_layer and text_layer is None and page.is_pdf:
         text_layer = pdf_text_layer(page.data)
     if engine.needs_image and image is None:
-        if page.is_pdf:
-            rendered = render_pdf_page(page.data, longest_side=settings.engine.render_longest_side,
-                                       max_pixels=settings.limits.max_render_pixels,
-                                       max_side_pt=settings.limits.max_page_side_pt, rotation=page.rotation)
-            image = png_bytes(rendered)
-        else:
-            image = page.data
+        image = render_png(page, render_side(engine, settings), settings)
     if text_layer is page.text_layer and image is page.image:
         return page
-    return PageInput(page.document_id, page.index, page.media_type, page.data, text_layer=text_layer,
-                     image=image, rotation=page.rotation)
+    return replace(page, text_layer=text_layer, image=image)
 
 
 def run_page(engine: Engine, page: PageInput, settings: Settings) -> PageOutcome:
     started = time.perf_counter()
+    if getattr(engine, "generative", False):
+        return _run_generative(engine, page, settings, started)
     with stage_timer("render", engine.name):
         prepared = prepare_input(engine, page, settings)
     with stage_timer("engine", engine.name):
         output = engine.parse(prepared)
-    return PageOutcome(output=output, attempts=1, latency_ms=int((time.perf_counter() - started) * 1000))
+    return PageOutcome(output=output, attempts=1, latency_ms=_ms(started))
+
+
+def temperature_for(attempt: int, settings: Settings) -> float:
+    ladder = settings.engine.temperatures or [0.0]
+    return float(ladder[min(attempt, len(ladder) - 1)])
+
+
+def _run_generative(engine: Engine, page: PageInput, settings: Settings, started: float) -> PageOutcome:
+    cpu = _Hypothesis(page, settings)
+    text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
+    with stage_timer("anchor", engine.name):  # the text layer, or the cpu engine's OCR of a scan
+        anchor, anchor_source = _anchor(text_layer, cpu, settings)
+    # An empty answer is wrong only where the page visibly has text.
+    page_has_text = usable_text_layer(text_layer) or has_words(anchor)
+    current = replace(page, text_layer=text_layer, anchor=anchor, image=None)
+    attempts: list[dict[str, Any]] = []
+    spent = {"prompt_tokens": 0, "completion_tokens": 0}
+    reason = ""
+    max_attempts = settings.engine.max_attempts
+    for attempt in range(max_attempts):
+        temperature = temperature_for(attempt, settings)
+        with stage_timer("render", engine.name):
+            prepared = prepare_input(engine, current, settings)
+        try:
+            with stage_timer("engine", engine.name):
+                output = engine.parse(prepared, temperature=temperature)
+        except PagemillError as exc:
+            if exc.retryable:
+                raise  # the backend is down or busy: the task makes the page wait, nothing is wasted
+            reason = exc.code  # the server refused this page; asking again the same way will not help
+            attempts.append({"temperature": temperature, "rotation": current.rotation, "error": exc.code,
+                             "message": str(exc)[:300]})
+            break
+        spent["prompt_tokens"] += output.prompt_tokens
+        spent["completion_tokens"] += output.completion_tokens
+        problem = invalid_reason(output.markdown, output.finish_reason, page_has_text=page_has_text)
+        turn = _rotation_correction(engine, output)
+        if problem is None and turn:
+            problem = "rotation"
+            current = replace(current, rotation=(current.rotation + turn) % 360, image=None)
+        attempts.append({"temperature": temperature, "rotation": prepared.rotation,
+                         "finish_reason": output.finish_reason, "prompt_tokens": output.prompt_tokens,
+                         "completion_tokens": output.completion_tokens, "invalid": problem,
+                         "ms": output.details.get("request_ms")})
+        if problem is None:
+            details = _details(output, attempts, spent, anchor_source, anchor)
+            return PageOutcome(output=_with_tokens(output, spent), attempts=len(attempts),
+                               latency_ms=_ms(started), details=details)
+        reason = problem
+        if attempt + 1 < max_attempts:
+            PAGE_RETRIES.labels(reason=problem).inc()
+            log.info("page.generation_invalid", document_id=page.document_id, index=page.index, reason=problem,
+                     attempt=attempt + 1, temperature=temperature)
+    return _fall_back(cpu, reason, attempts, spent, anchor_source, anchor, started, engine)
+
+
+def run_fallback(page: PageInput, settings: Settings, reason: str) -> PageOutcome:
+    """The cpu engine's reading of a page whose primary engine gave up (e.g. an outage outlasted its retries)."""
+    started = time.perf_counter()
+    return _fall_back(_Hypothesis(page, settings), reason, [], {}, "none", None, started, None)
+
+
+def _fall_back(cpu: _Hypothesis, reason: str, attempts: list[dict[str, Any]], spent: dict[str, int],
+               anchor_source: str, anchor: str | None, started: float, engine: Engine | None) -> PageOutcome:
+    FALLBACK_PAGES.labels(reason=reason or "unknown").inc()
+    log.warning("page.fallback", document_id=cpu.page.document_id, index=cpu.page.index, reason=reason,
+                attempts=len(attempts))
+    output = cpu.output()
+    details = _details(output, attempts, spent, anchor_source, anchor)
+    details["fallback_reason"] = reason
+    if engine is not None:
+        details["primary_engine"] = engine.name
+        details["primary_model"] = getattr(engine, "model", "")
+        details["primary_finish_reason"] = next((a.get("finish_reason") for a in reversed(attempts)
+                                                 if a.get("finish_reason")), None)
+    return PageOutcome(output=_with_tokens(output, spent), attempts=len(attempts), latency_ms=_ms(started),
+                       is_fallback=True, fallback_reason=reason, details=details)
+
+
+class _Hypothesis:
+    """The cpu engine's reading of the page, made at most once: the anchor of a scanned page and the fallback."""
+
+    def __init__(self, page: PageInput, settings: Settings) -> None:
+        self.page, self.settings = page, settings
+        self._output: PageOutput | None = None
+
+    def output(self) -> PageOutput:
+        if self._output is None:
+            cpu = load_engine(EngineKind.CPU.value, self.settings)
+            self._output = cpu.parse(prepare_input(cpu, replace(self.page, anchor=None, image=None), self.settings))
+        return self._output
+
+
+def _anchor(text_layer: str, cpu: _Hypothesis, settings: Settings) -> tuple[str | None, str]:
+    mode, budget = settings.engine.anchor, settings.engine.anchor_max_chars
+    if mode == "none":
+        return None, "none"
+    if usable_text_layer(text_layer):
+        return clip_anchor(text_layer, budget), "text_layer"
+    if mode == "auto":
+        hypothesis = cpu.output()
+        if has_words(hypothesis.markdown, 1):
+            return clip_anchor(hypothesis.markdown, budget), "ocr"
+    return None, "none"
+
+
+def _rotation_correction(engine: Engine, output: PageOutput) -> int:
+    preset = getattr(engine, "preset", None)
+    if preset is None or not preset.reports_rotation or output.details.get("rotation_valid", True):
+        return 0
+    return int(output.details.get("rotation_correction") or 0) % 360
+
+
+def _details(output: PageOutput, attempts: list[dict[str, Any]], spent: dict[str, int], anchor_source: str,
+             anchor: str | None) -> dict[str, Any]:
+    return {"attempt_log": attempts, "anchor_source": anchor_source, "anchor_chars": len(anchor or ""),
+            "tokens_spent": dict(spent), **output.details}
+
+
+def _with_tokens(output: PageOutput, spent: dict[str, int]) -> PageOutput:
+    """The page's token counts are what all its generations cost, the failed ones included."""
+    if not spent:
+        return output
+    return replace(output, prompt_tokens=spent["prompt_tokens"], completion_tokens=spent["completion_tokens"])
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)

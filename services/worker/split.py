@@ -16,6 +16,7 @@ from services.core.pdf import PDF, image_frame_png, split_pdf
 from services.core.queues import JobBatch, page_job, page_queue
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, page_source_key
+from services.worker.routing import route_page
 
 log = get_logger(__name__)
 
@@ -47,7 +48,7 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore, app
         ).scalars())
     data = store.get(document.source_key)
     queued = 0
-    chunk: list[tuple[int, str]] = []
+    chunk: list[tuple[int, str, str]] = []  # (index, key, engine)
     send = JobBatch()
 
     def flush() -> None:
@@ -63,15 +64,15 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore, app
             session.execute(sa.update(Document).where(Document.id == document_id,
                                                       Document.status == DocumentStatus.QUEUED)
                             .values(status=DocumentStatus.RUNNING, started_at=now))
-            for index, key in chunk:
+            for index, key, engine in chunk:
                 changed = session.execute(
                     sa.update(Page).where(Page.document_id == document_id, Page.index == index,
                                           Page.status == PageStatus.PENDING)
-                    .values(status=PageStatus.QUEUED, source_key=key, enqueued_at=now, engine=document.engine,
-                            queue=page_queue(document.engine).value)
+                    .values(status=PageStatus.QUEUED, source_key=key, enqueued_at=now, engine=engine,
+                            queue=page_queue(engine).value)
                 ).rowcount
                 if changed:
-                    send.add(page_job(document, index, key))
+                    send.add(page_job(document, index, key, engine=engine))
         queued += send.send(app)
         chunk.clear()
 
@@ -81,7 +82,11 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore, app
                 continue
             if page_bytes is not None:
                 store.put(key, page_bytes, content_type=media_type)
-            chunk.append((index, key))
+            # balanced mode: the page's own content decides between the cpu engine and vLLM
+            engine, why = route_page(document.mode, document.engine, media_type, page_bytes)
+            if why:
+                log.debug("page.routed", document_id=document_id, index=index, engine=engine, reasons=why)
+            chunk.append((index, key, engine))
             if len(chunk) >= CHUNK:
                 flush()
         flush()

@@ -11,7 +11,7 @@ from services.core import events
 from services.core.contracts import DocumentTask, PageResult, PageTask, from_dict, to_datetime, to_dict
 from services.core.db.models import DocumentStatus, PageStatus, utcnow
 from services.core.db.session import session_scope
-from services.core.errors import PagemillError
+from services.core.errors import EngineUnavailable, PagemillError
 from services.core.lifecycle import Claim, PageFinish, claim_page, finalize_document, finish_page, release_page
 from services.core.logging import bind_request_id, get_logger
 from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_TOTAL, stage_timer
@@ -20,8 +20,8 @@ from services.core.retry import is_retryable
 from services.core.settings import Settings
 from services.core.storage import get_store, page_result_key
 from services.worker import page_cache
-from services.worker.engines import PageInput, load_engine
-from services.worker.pipeline import run_page
+from services.worker.engines import Engine, PageInput, load_engine
+from services.worker.pipeline import PageOutcome, run_fallback, run_page
 from services.worker.split import split_document
 
 log = get_logger(__name__)
@@ -62,7 +62,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
             return "cached"
         engine = load_engine(engine_name, settings)
         page = PageInput(job.document_id, job.page_index, job.media_type, data)
-        outcome = run_page(engine, page, settings)
+        outcome = _run(task, engine, page, settings)
         output = outcome.output
         result = PageResult(
             document_id=job.document_id, page_index=job.page_index, page_number=claim.page_number,
@@ -82,21 +82,26 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
                 confidence=output.confidence,
                 details={"finish_reason": output.finish_reason, "prompt_tokens": output.prompt_tokens,
                          "completion_tokens": output.completion_tokens, "signals": output.signals,
-                         "fallback_reason": outcome.fallback_reason, **output.details},
-                cache_key=cached.store_key,
+                         "fallback_reason": outcome.fallback_reason, **output.details, **outcome.details},
+                # A flagged fallback is not this engine's answer: a later upload tries the engine again.
+                cache_key=None if outcome.is_fallback else cached.store_key,
             ))
             events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
     except SoftTimeLimitExceeded:
         _fail(settings, job, "page_timeout", f"the page took longer than {settings.worker.page_timeout_s} s")
         return "failed"
     except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
-        if is_retryable(exc) and task.request.retries < settings.worker.max_retries:
+        # An engine outage has a retry budget of its own: pages wait it out instead of failing.
+        unavailable = isinstance(exc, EngineUnavailable)
+        budget = settings.worker.unavailable_max_retries if unavailable else settings.worker.max_retries
+        if is_retryable(exc) and task.request.retries < budget:
             reason = getattr(exc, "code", type(exc).__name__)
             PAGE_RETRIES.labels(reason=reason).inc()
             log.warning("page.retry", reason=reason, error=str(exc), retries=task.request.retries)
             with session_scope(db) as session:
-                release_page(session, job.document_id, job.page_index, reason=reason)
-            raise task.retry(countdown=backoff_s(settings, task.request.retries), exc=exc) from exc
+                release_page(session, job.document_id, job.page_index, reason=reason, refund_delivery=unavailable)
+            raise task.retry(countdown=backoff_s(settings, task.request.retries), exc=exc,
+                             max_retries=budget) from exc
         if isinstance(exc, PagemillError):
             _fail(settings, job, exc.code, str(exc))
         else:
@@ -109,6 +114,18 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     if due:
         _send(task.app, assemble_job(job.document_id, job.request_id))
     return "run"
+
+
+def _run(task: Task, engine: Engine, page: PageInput, settings: Settings) -> PageOutcome:
+    """The page through its engine; an outage that outlasted its retries ends in the flagged cpu fallback."""
+    try:
+        if task.request.retries and getattr(engine, "generative", False):
+            engine.check_health()  # after an outage, ask before spending OCR on the page's anchor
+        return run_page(engine, page, settings)
+    except EngineUnavailable:
+        if task.request.retries < settings.worker.unavailable_max_retries or engine.name == "cpu":
+            raise
+        return run_fallback(page, settings, "engine_unavailable")
 
 
 def _fail(settings: Settings, job: PageTask, code: str, message: str) -> None:

@@ -17,6 +17,7 @@ class PageInput:
     text_layer: str | None = None  # embedded text, filled in for engines that ask for it
     image: bytes | None = None  # rendered PNG, filled in for engines that ask for pixels
     rotation: int = 0  # extra clockwise rotation to render with (a preset may report a turned page)
+    anchor: str | None = None  # text already read from the page (text layer or OCR), for engines that prompt
 
     @property
     def is_pdf(self) -> bool:

@@ -1,0 +1,161 @@
+"""The vllm engine: one page to a vLLM server's OpenAI-compatible `/v1/chat/completions`, over HTTP.
+
+vLLM runs as its own process (a sidecar on Kubernetes), so this module needs httpx and nothing of CUDA.
+It makes one attempt and says how it went; retries, the temperature ladder, the checks on the answer and the
+fallback live in `worker/pipeline.py`. A process never has more than `engine.max_in_flight` requests open.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from typing import Any
+
+import httpx
+
+from services.core.errors import EngineUnavailable, PageError
+from services.core.logging import get_logger
+from services.core.metrics import ENGINE_IN_FLIGHT, ENGINE_REQUESTS, ENGINE_TOKENS
+from services.core.settings import Settings
+from services.worker.engines.base import PageInput, PageOutput
+from services.worker.presets import Preset, get_preset
+
+log = get_logger(__name__)
+
+# Answers that mean "not now": the server is starting, restarting, overloaded, or a proxy in front lost it.
+_UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})
+
+
+class EngineRejected(PageError):
+    """The vLLM server refused this page's request (too long for the context, an image it cannot read…)."""
+
+    code = "engine_rejected"
+
+
+class VllmEngine:
+    name = "vllm"
+    needs_text_layer = True
+    needs_image = True
+    needs_anchor = True  # the pipeline fills PageInput.anchor (text layer or the cpu engine's OCR)
+    generative = True  # its answers are checked, retried up the temperature ladder, and may fall back
+
+    def __init__(self, settings: Settings) -> None:
+        engine = settings.engine
+        self.settings = settings
+        self.preset: Preset = get_preset(engine.preset)
+        self.model = engine.model or self.preset.model
+        self.max_tokens = engine.max_tokens or self.preset.max_tokens
+        self.render_longest_side = engine.render_longest_side or self.preset.render_longest_side
+        self.max_in_flight = engine.max_in_flight
+        self._slots = threading.BoundedSemaphore(engine.max_in_flight)
+        self._open = 0
+        self._open_lock = threading.Lock()
+        self.peak_in_flight = 0
+        headers = {"Authorization": f"Bearer {engine.api_key}"} if engine.api_key else {}
+        self._client = httpx.Client(
+            base_url=engine.vllm_url.rstrip("/"), headers=headers,
+            timeout=httpx.Timeout(engine.request_timeout_s, connect=5.0),
+            limits=httpx.Limits(max_connections=engine.max_in_flight,
+                                max_keepalive_connections=engine.max_in_flight),
+        )
+
+    # The request ------------------------------------------------------------------------------------------
+
+    def request_body(self, page: PageInput, *, temperature: float) -> dict[str, Any]:
+        if page.image is None:
+            raise ValueError("the vllm engine needs the rendered page (PageInput.image)")
+        image_part = {"type": "image_url",
+                      "image_url": {"url": "data:image/png;base64," + base64.b64encode(page.image).decode()}}
+        text_part = {"type": "text", "text": self.preset.user_text(page.anchor)}
+        content = [image_part, text_part] if self.preset.image_first else [text_part, image_part]
+        return {
+            **self.preset.sampling,
+            **self.settings.engine.request_extra,
+            "model": self.model,
+            "messages": [{"role": "user", "content": content}],
+            "max_tokens": self.max_tokens,
+            "temperature": temperature,
+        }
+
+    def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
+        body = self.request_body(page, temperature=temperature)
+        started = time.perf_counter()
+        with self._slots:  # never more than max_in_flight open requests from this process
+            self._enter()
+            try:
+                response = self._client.post("/v1/chat/completions", json=body)
+            except httpx.TimeoutException as exc:
+                self._count("unavailable")
+                raise EngineUnavailable(f"vLLM at {self._client.base_url} timed out ({exc!r})") from exc
+            except httpx.TransportError as exc:
+                self._count("unavailable")
+                raise EngineUnavailable(f"vLLM at {self._client.base_url} is unreachable ({exc!r})") from exc
+            finally:
+                self._leave()
+        if response.status_code in _UNAVAILABLE_STATUS:
+            self._count("unavailable")
+            raise EngineUnavailable(f"vLLM answered {response.status_code}: {response.text[:300]}")
+        if response.status_code >= 400:
+            self._count("rejected")
+            raise EngineRejected(f"vLLM answered {response.status_code}: {response.text[:500]}")
+        return self._output(response.json(), page, int((time.perf_counter() - started) * 1000))
+
+    def _output(self, answer: dict[str, Any], page: PageInput, ms: int) -> PageOutput:
+        choice = (answer.get("choices") or [{}])[0]
+        text = (choice.get("message") or {}).get("content") or ""
+        finish_reason = choice.get("finish_reason") or "stop"
+        usage = answer.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        completion_tokens = int(usage.get("completion_tokens") or 0)
+        ENGINE_TOKENS.labels(engine=self.name, kind="prompt").inc(prompt_tokens)
+        ENGINE_TOKENS.labels(engine=self.name, kind="completion").inc(completion_tokens)
+        self._count("length" if finish_reason == "length" else "ok")
+        parsed = self.preset.parse(text)
+        width, height = _png_size(page.image or b"")
+        return PageOutput(
+            markdown=parsed.markdown, engine=self.name, model=str(answer.get("model") or self.model),
+            finish_reason=finish_reason, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            rotation=page.rotation % 360, width_px=width, height_px=height,
+            details={"preset": self.preset.name, "request_ms": ms, "answer_chars": len(text),
+                     "rotation_valid": parsed.rotation_valid, "rotation_correction": parsed.rotation_correction,
+                     **({"page_meta": parsed.meta} if parsed.meta else {})},
+        )
+
+    # Health and bookkeeping ---------------------------------------------------------------------------------
+
+    def check_health(self) -> None:
+        try:
+            response = self._client.get("/health", timeout=5.0)
+        except httpx.HTTPError as exc:
+            raise EngineUnavailable(f"vLLM at {self._client.base_url} is unreachable ({exc!r})") from exc
+        if response.status_code != 200:
+            raise EngineUnavailable(f"vLLM /health answered {response.status_code}")
+
+    @property
+    def in_flight(self) -> int:
+        return self._open
+
+    def _enter(self) -> None:
+        with self._open_lock:
+            self._open += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._open)
+        ENGINE_IN_FLIGHT.labels(engine=self.name).inc()
+
+    def _leave(self) -> None:
+        with self._open_lock:
+            self._open -= 1
+        ENGINE_IN_FLIGHT.labels(engine=self.name).dec()
+
+    def _count(self, outcome: str) -> None:
+        ENGINE_REQUESTS.labels(engine=self.name, outcome=outcome).inc()
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR, without decoding it."""
+    if len(data) >= 24 and data[:8] == b"\x89PNG\r\n\x1a\n":
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    return 0, 0

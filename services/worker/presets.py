@@ -1,0 +1,183 @@
+"""Model presets for the vllm engine: one entry per OCR model family, picked by `PAGEMILL_ENGINE__PRESET`.
+
+A preset holds what differs between model families — the prompt and where the anchor goes in it, the render
+size, the token budget, sampling, how to read the answer, and the speculative method worth running — so the
+engine, the pipeline and `pagemill vllm-command` never branch on a model name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAnswer:
+    """A model's answer made ready for the page: Markdown, plus what the model said about the page."""
+
+    markdown: str
+    rotation_valid: bool = True
+    rotation_correction: int = 0  # degrees clockwise the page should be turned before reading it again
+    meta: dict[str, Any] = field(default_factory=dict)  # language, is_table, is_diagram, …
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str
+    model: str  # the checkpoint `vllm serve` loads by default
+    prompt: str
+    # How the anchor (the page's text layer or an OCR hypothesis) is put after the prompt; "" sends none.
+    anchor_template: str
+    parse: Callable[[str], ParsedAnswer]
+    image_first: bool = True
+    render_longest_side: int = 1288
+    max_tokens: int = 4096
+    max_model_len: int = 16384
+    sampling: dict[str, Any] = field(default_factory=dict)  # extra request fields (top_p, repetition_penalty…)
+    speculative_method: str = "ngram"  # ngram | eagle3 | mtp | none
+    num_speculative_tokens: int = 4
+    serve_args: tuple[str, ...] = ()
+    reports_rotation: bool = False
+    notes: str = ""
+
+    def user_text(self, anchor: str | None) -> str:
+        if anchor and self.anchor_template:
+            return self.prompt + self.anchor_template.format(anchor=anchor)
+        return self.prompt
+
+
+# Answer parsing -----------------------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\n(?P<body>.*?)\n?```\s*$", re.DOTALL)
+_FRONT_MATTER = re.compile(r"^\s*---[ \t]*\n(?P<head>.*?)\n---[ \t]*(?:\n|$)", re.DOTALL)
+
+
+def strip_fences(text: str) -> str:
+    """Models wrap a page in a code fence now and then despite being told not to."""
+    text = text.strip()
+    match = _FENCE.match(text)
+    return match.group("body").strip() if match else text
+
+
+def parse_plain(text: str) -> ParsedAnswer:
+    body = strip_fences(text)
+    return ParsedAnswer(markdown=body + "\n" if body else "")
+
+
+def _scalar(raw: str) -> Any:
+    value = raw.strip().strip("'\"")
+    lowered = value.lower()
+    if lowered in ("true", "yes"):
+        return True
+    if lowered in ("false", "no"):
+        return False
+    if lowered in ("null", "none", "~", ""):
+        return None
+    if re.fullmatch(r"-?\d+", value):
+        return int(value)
+    return value
+
+
+def parse_front_matter(text: str) -> ParsedAnswer:
+    """olmOCR's answer: YAML front matter (language, rotation, table and diagram flags), then the page.
+
+    Only flat `key: value` lines occur there, so a small reader does; an answer without front matter is kept
+    whole (the model skipped it), and a malformed rotation is read as "no correction".
+    """
+    text = strip_fences(text)
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return parse_plain(text)
+    meta: dict[str, Any] = {}
+    for line in match.group("head").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip():
+            meta[key.strip()] = _scalar(value)
+    body = text[match.end():].strip()
+    correction = meta.get("rotation_correction")
+    correction = correction if correction in (0, 90, 180, 270) else 0
+    valid = meta.get("is_rotation_valid")
+    return ParsedAnswer(markdown=body + "\n" if body else "", rotation_valid=valid is not False,
+                        rotation_correction=correction, meta=meta)
+
+
+# The table ---------------------------------------------------------------------------------------------------
+
+GENERIC_PROMPT = (
+    "Convert this page of a document to Markdown, in reading order. Write headings with #, tables as HTML "
+    "(<table>), and formulas as LaTeX ($...$ inline, $$...$$ on their own line). Keep the page's language and "
+    "spelling. Do not describe pictures, add comments, or wrap the answer in a code block."
+)
+# Text that is already on the page: the model copies the runs that are right, so prompt-lookup drafts hit.
+GENERIC_ANCHOR = (
+    "\n\nText extracted from the same page by another tool follows between the markers. It may be incomplete, "
+    "out of order or misread; use it to check your reading and copy it where it is right.\n"
+    "<<<PAGE_TEXT\n{anchor}\nPAGE_TEXT>>>"
+)
+
+# olmOCR-2's own prompt (olmocr/prompts: the v4 YAML prompt), text before the image as olmOCR sends it.
+OLMOCR_PROMPT = (
+    "Attached is one page of a document that you must process. Just return the plain text representation of this "
+    "document as if you were reading it naturally. Convert equations to LateX and tables to HTML.\n"
+    "If there are any figures or charts, label them with the following markdown syntax "
+    "![Alt text describing the contents of the figure](page_startx_starty_width_height.png)\n"
+    "Return your output as markdown, with a front matter section on top specifying values for the "
+    "primary_language, is_rotation_valid, rotation_correction, is_table, and is_diagram parameters."
+)
+# olmOCR v1 was trained with this anchor block; olmOCR-2 was trained without one (see the notes).
+OLMOCR_ANCHOR = (
+    "\nBelow is some raw textual content that was previously extracted for it.\nRAW_TEXT_START\n{anchor}\nRAW_TEXT_END"
+)
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        Preset(
+            name="generic", model="Qwen/Qwen2.5-VL-7B-Instruct", prompt=GENERIC_PROMPT,
+            anchor_template=GENERIC_ANCHOR, parse=parse_plain, max_tokens=4096, max_model_len=16384,
+            notes="Any instruction-following VLM (Qwen2.5-VL, Qwen3-VL, …): page to Markdown, tables as HTML, "
+                  "formulas as LaTeX. The anchor carries the text layer or the OCR hypothesis.",
+        ),
+        Preset(
+            name="olmocr", model="allenai/olmOCR-2-7B-1025", prompt=OLMOCR_PROMPT, anchor_template=OLMOCR_ANCHOR,
+            parse=parse_front_matter, image_first=False, max_tokens=8000, max_model_len=16384,
+            reports_rotation=True,
+            notes="olmOCR-2 (Qwen2.5-VL-7B fine-tune): 1288 px renders, 8000 tokens, YAML front matter with "
+                  "rotation/language/table flags. olmOCR-2 was trained without anchor text; the anchor block is "
+                  "olmOCR v1's. Set PAGEMILL_ENGINE__ANCHOR=none to send olmOCR-2's exact prompt. For the "
+                  "published FP8 checkpoint (allenai/olmOCR-2-7B-1025-FP8) set the serve quantization to ''.",
+        ),
+        Preset(
+            name="dots_ocr", model="rednote-hilab/dots.ocr", prompt="Extract the text content from this image.",
+            anchor_template=GENERIC_ANCHOR, parse=parse_plain, max_tokens=8192, max_model_len=24000,
+            serve_args=("--trust-remote-code",),
+            notes="dots.ocr with its plain-OCR prompt (prompt_ocr). Its layout prompts answer JSON with boxes, "
+                  "which this preset does not parse. dots.ocr was not trained with an anchor: measure before "
+                  "keeping PAGEMILL_ENGINE__ANCHOR=auto.",
+        ),
+        Preset(
+            name="paddleocr_vl", model="PaddlePaddle/PaddleOCR-VL", prompt="OCR:", anchor_template="",
+            parse=parse_plain, max_tokens=4096, max_model_len=16384,
+            serve_args=("--trust-remote-code", "--no-enable-prefix-caching", "--mm-processor-cache-gb", "0"),
+            notes="PaddleOCR-VL-0.9B with its fixed 'OCR:' task prompt (no anchor, so n-gram drafts find little). "
+                  "It is built to read layout-detected crops (PP-DocLayout); on whole pages tables and formulas "
+                  "come out as text.",
+        ),
+        Preset(
+            name="glm_ocr", model="zai-org/GLM-OCR", prompt="Text Recognition:", anchor_template="",
+            parse=parse_plain, max_tokens=8192, max_model_len=16384, speculative_method="mtp",
+            num_speculative_tokens=1,
+            notes="GLM-OCR with its built-in multi-token-prediction layers (speculative method mtp, 1 token, as "
+                  "the vLLM recipe runs it); its task prompt takes no anchor.",
+        ),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown engine preset {name!r}; choose one of {', '.join(sorted(PRESETS))}") from None

@@ -1,0 +1,72 @@
+"""The `vllm serve` command line built from settings, so deployments and docs never drift from the engine.
+
+`pagemill vllm-command` prints it; the chart and the `make test-vllm` server are started from it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from services.core.settings import Settings
+from services.worker.presets import get_preset
+
+SPECULATIVE_METHODS = ("ngram", "eagle3", "mtp", "none")
+
+
+def speculative_config(settings: Settings) -> dict[str, Any] | None:
+    """vLLM's `--speculative-config` for the configured method, or None when speculation is off."""
+    serve = settings.engine.serve
+    preset = get_preset(settings.engine.preset)
+    method = serve.speculative_method or preset.speculative_method
+    if method not in SPECULATIVE_METHODS:
+        raise ValueError(f"speculative method {method!r}: choose one of {', '.join(SPECULATIVE_METHODS)}")
+    if method == "none":
+        return None
+    tokens = serve.num_speculative_tokens or preset.num_speculative_tokens
+    config: dict[str, Any] = {"method": method, "num_speculative_tokens": tokens}
+    if method == "ngram":
+        if serve.prompt_lookup_min > serve.prompt_lookup_max:
+            raise ValueError("prompt_lookup_min must not exceed prompt_lookup_max")
+        # Prompt lookup: drafts are copied from the prompt (the page's anchor text) when the last
+        # `prompt_lookup_min`..`max` generated tokens occur there.
+        config.update(prompt_lookup_max=serve.prompt_lookup_max, prompt_lookup_min=serve.prompt_lookup_min)
+    elif method == "eagle3":
+        if not serve.draft_model:
+            raise ValueError("eagle3 needs a draft model: set PAGEMILL_ENGINE__SERVE__DRAFT_MODEL")
+        config["model"] = serve.draft_model
+    elif serve.draft_model:  # mtp reads the target model's own prediction layers
+        raise ValueError("mtp uses the model's own layers; unset PAGEMILL_ENGINE__SERVE__DRAFT_MODEL")
+    return config
+
+
+def vllm_command(settings: Settings, *, executable: str = "vllm") -> list[str]:
+    """argv of `vllm serve` for the configured preset and engine settings.
+
+    The API key is not put on the line (it would show in process lists): vLLM reads `VLLM_API_KEY`.
+    """
+    engine, serve = settings.engine, settings.engine.serve
+    preset = get_preset(engine.preset)
+    argv = [
+        executable, "serve", serve.model_path or preset.model,
+        "--served-model-name", engine.model or preset.model,
+        "--host", serve.host, "--port", str(serve.port),
+        "--max-num-seqs", str(serve.max_num_seqs or engine.max_in_flight),
+        "--max-model-len", str(serve.max_model_len or preset.max_model_len),
+        "--limit-mm-per-prompt", json.dumps({"image": 1, "video": 0}),
+    ]
+    if serve.quantization:
+        argv += ["--quantization", serve.quantization]
+    if serve.kv_cache_dtype:
+        argv += ["--kv-cache-dtype", serve.kv_cache_dtype]
+    if serve.gpu_memory_utilization:
+        argv += ["--gpu-memory-utilization", f"{serve.gpu_memory_utilization:g}"]
+    spec = speculative_config(settings)
+    if spec is not None:
+        argv += ["--speculative-config", json.dumps(spec)]
+    return argv + list(preset.serve_args) + list(serve.extra_args)
+
+
+def shell_line(argv: list[str]) -> str:
+    return shlex.join(argv)

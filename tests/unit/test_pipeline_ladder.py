@@ -1,0 +1,113 @@
+"""The pipeline's answer checks, temperature ladder, rotation retry and flagged fallback.
+
+The generative model is a scripted stand-in behind the Engine interface (a GPU model cannot run here); the
+same paths run against a real vLLM server in tests/vllm. The fallback is the real cpu engine.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import pytest
+
+from services.core.errors import EngineUnavailable
+from services.core.settings import Settings
+from services.worker.engines.base import PageInput, PageOutput
+from services.worker.engines.vllm import EngineRejected
+from services.worker.pipeline import run_page
+from services.worker.presets import Preset, get_preset
+from tests.pdfs import SENTENCE, text_page
+
+GOOD = "# Quarterly report\n\n" + SENTENCE + "\n"
+
+
+@dataclass
+class ScriptedModel:
+    """Answers from a script, one per call, read back through a real preset's parser."""
+
+    script: list[tuple[str, str] | Exception]  # (raw answer, finish_reason) or an error to raise
+    preset: Preset = field(default_factory=lambda: get_preset("generic"))
+    name: str = "vllm"
+    model: str = "scripted-model"
+    needs_text_layer: bool = True
+    needs_image: bool = True
+    needs_anchor: bool = True
+    generative: bool = True
+    render_longest_side: int = 200
+    calls: list[dict[str, object]] = field(default_factory=list)
+
+    def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
+        assert page.image is not None
+        width, height = struct.unpack(">II", page.image[16:24])
+        self.calls.append({"temperature": temperature, "rotation": page.rotation, "anchor": page.anchor,
+                           "size": (width, height)})
+        step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        raw, finish = step
+        parsed = self.preset.parse(raw)
+        return PageOutput(markdown=parsed.markdown, engine=self.name, model=self.model, finish_reason=finish,
+                          prompt_tokens=100, completion_tokens=len(raw.split()), rotation=page.rotation,
+                          details={"rotation_valid": parsed.rotation_valid,
+                                   "rotation_correction": parsed.rotation_correction})
+
+    def check_health(self) -> None:
+        return None
+
+
+def settings(**engine: object) -> Settings:
+    return Settings(engine={"kind": "vllm", "max_attempts": 4, **engine})
+
+
+def pdf_page() -> PageInput:
+    return PageInput("doc", 0, "application/pdf", text_page())
+
+
+def test_invalid_answers_climb_the_temperature_ladder_until_one_is_good() -> None:
+    model = ScriptedModel([("noise " * 50, "length"), ("loop " * 100, "stop"), ("", "stop"), (GOOD, "stop")])
+    outcome = run_page(model, pdf_page(), settings())
+    assert not outcome.is_fallback and outcome.output.engine == "vllm" and outcome.output.markdown == GOOD
+    assert outcome.attempts == 4
+    assert [c["temperature"] for c in model.calls] == [0.1, 0.1, 0.2, 0.3]
+    assert [a["invalid"] for a in outcome.details["attempt_log"]] == ["length", "repetition", "empty", None]
+    # The page's tokens are what every attempt cost.
+    assert outcome.output.prompt_tokens == 400
+    assert outcome.details["anchor_source"] == "text_layer"
+    assert SENTENCE in str(model.calls[0]["anchor"])
+
+
+def test_after_the_last_attempt_the_page_takes_the_cpu_reading_flagged() -> None:
+    model = ScriptedModel([("noise " * 50, "length")] * 4)
+    outcome = run_page(model, pdf_page(), settings())
+    assert outcome.is_fallback and outcome.fallback_reason == "length"
+    assert outcome.output.engine == "cpu" and SENTENCE in outcome.output.markdown  # the page's text layer
+    assert outcome.attempts == 4 and len(model.calls) == 4
+    assert outcome.details["primary_model"] == "scripted-model"
+    assert outcome.details["primary_finish_reason"] == "length"
+    assert outcome.output.completion_tokens == 200
+
+
+def test_a_page_the_model_calls_turned_is_rendered_turned_and_read_again() -> None:
+    turned = "---\nprimary_language: en\nis_rotation_valid: false\nrotation_correction: 90\n---\nsdrawkcab"
+    upright = "---\nprimary_language: en\nis_rotation_valid: true\nrotation_correction: 0\n---\n" + GOOD
+    model = ScriptedModel([(turned, "stop"), (upright, "stop")], preset=get_preset("olmocr"))
+    outcome = run_page(model, pdf_page(), settings(preset="olmocr"))
+    assert not outcome.is_fallback and outcome.output.markdown == GOOD and outcome.output.rotation == 90
+    assert [c["rotation"] for c in model.calls] == [0, 90]
+    (w0, h0), (w1, h1) = model.calls[0]["size"], model.calls[1]["size"]  # type: ignore[misc]
+    assert w0 < h0 and w1 > h1  # a portrait page, then the same page turned on its side
+
+
+def test_an_outage_is_not_a_bad_answer_and_a_refused_request_falls_back_at_once() -> None:
+    with pytest.raises(EngineUnavailable):
+        run_page(ScriptedModel([EngineUnavailable("down")]), pdf_page(), settings())
+    model = ScriptedModel([EngineRejected("prompt too long")])
+    outcome = run_page(model, pdf_page(), settings())
+    assert outcome.is_fallback and outcome.fallback_reason == "engine_rejected" and len(model.calls) == 1
+
+
+def test_no_anchor_when_switched_off() -> None:
+    model = ScriptedModel([(GOOD, "stop")])
+    outcome = run_page(model, pdf_page(), settings(anchor="none"))
+    assert model.calls[0]["anchor"] is None and outcome.details["anchor_source"] == "none"
