@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 CORPUS ?= ../shared/corpus
+# The vLLM-on-CPU venv and its tiny model (scripts/vllm/setup.sh; rebuilt only when its inputs change).
+VLLM_VENV ?= .venv-vllm
 
 .DEFAULT_GOAL := help
 
@@ -31,6 +33,12 @@ run: $(STAMP) ## start the whole platform on embedded defaults (http://127.0.0.1
 
 test: $(STAMP) ## run the test suite (starts its own Redis / PostgreSQL / S3 when none is configured)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+vllm-env: ## build the vLLM-on-CPU venv and the tiny test model (cached in VLLM_VENV)
+	VLLM_VENV=$(abspath $(VLLM_VENV)) scripts/vllm/setup.sh
+
+test-vllm: $(STAMP) vllm-env ## the real-vLLM tier: `vllm serve` on 127.0.0.1 (tiny model, CPU), pages through the workers
+	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m vllm $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check services tests
@@ -82,4 +90,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install run test lint proto migrate bench bench-fair dashboards ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-fair dashboards ops-tools specsim katex bench-quality eval-floor

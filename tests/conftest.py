@@ -16,6 +16,8 @@ from services.core.db.session import migrate
 from tests.harness import CORPUS, Platform
 from tests.servers import fresh_database, start_postgres, start_redis, start_s3
 
+pytest_plugins = ["tests.vllm_server"]  # the `vllm_server` fixture (make test-vllm)
+
 # The test processes must not inherit a developer's settings by accident.
 _CONFIGURED_REDIS = os.environ.pop("PAGEMILL_REDIS_URL", None)
 _CONFIGURED_DATABASE = os.environ.pop("PAGEMILL_DATABASE_URL", None)

@@ -52,6 +52,7 @@ printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n' > "$SP/vllm-0.
 "$VENV/bin/vllm" --version
 
 # 5) The tiny model, built here from seeded random weights and a locally trained tokenizer.
+mkdir -p "$VENV/models"
 "$VENV/bin/python" "$HERE/build_tiny_vlm.py" "$MODEL_DIR" > "$VENV/models/build.json"
 
 echo "$WANT" > "$STAMP"
