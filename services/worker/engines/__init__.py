@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 from services.core.settings import EngineKind, Settings
@@ -14,8 +15,14 @@ def engine_names() -> list[str]:
     return [kind.value for kind in EngineKind]
 
 
+_load_lock = threading.Lock()
+
+
 def load_engine(kind: str, settings: Settings) -> Engine:
-    return _load(kind, settings.model_dump_json(include={"engine", "limits"}))
+    # One engine per process and settings, even when a thread pool's first pages all ask at once: the vllm
+    # engine's in-flight bound is a semaphore on the instance.
+    with _load_lock:
+        return _load(kind, settings.model_dump_json(include={"engine", "limits"}))
 
 
 @lru_cache(maxsize=8)

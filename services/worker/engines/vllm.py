@@ -99,7 +99,12 @@ class VllmEngine:
         if response.status_code >= 400:
             self._count("rejected")
             raise EngineRejected(f"vLLM answered {response.status_code}: {response.text[:500]}")
-        return self._output(response.json(), page, int((time.perf_counter() - started) * 1000))
+        try:
+            answer = response.json()
+        except ValueError as exc:
+            self._count("rejected")
+            raise EngineRejected(f"vLLM answered {response.status_code} without JSON: {response.text[:200]}") from exc
+        return self._output(answer, page, int((time.perf_counter() - started) * 1000))
 
     def _output(self, answer: dict[str, Any], page: PageInput, ms: int) -> PageOutput:
         choice = (answer.get("choices") or [{}])[0]
