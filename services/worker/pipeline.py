@@ -21,8 +21,7 @@ from services.core.pdf import load_image, pdf_text_layer, png_bytes, render_pdf_
 from services.core.settings import EngineKind, Settings
 from services.worker.engines import load_engine
 from services.worker.engines.base import Engine, PageInput, PageOutput
-from services.worker.engines.cpu import usable_text_layer
-from services.worker.quality import clip_anchor, has_words, invalid_reason
+from services.worker.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
 
 log = get_logger(__name__)
 

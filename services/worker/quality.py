@@ -7,6 +7,7 @@ text. The pipeline retries invalid generations and finally falls back; nothing h
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 # A loop must cover this many characters and repeat its unit this many times before it counts: dot leaders,
@@ -59,6 +60,20 @@ def same_line_run(text: str, *, limit: int = MAX_SAME_LINES) -> Repetition | Non
 
 def find_repetition(text: str) -> Repetition | None:
     return tail_loop(text) or same_line_run(text)
+
+
+def text_quality(text: str) -> float:
+    """Share of the non-space characters that are letters, digits, punctuation or symbols (0..1)."""
+    chars = [c for c in text if not c.isspace()]
+    if not chars:
+        return 0.0
+    return sum(1 for c in chars if unicodedata.category(c)[0] in "LNPS" and c != "\ufffd") / len(chars)
+
+
+def usable_text_layer(text: str) -> bool:
+    """A text layer worth anchoring a prompt on: some words, and not the mojibake of a font without a map."""
+    words = text.split()
+    return len(words) >= 3 and sum(len(w) for w in words) >= 12 and text_quality(text) >= 0.9
 
 
 def has_words(text: str | None, minimum: int = 3) -> bool:

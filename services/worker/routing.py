@@ -14,7 +14,7 @@ import pypdfium2.raw as pdfium_c
 
 from services.core.pdf import PDF, PDFIUM_LOCK, open_pdf
 from services.core.settings import EngineKind
-from services.worker.engines.cpu import usable_text_layer
+from services.worker.quality import usable_text_layer
 
 # Thresholds, as shares of the page's area or counts of page objects.
 FIGURE_AREA = 0.12  # images (or a scan) covering this much of the page

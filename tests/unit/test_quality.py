@@ -52,3 +52,11 @@ def test_the_anchor_is_tidied_and_clipped_at_a_word_within_its_budget() -> None:
     assert clipped.endswith("word")
     assert clip_anchor(raw, 0) is None and clip_anchor("   ", 50) is None and clip_anchor(None, 50) is None
     assert clip_anchor("short text", 50) == "short text"
+
+
+def test_a_usable_text_layer_has_words_and_is_not_mojibake() -> None:
+    from services.worker.quality import usable_text_layer
+
+    assert usable_text_layer(PROSE)
+    assert not usable_text_layer("12")  # a page number on a scan
+    assert not usable_text_layer(" ".join(["\ufffd\ufffd\ufffd\ufffd"] * 6))  # glyphs without a Unicode map
