@@ -138,16 +138,37 @@ def record_final(session: Session, document_id: str) -> DocumentEvent | None:
 _progress_tried: dict[str, float] = {}
 
 
+def progress_worth_trying(document_id: str, interval_s: float) -> bool:
+    """This process's own throttle, checked before any statement: most pages cost no query at all."""
+    clock = time.monotonic()
+    if interval_s > 0 and clock - _progress_tried.get(document_id, -interval_s) < interval_s:
+        return False
+    if len(_progress_tried) > 10_000:
+        _progress_tried.clear()
+    _progress_tried[document_id] = clock
+    return True
+
+
 def record_progress(session: Session, document_id: str, interval_s: float) -> DocumentEvent | None:
     """A `document.progress` event, at most one per `interval_s` per document, never for the last page
     (the final event follows). The conditional update makes exactly one of racing workers win; each
     process first checks its own memory, so most pages cost no extra statement at all."""
-    clock = time.monotonic()
-    if interval_s > 0 and clock - _progress_tried.get(document_id, -interval_s) < interval_s:
+    if not progress_worth_trying(document_id, interval_s):
         return None
-    if len(_progress_tried) > 10_000:
-        _progress_tried.clear()
-    _progress_tried[document_id] = clock
+    return _record_progress(session, document_id, interval_s)
+
+
+def record_progress_in_own_transaction(url: str, document_id: str, interval_s: float) -> DocumentEvent | None:
+    """`record_progress` for callers outside a transaction: opens one only when the throttle allows."""
+    from services.core.db.session import session_scope
+
+    if not progress_worth_trying(document_id, interval_s):
+        return None
+    with session_scope(url) as session:
+        return _record_progress(session, document_id, interval_s)
+
+
+def _record_progress(session: Session, document_id: str, interval_s: float) -> DocumentEvent | None:
     now = utcnow()
     won = session.execute(
         sa.update(Document)

@@ -116,6 +116,19 @@ def _count_page(counter: str) -> sa.Update:
 COUNT_DONE, COUNT_FAILED = _count_page("pages_done"), _count_page("pages_failed")
 
 
+EXTEND_LEASE = sa.update(_pages).where(
+    *_THIS_PAGE, _pages.c.status == PageStatus.RUNNING.value, _pages.c.lease_owner == _p("owner"),
+).values(lease_expires_at=_at("lease_until"))
+
+
+def extend_lease(session: Session, document_id: str, index: int, *, lease_s: int) -> bool:
+    """Pushes this process's lease on a running page forward (between the attempts of a long page).
+    False when the lease is no longer ours: another worker took the page over."""
+    return bool(session.execute(EXTEND_LEASE, {
+        "b_document": document_id, "b_index": index, "owner": worker_identity(),
+        "lease_until": utcnow() + timedelta(seconds=lease_s)}).rowcount)
+
+
 def _finish_and_count(count: sa.Update) -> sa.Update:
     """PostgreSQL: the page's end and the document's counter in one statement (a data-modifying CTE)."""
     finished = FINISH.returning(_pages.c.document_id).cte("finished")
@@ -171,7 +184,10 @@ class PageFinish:
 def finish_page(session: Session, document_id: str, index: int, finish: PageFinish,
                 now: datetime | None = None) -> bool:
     """Records a page's end once. Returns True when this call ended the document's last open page
-    and claimed its assembly, so exactly one caller enqueues the assembly."""
+    and claimed its assembly, so exactly one caller enqueues the assembly.
+
+    On PostgreSQL the page and its document's counter change in one statement, so the session may be in
+    autocommit mode (see `finish_scope`); elsewhere they are two statements that need a transaction."""
     now = now or utcnow()
     values = {f"v_{name}": getattr(finish, name) for name in (
         "status", "result_key", "engine", "model", "attempts", "latency_ms", "is_fallback", "confidence",

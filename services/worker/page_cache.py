@@ -36,7 +36,7 @@ def lookup(settings: Settings, store: ObjectStore, job: PageTask, page_number: i
     if not job.cache_lookup:
         return miss
     db = settings.resolved_database_url()
-    with session_scope(db) as session:
+    with session_scope(db, autocommit=True) as session:  # one read
         source = cache.find_page(session, job.tenant_id, key, document_id=job.document_id)
     CACHE_LOOKUPS.labels(level="page", outcome="hit" if source else "miss").inc()
     if source is None or source.result_key is None:

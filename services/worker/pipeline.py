@@ -11,6 +11,7 @@ wait and retry later.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,10 +71,12 @@ def prepare_input(engine: Engine, page: PageInput, settings: Settings) -> PageIn
     return replace(page, text_layer=text_layer, image=image)
 
 
-def run_page(engine: Engine, page: PageInput, settings: Settings) -> PageOutcome:
+def run_page(engine: Engine, page: PageInput, settings: Settings,
+             heartbeat: Callable[[], None] | None = None) -> PageOutcome:
+    """`heartbeat` is called before every retry of a generative page (the task keeps the page's lease)."""
     started = time.perf_counter()
     if getattr(engine, "generative", False):
-        return _run_generative(engine, page, settings, started)
+        return _run_generative(engine, page, settings, started, heartbeat)
     with stage_timer("render", engine.name):
         prepared = prepare_input(engine, page, settings)
     with stage_timer("engine", engine.name):
@@ -86,7 +89,8 @@ def temperature_for(attempt: int, settings: Settings) -> float:
     return float(ladder[min(attempt, len(ladder) - 1)])
 
 
-def _run_generative(engine: Engine, page: PageInput, settings: Settings, started: float) -> PageOutcome:
+def _run_generative(engine: Engine, page: PageInput, settings: Settings, started: float,
+                    heartbeat: Callable[[], None] | None = None) -> PageOutcome:
     cpu = _Hypothesis(page, settings)
     text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
     with stage_timer("anchor", engine.name):  # the text layer, or the cpu engine's OCR of a scan
@@ -99,6 +103,8 @@ def _run_generative(engine: Engine, page: PageInput, settings: Settings, started
     reason = ""
     max_attempts = settings.engine.max_attempts
     for attempt in range(max_attempts):
+        if attempt and heartbeat is not None:
+            heartbeat()
         temperature = temperature_for(attempt, settings)
         with stage_timer("render", engine.name):
             prepared = prepare_input(engine, current, settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery, Task
@@ -10,9 +11,17 @@ from celery.exceptions import SoftTimeLimitExceeded
 from services.core import events
 from services.core.contracts import DocumentTask, PageResult, PageTask, from_dict, to_datetime, to_dict
 from services.core.db.models import DocumentStatus, PageStatus, utcnow
-from services.core.db.session import session_scope
+from services.core.db.session import is_postgres, session_scope
 from services.core.errors import EngineUnavailable, PagemillError
-from services.core.lifecycle import Claim, PageFinish, claim_page, finalize_document, finish_page, release_page
+from services.core.lifecycle import (
+    Claim,
+    PageFinish,
+    claim_page,
+    extend_lease,
+    finalize_document,
+    finish_page,
+    release_page,
+)
 from services.core.logging import bind_request_id, get_logger
 from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_TOTAL, stage_timer
 from services.core.queues import JobBatch, TaskName, assemble_job
@@ -36,7 +45,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     job = from_dict(PageTask, payload)
     bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
     db = settings.resolved_database_url()
-    with session_scope(db) as session:
+    with session_scope(db, autocommit=True) as session:  # one atomic statement: no BEGIN/COMMIT round trips
         claim = claim_page(session, job.document_id, job.page_index, lease_s=settings.worker.page_lease_s,
                            max_deliveries=settings.worker.max_deliveries)
     if claim.outcome == Claim.SKIP:
@@ -62,7 +71,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
             return "cached"
         engine = load_engine(engine_name, settings)
         page = PageInput(job.document_id, job.page_index, job.media_type, data)
-        outcome = _run(task, engine, page, settings)
+        outcome = _run(task, engine, page, settings, heartbeat=_lease_keeper(settings, job))
         output = outcome.output
         result = PageResult(
             document_id=job.document_id, page_index=job.page_index, page_number=claim.page_number,
@@ -75,7 +84,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         key = page_result_key(job.document_id, job.page_index)
         with stage_timer("store", engine_name):
             store.put(key, _json(result), content_type="application/json")
-        with session_scope(db) as session:
+        with session_scope(db, autocommit=is_postgres(db)) as session:
             due = finish_page(session, job.document_id, job.page_index, PageFinish(
                 PageStatus.SUCCEEDED, result_key=key, engine=output.engine, model=output.model,
                 attempts=outcome.attempts, latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback,
@@ -86,7 +95,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
                 # A flagged fallback is not this engine's answer: a later upload tries the engine again.
                 cache_key=None if outcome.is_fallback else cached.store_key,
             ))
-            events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
+        events.record_progress_in_own_transaction(db, job.document_id, settings.webhooks.progress_interval_s)
     except SoftTimeLimitExceeded:
         _fail(settings, job, "page_timeout", f"the page took longer than {settings.worker.page_timeout_s} s")
         return "failed"
@@ -116,12 +125,25 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     return "run"
 
 
-def _run(task: Task, engine: Engine, page: PageInput, settings: Settings) -> PageOutcome:
+def _lease_keeper(settings: Settings, job: PageTask) -> Callable[[], None]:
+    """Between the attempts of a long page, push its lease forward so no other worker takes it over
+    (thread pools, where GPU pages run, have no time limit that would end the page first)."""
+
+    def extend() -> None:
+        with session_scope(settings.resolved_database_url(), autocommit=True) as session:
+            if not extend_lease(session, job.document_id, job.page_index, lease_s=settings.worker.page_lease_s):
+                log.warning("page.lease_lost")  # another worker has it now; whichever finishes first counts
+
+    return extend
+
+
+def _run(task: Task, engine: Engine, page: PageInput, settings: Settings,
+         heartbeat: Callable[[], None] | None = None) -> PageOutcome:
     """The page through its engine; an outage that outlasted its retries ends in the flagged cpu fallback."""
     try:
         if task.request.retries and getattr(engine, "generative", False):
             engine.check_health()  # after an outage, ask before spending OCR on the page's anchor
-        return run_page(engine, page, settings)
+        return run_page(engine, page, settings, heartbeat=heartbeat)
     except EngineUnavailable:
         if task.request.retries < settings.worker.unavailable_max_retries or engine.name == "cpu":
             raise

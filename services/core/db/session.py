@@ -35,8 +35,10 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-@lru_cache(maxsize=8)
-def get_engine(url: str) -> sa.Engine:
+@lru_cache(maxsize=16)
+def get_engine(url: str, *, autocommit: bool = False) -> sa.Engine:
+    """One engine (and pool) per database; `autocommit=True` gives a second pool whose connections never
+    open a transaction, so single-statement work costs one round trip and no BEGIN/COMMIT/reset."""
     url = _normalize_url(url)
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
@@ -47,12 +49,17 @@ def get_engine(url: str) -> sa.Engine:
         # Every transaction takes SQLite's write lock up front: writers queue on busy_timeout instead of
         # failing with SQLITE_BUSY_SNAPSHOT. SQLite is the single-machine default; PostgreSQL scales out.
         sa.event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
-        return engine
+        return engine.execution_options(isolation_level="AUTOCOMMIT") if autocommit else engine
     if url.startswith("postgresql+pg8000"):
         from services.core.db import pg_pipeline
 
         pg_pipeline.install()
-    return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, pool_recycle=1800)
+    # No pre-ping round trip per checkout: a connection that died raises a disconnect error, which
+    # invalidates the pool and counts as retryable for the task that hit it; pool_recycle retires old ones.
+    options: dict[str, Any] = {"pool_size": 5, "max_overflow": 10, "pool_recycle": 1800}
+    if autocommit:
+        options.update(isolation_level="AUTOCOMMIT", pool_reset_on_return=None)
+    return sa.create_engine(url, **options)
 
 
 @lru_cache(maxsize=8)
@@ -62,8 +69,7 @@ def get_sessionmaker(url: str) -> sessionmaker[Session]:
 
 @lru_cache(maxsize=8)
 def get_autocommit_sessionmaker(url: str) -> sessionmaker[Session]:
-    return sessionmaker(bind=get_engine(url).execution_options(isolation_level="AUTOCOMMIT"),
-                        expire_on_commit=False)
+    return sessionmaker(bind=get_engine(url, autocommit=True), expire_on_commit=False)
 
 
 @contextmanager
@@ -82,6 +88,10 @@ def session_scope(url: str, *, autocommit: bool = False) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def is_postgres(url: str) -> bool:
+    return _normalize_url(url).startswith("postgresql")
 
 
 def alembic_config(url: str) -> Any:
