@@ -20,6 +20,8 @@ _ITALIC_NAMES = ("italic", "oblique", "-it", ",it")
 _MONO_NAMES = ("mono", "courier", "consol", "typewriter", "cmtt", "menlo", "inconsolata", "sfmono", "sftt")
 _FIXED_PITCH_FLAG = 1
 _ITALIC_FLAG = 64
+_LEADER_DOTS = frozenset(".·․‧∙⋅…")
+_MIN_LEADER = 4
 _JOIN_GAP = 1.2  # in line heights: runs on one baseline closer than this are one line, when nothing else tells
 _SPLIT_GAP = 2.0  # in line heights: runs on one baseline further apart than this are never one line
 
@@ -86,9 +88,29 @@ def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage) -> PageText:
         chars, rotated = _chars(textpage, transform, links, result)
     finally:
         textpage.close()
-    result.lines = _lines(chars)
-    result.margin_lines = _lines(rotated)
+    result.lines = _lines(drop_leaders(chars))
+    result.margin_lines = _lines(drop_leaders(rotated))
     return result
+
+
+def drop_leaders(chars: list[_Char]) -> list[_Char]:
+    """Dot leaders (". . . . ." from a label to its figure, or a dotted rule) carry no text, and a leader drawn
+    under its label would interleave with the label's letters: runs of four or more leader dots in content order
+    are dropped, leaving a gap."""
+    out: list[_Char] = []
+    index = 0
+    while index < len(chars):
+        end = index
+        while end < len(chars) and chars[end].text in _LEADER_DOTS:
+            end += 1
+        if end - index >= _MIN_LEADER:
+            if end < len(chars):
+                chars[end].space_before = True
+            index = end
+            continue
+        out.extend(chars[index:max(end, index + 1)])
+        index = max(end, index + 1)
+    return out
 
 
 def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tuple[Box, str]],
