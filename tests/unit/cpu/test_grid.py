@@ -1,4 +1,5 @@
-"""Table grids from boxes on synthetic geometry: columns, wrapped cells, group headers, sections, grouped labels."""
+"""Table grids from boxes on synthetic geometry: columns, wrapped cells, group headers, sections, grouped labels,
+and runs of prose that must not become tables."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import re
 from services.worker.engines.cpu.grid import build_grid, grid_html, text_rows
 from services.worker.engines.cpu.model import Box, Line, Word
 from services.worker.engines.cpu.tables import find_tables
-from services.worker.engines.cpu.textlayer import _Char, drop_leaders
 
 
 def segment(text: str, x0: float, y0: float, *, height: float = 10.0, space: float = 3.0) -> Line:
@@ -109,21 +109,6 @@ def test_a_long_wrapped_label_at_the_end_stays_in_the_table() -> None:
     tables, rest = find_tables(lines, [], 300, 10.0)
     assert rest == [] and len(tables) == 1
     assert "4. Statement which goes on for three more lines</td><td>1.5</td>" in tables[0].html
-
-
-def _char(text: str, x: float, order: int) -> _Char:
-    return _Char(text, Box(x, 0, x + 4, 10), 10.0, (False, False, False), False, order)
-
-
-def test_dot_leaders_are_dropped_and_leave_a_gap() -> None:
-    label = [_char(c, 10 + 5 * i, i) for i, c in enumerate("Angola")]
-    leader = [_char(".", 2 + 3 * i, 10 + i) for i in range(12)]  # drawn under the label, in content order after it
-    figure = [_char(c, 120 + 5 * i, 30 + i) for i, c in enumerate("15421")]
-    kept = drop_leaders(label + leader + figure)
-    assert "".join(c.text for c in kept) == "Angola15421"
-    assert kept[6].space_before
-    ellipsis = [_char(c, 5 * i, i) for i, c in enumerate("and so on...")]
-    assert "".join(c.text for c in drop_leaders(ellipsis)) == "and so on..."
 
 
 def test_three_columns_of_running_text_with_short_lines_are_not_a_table() -> None:

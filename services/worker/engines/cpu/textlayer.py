@@ -20,6 +20,9 @@ _ITALIC_NAMES = ("italic", "oblique", "-it", ",it")
 _MONO_NAMES = ("mono", "courier", "consol", "typewriter", "cmtt", "menlo", "inconsolata", "sfmono", "sftt")
 _FIXED_PITCH_FLAG = 1
 _ITALIC_FLAG = 64
+# Spacing accents and the combining marks they stand for.
+_ACCENTS = {"´": "\u0301", "`": "\u0300", "ˆ": "\u0302", "ˇ": "\u030c", "¨": "\u0308", "˜": "\u0303", "¯": "\u0304",
+            "˘": "\u0306", "˙": "\u0307", "˚": "\u030a", "¸": "\u0327", "˛": "\u0328", "˝": "\u030b"}
 _LEADER_DOTS = frozenset(".·․‧∙⋅…")
 _MIN_LEADER = 4
 _JOIN_GAP = 1.2  # in line heights: runs on one baseline closer than this are one line, when nothing else tells
@@ -88,9 +91,40 @@ def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage) -> PageText:
         chars, rotated = _chars(textpage, transform, links, result)
     finally:
         textpage.close()
-    result.lines = _lines(drop_leaders(chars))
-    result.margin_lines = _lines(drop_leaders(rotated))
+    result.lines = _lines(drop_leaders(attach_accents(chars)))
+    result.margin_lines = _lines(drop_leaders(attach_accents(rotated)))
     return result
+
+
+def attach_accents(chars: list[_Char]) -> list[_Char]:
+    """Accents TeX and others set as glyphs of their own ("Ja´n") are put back on the letter under them ("Ján").
+
+    The accent's letter is found by position (the accent may come several characters later in content order);
+    the space pdfium reports around a displaced accent is dropped when the letters around it touch.
+    """
+    absorbed: set[int] = set()
+    for index, char in enumerate(chars):
+        combining = _ACCENTS.get(char.text)
+        if combining is None:
+            continue
+        centre = char.box.cx
+        # TeX may set a line's accents after all its letters: look back along the whole line.
+        candidates = [j for j in range(max(0, index - 160), min(len(chars), index + 3))
+                      if j != index and j not in absorbed and chars[j].text.isalpha() and len(chars[j].text) == 1
+                      and chars[j].box.x0 - 0.5 <= centre <= chars[j].box.x1 + 0.5
+                      and chars[j].box.y_overlap(char.box) > 0.5 * char.box.height]
+        if not candidates:
+            continue
+        letter = chars[min(candidates, key=lambda j: abs(j - index))]
+        base = "i" if letter.text == "ı" else "j" if letter.text == "ȷ" else letter.text
+        letter.text = unicodedata.normalize("NFC", base + combining)
+        absorbed.add(index)
+        after = index + 1
+        if after < len(chars) and index > 0 and chars[after].space_before:
+            before = chars[index - 1]
+            if 0 <= chars[after].box.x0 - before.box.x1 < 0.2 * max(1.0, before.box.height):
+                chars[after].space_before = False
+    return [char for index, char in enumerate(chars) if index not in absorbed]
 
 
 def drop_leaders(chars: list[_Char]) -> list[_Char]:
@@ -376,6 +410,8 @@ def _make_line(run: list[_Char]) -> Line | None:
             # are stored in another order than the one they are shown in.
             low, high = sorted((previous.order, char.order))
             spaced = any(order in spaced_orders for order in range(low + 1, min(high, low + 64) + 1))
+            # ... unless the glyphs touch: pdfium reports spaces around accents set apart from their letters.
+            spaced = spaced and gap > 0.08 * max(char.size, previous.size)
             turns = _strong_direction(previous.text) * _strong_direction(char.text) < 0
             if not (spaced or turns or gap > 0.5 * max(char.size, previous.size)):
                 words[-1].append(char)
