@@ -7,7 +7,7 @@ from services.worker.engines.cpu.textlayer import _Char, _make_line, attach_acce
 
 
 def _char(text: str, x: float, order: int) -> _Char:
-    return _Char(text, Box(x, 0, x + 4, 10), 10.0, (False, False, False), False, order)
+    return _Char(text, Box(x, 0, x + 4, 10), 10.0, (False, False, False, False, ""), False, order)
 
 
 def test_dot_leaders_are_dropped_and_leave_a_gap() -> None:

@@ -13,6 +13,7 @@ import pypdfium2.raw as pdfium_c
 
 from services.core.pdf import PDFIUM_LOCK, open_pdf
 from services.worker.engines.cpu.bidi import is_rtl_text, visual_to_logical
+from services.worker.engines.cpu.mathtext import Glyph, alphabet_of, is_math_font, word_latex
 from services.worker.engines.cpu.model import Box, Line, PageText, Segment, Word
 
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi", "-bd", ",bd")
@@ -34,10 +35,11 @@ class _Char:
     text: str
     box: Box
     size: float
-    style: tuple[bool, bool, bool]  # bold, italic, mono
+    style: tuple[bool, bool, bool, bool, str]  # bold, italic, mono, math font, math alphabet
     space_before: bool  # a space separates this character from the one before it in content order
     order: int = 0  # position in content order
     link: str = ""
+    points: float = 0.0  # font size in points (0 when unknown)
 
 
 class _Transform:
@@ -152,7 +154,7 @@ def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tupl
     raw = textpage.raw
     count = pdfium_c.FPDFText_CountChars(raw)
     rect = pdfium_c.FS_RECTF()
-    styles: dict[int | None, tuple[tuple[bool, bool, bool], bool]] = {}
+    styles: dict[int | None, tuple[tuple[bool, bool, bool, bool, str], bool]] = {}
     chars: list[_Char] = []
     rotated: list[_Char] = []
     space_pending = False
@@ -199,7 +201,8 @@ def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tupl
         text = _normalize_char(text)
         upright = angle < 0 or _near_multiple(angle + math.radians(transform.rotation), 2 * math.pi)
         size = box.height if upright else box.width
-        char = _Char(text, box, size, style, space_pending, len(chars) + len(rotated), _link_at(links, box))
+        char = _Char(text, box, size, style, space_pending, len(chars) + len(rotated), _link_at(links, box),
+                     pdfium_c.FPDFText_GetFontSize(raw, index))
         space_pending = False
         (chars if upright else rotated).append(char)
     return chars, rotated
@@ -221,7 +224,7 @@ def _normalize_char(text: str) -> str:
     return text
 
 
-def _style(raw: object, index: int, obj: object) -> tuple[tuple[bool, bool, bool], bool]:
+def _style(raw: object, index: int, obj: object) -> tuple[tuple[bool, bool, bool, bool, str], bool]:
     buffer = ctypes.create_string_buffer(256)
     flags = ctypes.c_int(0)
     length = pdfium_c.FPDFText_GetFontInfo(raw, index, buffer, 256, flags)
@@ -231,7 +234,8 @@ def _style(raw: object, index: int, obj: object) -> tuple[tuple[bool, bool, bool
     italic = bool(flags.value & _ITALIC_FLAG) or any(part in name for part in _ITALIC_NAMES)
     mono = bool(flags.value & _FIXED_PITCH_FLAG) or any(part in name for part in _MONO_NAMES)
     invisible = bool(obj) and pdfium_c.FPDFTextObj_GetTextRenderMode(obj) == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE
-    return (bold, italic, mono), invisible
+    math = is_math_font(name)
+    return (bold, italic, mono, math, alphabet_of(name) if math else ""), invisible
 
 
 def _links(pdf: pdfium.PdfDocument, page: pdfium.PdfPage, transform: _Transform) -> list[tuple[Box, str]]:
@@ -439,5 +443,9 @@ def _make_word(chars: list[_Char]) -> Word:
     italic = sum(1 for s in styles if s[1]) * 2 > len(styles)
     mono = sum(1 for s in styles if s[2]) * 2 > len(styles)
     links = [c.link for c in chars if c.link]
+    math = None
+    if all(c.points > 0 for c in chars):
+        math = word_latex([Glyph(c.text, c.points, c.box.cy, c.style[3], c.style[4], not (c.style[1] or c.style[3]))
+                           for c in chars])
     return Word("".join(c.text for c in chars), _run_box(chars), sizes[len(sizes) // 2], bold, italic, mono,
-                links[0] if links else "")
+                links[0] if links else "", math)
