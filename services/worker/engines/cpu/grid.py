@@ -208,10 +208,15 @@ def _split_at_gutters(lines: list[Line], columns: list[tuple[float, float]]) -> 
         if last == first:
             out.append(line)
             continue
-        crossed = gutters[first:last]
-        out.extend(_cut(line, lambda a, b, h, crossed=crossed: _WIDE_GAP * h < b - a and any(
-            a < g1 and b > g0 for g0, g1 in crossed)))
+        out.extend(_cut(line, _gap_in(gutters[first:last])))
     return _split_numeric_runs(out, columns)
+
+
+def _gap_in(gutters: list[tuple[float, float]]) -> Callable[[float, float, float], bool]:
+    """Accepts a wide word gap lying in one of the gutters."""
+    def accepts(start: float, stop: float, height: float) -> bool:
+        return _WIDE_GAP * height < stop - start and any(start < g1 and stop > g0 for g0, g1 in gutters)
+    return accepts
 
 
 def _split_numeric_runs(lines: list[Line], columns: list[tuple[float, float]]) -> list[Line]:

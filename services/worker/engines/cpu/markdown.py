@@ -97,8 +97,8 @@ def math_islands(words: list[Word]) -> list[tuple[int, int]]:
             index += 1
             continue
         end = index
-        while end < len(words) and kinds[end] and (end == index or not words[end - 1].math or not words[
-                end - 1].math[1] or words[end - 1].math[1] == ","):
+        # A formula ends at a sentence mark its last math word carries ("λg." ends it, "x1," does not).
+        while end < len(words) and kinds[end] and (end == index or _tail(words[end - 1]) in ("", ",")):
             end += 1
         start, stop = index, end
         # A formula does not open with an operator or a number ("150. s(t) = ..." is an item number).
@@ -110,6 +110,10 @@ def math_islands(words: list[Word]) -> list[tuple[int, int]]:
             islands.append((start, stop))
         index = end
     return islands
+
+
+def _tail(word: Word) -> str:
+    return word.math[1] if word.math else ""
 
 
 def _math(words: list[Word]) -> str:
