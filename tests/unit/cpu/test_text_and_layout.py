@@ -106,3 +106,14 @@ def test_a_stamp_just_above_a_column_is_its_own_block_but_a_skipped_line_does_no
     ocr_column = [line(f"column text line number {i} goes on", 330, 100 + 10 * i, size=12, width=190)
                   for i in range(6) if i != 3]
     assert [len(b.lines) for b in group_blocks(ocr_column, 12.0)] == [5]
+
+
+def test_a_small_running_head_set_low_like_a_book_page_is_furniture() -> None:
+    head = Block([line("Optimized Table Tokenization for Table Structure Recognition", 130, 88, size=9)],
+                 Box(130, 88, 420, 97))
+    number = Block([line("9", 470, 88, size=9)], Box(470, 88, 475, 97))
+    body = [Block([line(f"body text line {i}", 130, 110 + 14 * i)], Box(130, 110 + 14 * i, 470, 120 + 14 * i))
+            for i in range(30)]
+    mark_furniture([head, number, *body], 612, 792, 10.0)
+    assert head.kind == BlockKind.FURNITURE and number.kind == BlockKind.FURNITURE
+    assert all(b.kind != BlockKind.FURNITURE for b in body)

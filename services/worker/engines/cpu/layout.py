@@ -158,7 +158,7 @@ def mark_furniture(blocks: list[Block], width: float, height: float, size: float
         if block.kind == BlockKind.TABLE:
             continue
         text = " ".join(line.text for line in block.lines)
-        top_band = block.box.y1 < 0.11 * height
+        top_band = block.box.y1 < 0.13 * height  # LNCS and other book formats set the running head low
         bottom_band = block.box.y0 > 0.89 * height
         if not (top_band or bottom_band):
             continue
