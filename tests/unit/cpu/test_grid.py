@@ -125,3 +125,20 @@ def test_three_columns_of_running_text_with_short_lines_are_not_a_table() -> Non
             lines.append(segment("ROOFS DAMAGED", 240, 12 * row))  # a caption in the middle column
     tables, rest = find_tables(lines, [], 600, 10.0)
     assert tables == [] and len(rest) == len(lines)
+
+
+def test_slanted_column_heads_above_a_table_become_its_header_row() -> None:
+    from services.worker.engines.cpu.engine import lay_out
+    from services.worker.engines.cpu.markdown import render
+
+    lines = [segment("Paragraph text before the table that runs across the whole width of it all", 0, 0)]
+    for row in range(5):
+        lines += [segment(f"Task {row}", 0, 60 + 12 * row)] + [segment(f"0.{row}{col}", 100 + 40 * col, 60 + 12 * row)
+                                                               for col in range(3)]
+    # Text set at 45 degrees: each head's box is as tall as it is wide, one line of three words in content order.
+    heads = [Word(name, Box(98 + 40 * col, 30, 122 + 40 * col, 54)) for col, name in enumerate(("Alpha", "Beta",
+                                                                                              "Gamma"))]
+    blocks = lay_out(lines, 400, 600, margin_lines=[Line(heads, Box(98, 30, 202, 54))])
+    markdown = render(blocks)
+    assert "<td>Alpha</td><td>Beta</td><td>Gamma</td>" in markdown
+    assert markdown.count("Alpha") == 1

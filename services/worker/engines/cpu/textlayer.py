@@ -94,7 +94,7 @@ def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage) -> PageText:
     finally:
         textpage.close()
     result.lines = _lines(drop_leaders(attach_accents(chars)))
-    result.margin_lines = _lines(drop_leaders(attach_accents(rotated)))
+    result.margin_lines = _rotated_lines(drop_leaders(rotated))
     return result
 
 
@@ -387,6 +387,30 @@ def _is_gutter(left: Box, right: Box, row_index: int, spans: list[tuple[Box, lis
     if reaching >= 2:
         return free >= 0.6 * reaching
     return gap > _JOIN_GAP * height
+
+
+def _rotated_lines(chars: list[_Char]) -> list[Line]:
+    """Rotated or slanted text (margin stamps, slanted column heads): one line per run of touching characters in
+    content order, words split where the content has spaces (their boxes do not read left to right)."""
+    runs: list[list[_Char]] = []
+    for char in chars:
+        previous = runs[-1][-1] if runs else None
+        reach = 0.8 * max(char.size, previous.size) if previous else 0.0
+        if previous and max(char.box.x0 - previous.box.x1, previous.box.x0 - char.box.x1) < reach and max(
+                char.box.y0 - previous.box.y1, previous.box.y0 - char.box.y1) < reach:
+            runs[-1].append(char)
+        else:
+            runs.append([char])
+    lines: list[Line] = []
+    for run in runs:
+        words: list[list[_Char]] = []
+        for char in run:
+            if words and not char.space_before:
+                words[-1].append(char)
+            else:
+                words.append([char])
+        lines.append(Line([_make_word(word) for word in words], _run_box(run)))
+    return lines
 
 
 def _continues(previous: _Char, char: _Char) -> bool:
