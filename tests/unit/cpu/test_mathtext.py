@@ -56,3 +56,11 @@ def test_a_formula_in_a_line_becomes_one_inline_equation_and_item_numbers_stay_o
              _word("2t3", 60, math=("2t^{3}", "")), _word("−", 80), _word("8.", 90)]
     assert line_markdown(Line(words, Box(0, 0, 100, 10))) == r"150. $s\left(t\right) = 2t^{3} - 8$."
     assert line_markdown(Line([_word("x", 0, italic=True), _word("is", 10)], Box(0, 0, 20, 10))) == "x is"
+
+
+def test_a_formula_cannot_open_a_markdown_link_and_linked_words_stay_links() -> None:
+    words = [_word("[a", 0, math=("[a", "")), _word("](x)", 20, math=("](x)", ""))]
+    rendered = line_markdown(Line(words, Box(0, 0, 40, 10)))
+    assert "](" not in rendered and rendered.startswith("$")
+    linked = Word("x2", Box(0, 0, 10, 10), math=("x^{2}", ""), link="https://example.com/x")
+    assert line_markdown(Line([linked], Box(0, 0, 10, 10))) == "[x2](https://example.com/x)"

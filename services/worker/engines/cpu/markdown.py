@@ -82,11 +82,13 @@ def math_islands(words: list[Word]) -> list[tuple[int, int]]:
     italic letters (variables set in the text font) between or beside them."""
     kinds: list[str] = []
     for word in words:
-        if word.math:
+        if word.link:
+            kinds.append("")  # a link keeps its words
+        elif word.math:
             kinds.append("math")
         elif operator_latex(word.text):
             kinds.append("op")
-        elif _VARIABLE.fullmatch(word.text) and not word.link and (word.italic or not word.text.isalpha()):
+        elif _VARIABLE.fullmatch(word.text) and (word.italic or not word.text.isalpha()):
             kinds.append("var")
         else:
             kinds.append("")
@@ -129,7 +131,9 @@ def _math(words: list[Word]) -> str:
             tail = word.text[-1]
         else:
             parts.append(operator_latex(word.text) or word.text)
-    return f"${sized_delimiters(' '.join(parts))}${tail}"
+    # "](" could close a Markdown link for a renderer that does not know math; a space changes nothing in LaTeX.
+    latex = sized_delimiters(" ".join(parts)).replace("](", "] (")
+    return f"${latex}${tail}"
 
 
 def _link(words: list[Word]) -> str:
