@@ -74,7 +74,7 @@ PEERS_VENV ?= .venv-peers
 # The regression slice of `make test` (tests/integration/test_eval_floor.py): digital text, tables, OCR, rules.
 EVAL_SLICE ?= pypdf_crazyones docling_ocr_test tesseract_phototest icdar2013_eu-002 olmocr_earnings \
 	olmocr_multi_column_miss olmocr_ff0f0b22c55d8b90dd77d153f48e144fc9db_pg2 olmocr_blank_book_pg1 \
-	olmocr_synth_untable
+	olmocr_synth_untable pubtabnet_PMC1626454_002_00 olmocr_math_2503_04086 olmocr_discoverworld_crazy_table4
 EVAL_FLOOR ?= tests/integration/eval_floor.json
 
 $(PEERS_VENV)/.installed: bench/peers/requirements.txt bench/peers/requirements-nodeps.txt

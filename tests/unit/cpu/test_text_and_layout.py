@@ -95,3 +95,25 @@ def test_rtl_words_come_back_in_reading_order_with_numbers_kept() -> None:
     # On the page, left to right: "2024" "ملاس" (visual form of سلام) "Python"
     words = [Word("2024", Box(0, 0, 20, 10)), Word("Python", Box(25, 0, 55, 10)), Word("مالس", Box(60, 0, 80, 10))]
     assert [w.text for w in visual_to_logical(words)] == ["سلام", "2024", "Python"]
+
+
+def test_a_stamp_just_above_a_column_is_its_own_block_but_a_skipped_line_does_not_split_the_column() -> None:
+    stamp = line("Journal 2004;13:447. doi: 10.1136/tc.2003", 300, 85, size=8.5, width=220)
+    column = [line(f"column text line number {i} goes on", 330, 100 + 10 * i, size=8, width=190) for i in range(5)]
+    blocks = group_blocks([stamp, *column], 8.0)
+    assert [len(b.lines) for b in blocks] == [1, 5]
+    # OCR boxes overlap their neighbours; one line of the column went to another block, leaving a line-high hole.
+    ocr_column = [line(f"column text line number {i} goes on", 330, 100 + 10 * i, size=12, width=190)
+                  for i in range(6) if i != 3]
+    assert [len(b.lines) for b in group_blocks(ocr_column, 12.0)] == [5]
+
+
+def test_a_small_running_head_set_low_like_a_book_page_is_furniture() -> None:
+    head = Block([line("Optimized Table Tokenization for Table Structure Recognition", 130, 88, size=9)],
+                 Box(130, 88, 420, 97))
+    number = Block([line("9", 470, 88, size=9)], Box(470, 88, 475, 97))
+    body = [Block([line(f"body text line {i}", 130, 110 + 14 * i)], Box(130, 110 + 14 * i, 470, 120 + 14 * i))
+            for i in range(30)]
+    mark_furniture([head, number, *body], 612, 792, 10.0)
+    assert head.kind == BlockKind.FURNITURE and number.kind == BlockKind.FURNITURE
+    assert all(b.kind != BlockKind.FURNITURE for b in body)

@@ -23,12 +23,23 @@ def lay_out(lines: list[Line], width: float, height: float, *, rules: list[Segme
     if not lines:
         return []
     size = layout.body_size(lines)
-    found, rest = tables.find_tables(lines, rules or [], width, size)
+    # Rotated text in the side margins (download stamps, arXiv ids) is furniture; elsewhere it is content, and
+    # its words may be a table's slanted column heads, so each word is offered to the table finder on its own.
+    margin_lines = margin_lines or []
+    inside = [line for line in margin_lines if not (line.box.x1 < 0.12 * width or line.box.x0 > 0.88 * width)]
+    slanted = {id(word): line for line in inside for word in line.words}
+    offered = [Line([word], word.box) for line in inside for word in line.words]
+    found, rest = tables.find_tables(lines + offered, rules or [], width, size)
+    taken = {id(word) for block in found for line in block.lines for word in line.words if id(word) in slanted}
+    rest = [line for line in rest if not (len(line.words) == 1 and id(line.words[0]) in slanted)]
     blocks = layout.group_blocks(rest, size) + found
-    for line in margin_lines or []:
-        # Rotated text in the side margins (download stamps, arXiv ids) is furniture; elsewhere it is content.
-        in_margin = line.box.x1 < 0.12 * width or line.box.x0 > 0.88 * width
-        blocks.append(Block([line], line.box, BlockKind.FURNITURE if in_margin else BlockKind.PARAGRAPH))
+    for line in margin_lines:
+        if line in inside:
+            kept = [word for word in line.words if id(word) not in taken]
+            if kept:
+                blocks.append(Block([Line(kept, line.box)], line.box, BlockKind.PARAGRAPH))
+        else:
+            blocks.append(Block([line], line.box, BlockKind.FURNITURE))
     layout.mark_furniture(blocks, width, height, size)
     content = [b for b in blocks if b.kind != BlockKind.FURNITURE]
     furniture = [b for b in blocks if b.kind == BlockKind.FURNITURE]

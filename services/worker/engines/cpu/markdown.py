@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
+from services.worker.engines.cpu.mathtext import operator_latex, sized_delimiters
 from services.worker.engines.cpu.model import Block, BlockKind, Line, Word
 
 _SAFE_SCHEMES = ("http://", "https://", "mailto:", "ftp://")
@@ -14,6 +15,8 @@ _URL_SAFE = "/?:@&=+$,;-_.!~*#%'"
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
 _LEADING_MARKUP = re.compile(r"^(\s*)([#>=+]|\d+[.)](?=\s)|[-*](?=\s))")
 _HYPHENS = "-\u00ad\u2010\u2011"
+# A variable or a call beside a formula: "u", "c(g,", "S)" (set in the text font, so no math word of its own).
+_VARIABLE = re.compile(r"[A-Za-z]|[A-Za-z]?[(\[][A-Za-z][)\],]{0,2}|[A-Za-z][)\],]{1,2}|\d+[A-Za-z]?[.,;:]?")
 
 
 def escape_url(url: str) -> str | None:
@@ -50,13 +53,19 @@ def join_lines(lines: list[str]) -> str:
 
 
 def line_markdown(line: Line) -> str:
-    """A line's words, with link runs rendered as Markdown links with escaped targets."""
+    """A line's words, with link runs rendered as Markdown links with escaped targets and runs of math words as
+    inline `$...$` LaTeX."""
     parts: list[str] = []
     index = 0
     words = line.words
+    islands = dict(math_islands(words))
     while index < len(words):
         word = words[index]
-        if word.link:
+        if index in islands:
+            end = islands[index]
+            parts.append(_math(words[index:end]))
+            index = end
+        elif word.link:
             end = index
             while end < len(words) and words[end].link == word.link:
                 end += 1
@@ -66,6 +75,65 @@ def line_markdown(line: Line) -> str:
             parts.append(escape_text(word.text))
             index += 1
     return " ".join(parts)
+
+
+def math_islands(words: list[Word]) -> list[tuple[int, int]]:
+    """[start, end) runs of words that read as one formula: math words, with operators ("=", "∈") and single
+    italic letters (variables set in the text font) between or beside them."""
+    kinds: list[str] = []
+    for word in words:
+        if word.link:
+            kinds.append("")  # a link keeps its words
+        elif word.math:
+            kinds.append("math")
+        elif operator_latex(word.text):
+            kinds.append("op")
+        elif _VARIABLE.fullmatch(word.text) and (word.italic or not word.text.isalpha()):
+            kinds.append("var")
+        else:
+            kinds.append("")
+    islands: list[tuple[int, int]] = []
+    index = 0
+    while index < len(words):
+        if not kinds[index]:
+            index += 1
+            continue
+        end = index
+        # A formula ends at a sentence mark its last math word carries ("λg." ends it, "x1," does not).
+        while end < len(words) and kinds[end] and (end == index or _tail(words[end - 1]) in ("", ",")):
+            end += 1
+        start, stop = index, end
+        # A formula does not open with an operator or a number ("150. s(t) = ..." is an item number).
+        while start < stop and (kinds[start] == "op" or kinds[start] == "var" and words[start].text[:1].isdigit()):
+            start += 1
+        while stop > start and kinds[stop - 1] == "op":
+            stop -= 1
+        if "math" in kinds[start:stop]:
+            islands.append((start, stop))
+        index = end
+    return islands
+
+
+def _tail(word: Word) -> str:
+    return word.math[1] if word.math else ""
+
+
+def _math(words: list[Word]) -> str:
+    parts: list[str] = []
+    tail = ""
+    for position, word in enumerate(words):
+        last = position == len(words) - 1
+        if word.math:
+            parts.append(word.math[0] + ("" if last else word.math[1]))
+            tail = word.math[1] if last else ""
+        elif last and word.text[-1] in ".,;:" and len(word.text) > 1:
+            parts.append(word.text[:-1])
+            tail = word.text[-1]
+        else:
+            parts.append(operator_latex(word.text) or word.text)
+    # "](" could close a Markdown link for a renderer that does not know math; a space changes nothing in LaTeX.
+    latex = sized_delimiters(" ".join(parts)).replace("](", "] (")
+    return f"${latex}${tail}"
 
 
 def _link(words: list[Word]) -> str:

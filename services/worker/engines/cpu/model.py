@@ -60,6 +60,7 @@ class Word:
     italic: bool = False
     mono: bool = False
     link: str = ""  # the target of the link annotation the word sits in
+    math: tuple[str, str] | None = None  # (LaTeX, trailing punctuation) when the word is set in math fonts
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ import pypdfium2.raw as pdfium_c
 
 from services.core.pdf import PDFIUM_LOCK, open_pdf
 from services.worker.engines.cpu.bidi import is_rtl_text, visual_to_logical
+from services.worker.engines.cpu.mathtext import Glyph, alphabet_of, is_math_font, word_latex
 from services.worker.engines.cpu.model import Box, Line, PageText, Segment, Word
 
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi", "-bd", ",bd")
@@ -20,6 +21,11 @@ _ITALIC_NAMES = ("italic", "oblique", "-it", ",it")
 _MONO_NAMES = ("mono", "courier", "consol", "typewriter", "cmtt", "menlo", "inconsolata", "sfmono", "sftt")
 _FIXED_PITCH_FLAG = 1
 _ITALIC_FLAG = 64
+# Spacing accents and the combining marks they stand for.
+_ACCENTS = {"´": "\u0301", "`": "\u0300", "ˆ": "\u0302", "ˇ": "\u030c", "¨": "\u0308", "˜": "\u0303", "¯": "\u0304",
+            "˘": "\u0306", "˙": "\u0307", "˚": "\u030a", "¸": "\u0327", "˛": "\u0328", "˝": "\u030b"}
+_LEADER_DOTS = frozenset(".·․‧∙⋅…")
+_MIN_LEADER = 4
 _JOIN_GAP = 1.2  # in line heights: runs on one baseline closer than this are one line, when nothing else tells
 _SPLIT_GAP = 2.0  # in line heights: runs on one baseline further apart than this are never one line
 
@@ -29,10 +35,11 @@ class _Char:
     text: str
     box: Box
     size: float
-    style: tuple[bool, bool, bool]  # bold, italic, mono
+    style: tuple[bool, bool, bool, bool, str]  # bold, italic, mono, math font, math alphabet
     space_before: bool  # a space separates this character from the one before it in content order
     order: int = 0  # position in content order
     link: str = ""
+    points: float = 0.0  # font size in points (0 when unknown)
 
 
 class _Transform:
@@ -86,9 +93,60 @@ def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage) -> PageText:
         chars, rotated = _chars(textpage, transform, links, result)
     finally:
         textpage.close()
-    result.lines = _lines(chars)
-    result.margin_lines = _lines(rotated)
+    result.lines = _lines(drop_leaders(attach_accents(chars)))
+    result.margin_lines = _rotated_lines(drop_leaders(rotated))
     return result
+
+
+def attach_accents(chars: list[_Char]) -> list[_Char]:
+    """Accents TeX and others set as glyphs of their own ("Ja´n") are put back on the letter under them ("Ján").
+
+    The accent's letter is found by position (the accent may come several characters later in content order);
+    the space pdfium reports around a displaced accent is dropped when the letters around it touch.
+    """
+    absorbed: set[int] = set()
+    for index, char in enumerate(chars):
+        combining = _ACCENTS.get(char.text)
+        if combining is None:
+            continue
+        centre = char.box.cx
+        # TeX may set a line's accents after all its letters: look back along the whole line.
+        candidates = [j for j in range(max(0, index - 160), min(len(chars), index + 3))
+                      if j != index and j not in absorbed and chars[j].text.isalpha() and len(chars[j].text) == 1
+                      and chars[j].box.x0 - 0.5 <= centre <= chars[j].box.x1 + 0.5
+                      and chars[j].box.y_overlap(char.box) > 0.5 * char.box.height]
+        if not candidates:
+            continue
+        letter = chars[min(candidates, key=lambda j: abs(j - index))]
+        base = "i" if letter.text == "ı" else "j" if letter.text == "ȷ" else letter.text
+        letter.text = unicodedata.normalize("NFC", base + combining)
+        absorbed.add(index)
+        after = index + 1
+        if after < len(chars) and index > 0 and chars[after].space_before:
+            before = chars[index - 1]
+            if 0 <= chars[after].box.x0 - before.box.x1 < 0.2 * max(1.0, before.box.height):
+                chars[after].space_before = False
+    return [char for index, char in enumerate(chars) if index not in absorbed]
+
+
+def drop_leaders(chars: list[_Char]) -> list[_Char]:
+    """Dot leaders (". . . . ." from a label to its figure, or a dotted rule) carry no text, and a leader drawn
+    under its label would interleave with the label's letters: runs of four or more leader dots in content order
+    are dropped, leaving a gap."""
+    out: list[_Char] = []
+    index = 0
+    while index < len(chars):
+        end = index
+        while end < len(chars) and chars[end].text in _LEADER_DOTS:
+            end += 1
+        if end - index >= _MIN_LEADER:
+            if end < len(chars):
+                chars[end].space_before = True
+            index = end
+            continue
+        out.extend(chars[index:max(end, index + 1)])
+        index = max(end, index + 1)
+    return out
 
 
 def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tuple[Box, str]],
@@ -96,7 +154,7 @@ def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tupl
     raw = textpage.raw
     count = pdfium_c.FPDFText_CountChars(raw)
     rect = pdfium_c.FS_RECTF()
-    styles: dict[int | None, tuple[tuple[bool, bool, bool], bool]] = {}
+    styles: dict[int | None, tuple[tuple[bool, bool, bool, bool, str], bool]] = {}
     chars: list[_Char] = []
     rotated: list[_Char] = []
     space_pending = False
@@ -143,7 +201,8 @@ def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tupl
         text = _normalize_char(text)
         upright = angle < 0 or _near_multiple(angle + math.radians(transform.rotation), 2 * math.pi)
         size = box.height if upright else box.width
-        char = _Char(text, box, size, style, space_pending, len(chars) + len(rotated), _link_at(links, box))
+        char = _Char(text, box, size, style, space_pending, len(chars) + len(rotated), _link_at(links, box),
+                     pdfium_c.FPDFText_GetFontSize(raw, index))
         space_pending = False
         (chars if upright else rotated).append(char)
     return chars, rotated
@@ -165,7 +224,7 @@ def _normalize_char(text: str) -> str:
     return text
 
 
-def _style(raw: object, index: int, obj: object) -> tuple[tuple[bool, bool, bool], bool]:
+def _style(raw: object, index: int, obj: object) -> tuple[tuple[bool, bool, bool, bool, str], bool]:
     buffer = ctypes.create_string_buffer(256)
     flags = ctypes.c_int(0)
     length = pdfium_c.FPDFText_GetFontInfo(raw, index, buffer, 256, flags)
@@ -175,7 +234,8 @@ def _style(raw: object, index: int, obj: object) -> tuple[tuple[bool, bool, bool
     italic = bool(flags.value & _ITALIC_FLAG) or any(part in name for part in _ITALIC_NAMES)
     mono = bool(flags.value & _FIXED_PITCH_FLAG) or any(part in name for part in _MONO_NAMES)
     invisible = bool(obj) and pdfium_c.FPDFTextObj_GetTextRenderMode(obj) == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE
-    return (bold, italic, mono), invisible
+    math = is_math_font(name)
+    return (bold, italic, mono, math, alphabet_of(name) if math else ""), invisible
 
 
 def _links(pdf: pdfium.PdfDocument, page: pdfium.PdfPage, transform: _Transform) -> list[tuple[Box, str]]:
@@ -329,6 +389,30 @@ def _is_gutter(left: Box, right: Box, row_index: int, spans: list[tuple[Box, lis
     return gap > _JOIN_GAP * height
 
 
+def _rotated_lines(chars: list[_Char]) -> list[Line]:
+    """Rotated or slanted text (margin stamps, slanted column heads): one line per run of touching characters in
+    content order, words split where the content has spaces (their boxes do not read left to right)."""
+    runs: list[list[_Char]] = []
+    for char in chars:
+        previous = runs[-1][-1] if runs else None
+        reach = 0.8 * max(char.size, previous.size) if previous else 0.0
+        if previous and max(char.box.x0 - previous.box.x1, previous.box.x0 - char.box.x1) < reach and max(
+                char.box.y0 - previous.box.y1, previous.box.y0 - char.box.y1) < reach:
+            runs[-1].append(char)
+        else:
+            runs.append([char])
+    lines: list[Line] = []
+    for run in runs:
+        words: list[list[_Char]] = []
+        for char in run:
+            if words and not char.space_before:
+                words[-1].append(char)
+            else:
+                words.append([char])
+        lines.append(Line([_make_word(word) for word in words], _run_box(run)))
+    return lines
+
+
 def _continues(previous: _Char, char: _Char) -> bool:
     height = min(previous.box.height, char.box.height) or 1.0
     if previous.box.y_overlap(char.box) < 0.4 * height:
@@ -354,6 +438,8 @@ def _make_line(run: list[_Char]) -> Line | None:
             # are stored in another order than the one they are shown in.
             low, high = sorted((previous.order, char.order))
             spaced = any(order in spaced_orders for order in range(low + 1, min(high, low + 64) + 1))
+            # ... unless the glyphs touch: pdfium reports spaces around accents set apart from their letters.
+            spaced = spaced and gap > 0.08 * max(char.size, previous.size)
             turns = _strong_direction(previous.text) * _strong_direction(char.text) < 0
             if not (spaced or turns or gap > 0.5 * max(char.size, previous.size)):
                 words[-1].append(char)
@@ -381,5 +467,9 @@ def _make_word(chars: list[_Char]) -> Word:
     italic = sum(1 for s in styles if s[1]) * 2 > len(styles)
     mono = sum(1 for s in styles if s[2]) * 2 > len(styles)
     links = [c.link for c in chars if c.link]
+    math = None
+    if all(c.points > 0 for c in chars):
+        math = word_latex([Glyph(c.text, c.points, c.box.cy, c.style[3], c.style[4], not (c.style[1] or c.style[3]))
+                           for c in chars])
     return Word("".join(c.text for c in chars), _run_box(chars), sizes[len(sizes) // 2], bold, italic, mono,
-                links[0] if links else "")
+                links[0] if links else "", math)

@@ -1,0 +1,464 @@
+"""Rows of text segments (text-layer runs or OCR boxes) to a table grid.
+
+Columns come from the white gaps that (nearly) every row leaves; a cell wrapped over several lines is joined
+again; a header centred over several columns spans them; the stub head, section rows and grouped row labels get
+their spans. The same code serves text layers and OCR boxes, so it only looks at geometry and text shape.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from services.worker.engines.cpu.model import Box, Line, Word, union_all
+
+_NUMERIC = re.compile(r"^[\s$€£¥%()+\-–—−.,:/*\d<>≤≥±x×~]+$")
+# A word gap this many line heights wide may be a column boundary the text layer did not split at.
+_WIDE_GAP = 0.8
+_YEAR = re.compile(r"(19|20)\d\d")
+_ENUMERATOR = re.compile(r"^(?:\(?\d{1,3}[.)]?|[•◦▪●○■□►‣⁃∙·\-–—*]|\(?[a-z][.)])\s")
+_OPEN_ENDING = re.compile(r"(?:[-‐,/(&+]|\b(?:and|or|of|the|to|in|for|with|on|by|at|a|an|et|de|du|des|und|der)"
+                          r")$", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class Cell:
+    row: int
+    col: int
+    text: str
+    rowspan: int = 1
+    colspan: int = 1
+    left: float = 0.0  # the x-extent of the text, for centring a header over the columns it heads
+    right: float = 0.0
+
+
+@dataclass(slots=True)
+class Grid:
+    rows: int
+    cols: int
+    cells: list[Cell] = field(default_factory=list)
+    header_rows: int = 0
+
+
+def grid_html(grid: Grid) -> str:
+    """The grid as one <table>; positions covered by no cell become empty cells so every row is full."""
+    covered: set[tuple[int, int]] = set()
+    by_origin: dict[tuple[int, int], Cell] = {}
+    for cell in grid.cells:
+        by_origin[(cell.row, cell.col)] = cell
+        for r in range(cell.row, cell.row + cell.rowspan):
+            for c in range(cell.col, cell.col + cell.colspan):
+                covered.add((r, c))
+    rows_html: list[str] = []
+    for r in range(grid.rows):
+        cells_html: list[str] = []
+        for c in range(grid.cols):
+            origin = by_origin.get((r, c))
+            if origin is None:
+                if (r, c) not in covered:
+                    cells_html.append("<td></td>")
+                continue
+            attrs = (f' rowspan="{origin.rowspan}"' if origin.rowspan > 1 else "") + (
+                f' colspan="{origin.colspan}"' if origin.colspan > 1 else "")
+            cells_html.append(f"<td{attrs}>{html.escape(origin.text, quote=False)}</td>")
+        rows_html.append("<tr>" + "".join(cells_html) + "</tr>")
+    head = rows_html[: grid.header_rows]
+    body = rows_html[grid.header_rows:]
+    parts = ["<table>"]
+    if head:
+        parts.append("<thead>" + "".join(head) + "</thead>")
+    parts.append("<tbody>" + "".join(body) + "</tbody>")
+    parts.append("</table>")
+    return "".join(parts)
+
+
+def is_numeric(text: str) -> bool:
+    return bool(text) and bool(_NUMERIC.match(text)) and any(ch.isdigit() for ch in text)
+
+
+def _is_figure(text: str) -> bool:
+    return is_numeric(text) or bool(re.fullmatch(r"[*†‡§#\-–—.]+|n/?a|NS|ns", text))
+
+
+@dataclass(slots=True)
+class TextRow:
+    """Lines sharing a baseline band, left to right."""
+
+    lines: list[Line]
+    box: Box
+
+    @property
+    def count(self) -> int:
+        return len(self.lines)
+
+
+def text_rows(lines: list[Line]) -> list[TextRow]:
+    rows: list[TextRow] = []
+    for line in sorted(lines, key=lambda item: item.box.cy):
+        for row in reversed(rows[-3:]):
+            if line.box.y_overlap(row.box) >= 0.5 * min(line.box.height, row.box.height):
+                row.lines.append(line)
+                row.box = row.box.union(line.box)
+                break
+        else:
+            rows.append(TextRow([line], line.box))
+    for row in rows:
+        row.lines.sort(key=lambda item: item.box.x0)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Columns
+
+
+def column_bands(rows: list[TextRow]) -> list[tuple[float, float]]:
+    """x-bands holding text in more body rows than a stray long label could explain.
+
+    A gap counts as a column boundary when at most `allowed` body rows put text across it; text lying only in such
+    gaps (a column only headers or a few rows fill) makes a band of its own.
+    """
+    left = min(row.box.x0 for row in rows)
+    right = max(row.box.x1 for row in rows)
+    table_width = max(1.0, right - left)
+    # Rows with figures are the body: headers, which often straddle gaps, get placed on the body's columns.
+    basis = [row for row in rows if any(is_numeric(line.text) for line in row.lines)]
+    if len(basis) < 3:
+        basis = rows
+    allowed = len(basis) // 6  # e.g. the "Average" or "Total" rows under a table, whose labels run wide
+    events: list[tuple[float, int]] = []
+    for row in basis:
+        if row.count == 1 and row.box.width > 0.5 * table_width:
+            continue  # a title, section or note row across the table says nothing about columns
+        pieces = [piece for line in row.lines for piece in _cut(line, lambda a, b, h: b - a > _WIDE_GAP * h)]
+        for start, stop in _merged([(piece.box.x0, piece.box.x1) for piece in pieces]):
+            events += [(start, 1), (stop, -1)]
+    events.sort(key=lambda event: (event[0], -event[1]))
+    strong: list[tuple[float, float]] = []
+    depth = 0
+    opened = 0.0
+    for x, step in events:
+        before = depth
+        depth += step
+        if before <= allowed < depth:
+            opened = x
+        elif depth <= allowed < before:
+            strong.append((opened, x))
+    bands = _merged(strong, tolerance=0.5)
+    # Text in no band at all that lines up over several rows (a column only headers or a few rows fill) adds a
+    # band of its own; a lone stray segment goes to the nearest column instead.
+    loose: list[tuple[float, float, int]] = []
+    for index, row in enumerate(rows):
+        for line in row.lines:
+            if any(ch.isalnum() for ch in line.text) and not any(
+                    min(b, line.box.x1) - max(a, line.box.x0) > 0 for a, b in bands):
+                loose.append((line.box.x0, line.box.x1, index))
+    extra: list[tuple[float, float, set[int]]] = []
+    for start, stop, index in sorted(loose):
+        if extra and start <= extra[-1][1] + 1.0:
+            extra[-1] = (extra[-1][0], max(extra[-1][1], stop), extra[-1][2] | {index})
+        else:
+            extra.append((start, stop, {index}))
+    return sorted(bands + [(start, stop) for start, stop, members in extra if len(members) >= 2 or not bands])
+
+
+def _merged(spans: list[tuple[float, float]], tolerance: float = 1.0) -> list[tuple[float, float]]:
+    bands: list[tuple[float, float]] = []
+    for start, stop in sorted(spans):
+        if bands and start <= bands[-1][1] + tolerance:
+            bands[-1] = (bands[-1][0], max(bands[-1][1], stop))
+        else:
+            bands.append((start, stop))
+    return bands
+
+
+def span_of(columns: list[tuple[float, float]], x0: float, x1: float) -> tuple[int, int]:
+    """The first and last column a segment covers; a segment in a gap goes to the nearest column."""
+    hit = [i for i, (a, b) in enumerate(columns) if min(b, x1) - max(a, x0) > 0.25 * min(b - a, x1 - x0)]
+    if hit:
+        return hit[0], hit[-1]
+    centre = (x0 + x1) / 2
+    nearest = min(range(len(columns)), key=lambda i: abs((columns[i][0] + columns[i][1]) / 2 - centre))
+    return nearest, nearest
+
+
+def _cut(line: Line, at_gap: Callable[[float, float, float], bool]) -> list[Line]:
+    """The line cut into pieces at the word gaps `at_gap(gap_start, gap_stop, line_height)` accepts."""
+    pieces: list[list[Word]] = [[line.words[0]]] if line.words else []
+    for word in line.words[1:]:
+        if at_gap(pieces[-1][-1].box.x1, word.box.x0, line.box.height):
+            pieces.append([word])
+        else:
+            pieces[-1].append(word)
+    if len(pieces) <= 1:
+        return [line]
+    return [Line(words, union_all([w.box for w in words]), rtl=line.rtl, score=line.score) for words in pieces]
+
+
+def _split_at_gutters(lines: list[Line], columns: list[tuple[float, float]]) -> list[Line]:
+    """A segment running across a column boundary is cut where a wide word gap of it lies in the gutter (the text
+    layer keeps "22 Easy" together where "1 Easy" was split), then figures still crossing a boundary (OCR joins
+    close numbers into one box) are cut by where each figure sits."""
+    gutters = [(columns[i][1], columns[i + 1][0]) for i in range(len(columns) - 1)]
+    out: list[Line] = []
+    for line in lines:
+        first, last = span_of(columns, line.box.x0, line.box.x1)
+        if last == first:
+            out.append(line)
+            continue
+        out.extend(_cut(line, _gap_in(gutters[first:last])))
+    return _split_numeric_runs(out, columns)
+
+
+def _gap_in(gutters: list[tuple[float, float]]) -> Callable[[float, float, float], bool]:
+    """Accepts a wide word gap lying in one of the gutters."""
+    def accepts(start: float, stop: float, height: float) -> bool:
+        return _WIDE_GAP * height < stop - start and any(start < g1 and stop > g0 for g0, g1 in gutters)
+    return accepts
+
+
+def _split_numeric_runs(lines: list[Line], columns: list[tuple[float, float]]) -> list[Line]:
+    out: list[Line] = []
+    for line in lines:
+        first, last = span_of(columns, line.box.x0, line.box.x1)
+        if last == first or len(line.words) < 2 or not all(_is_figure(w.text) for w in line.words):
+            out.append(line)
+            continue
+        pieces: dict[int, list[Word]] = {}
+        for word in line.words:
+            band = span_of(columns, word.box.cx, word.box.cx + 0.01)[0]
+            pieces.setdefault(band, []).append(word)
+        for band in sorted(pieces):
+            words = pieces[band]
+            out.append(Line(words, union_all([w.box for w in words]), score=line.score))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rows: text rows placed into columns, then text rows that continue a row joined to it
+
+
+@dataclass(slots=True)
+class _Piece:
+    first: int
+    last: int
+    text: str
+    left: float
+    right: float
+
+
+def _place(row: TextRow, columns: list[tuple[float, float]]) -> dict[int, _Piece]:
+    placed: dict[int, _Piece] = {}
+    for line in _split_at_gutters(row.lines, columns):
+        first, last = span_of(columns, line.box.x0, line.box.x1)
+        previous = next((p for p in placed.values() if p.first <= last and first <= p.last), None)
+        if previous is not None:
+            # Two segments in one column: one cell, read left to right.
+            del placed[previous.first]
+            previous = _Piece(min(previous.first, first), max(previous.last, last), f"{previous.text} {line.text}",
+                              previous.left, line.box.x1)
+            placed[previous.first] = previous
+            continue
+        placed[first] = _Piece(first, last, line.text, line.box.x0, line.box.x1)
+    return placed
+
+
+def _continues(upper: str, lower: str) -> bool:
+    """Does `lower` read as the next line of the cell text `upper` (not a new entry)?"""
+    if is_numeric(upper) or is_numeric(lower) or _ENUMERATOR.match(lower):
+        return False
+    return lower[:1].islower() or bool(_OPEN_ENDING.search(upper.rstrip()))
+
+
+def _joins(row: dict[int, _Piece], lower: dict[int, _Piece]) -> bool:
+    """Is the text row `lower` more lines of the logical row `row` rather than a row of its own?
+
+    Yes when it continues the text of cells it shares with the row (and shares at least one), or when it brings
+    the figures of a row whose label alone sat above them (a label centred on wrapped figures).
+    """
+    shared = False
+    for below in lower.values():
+        over = [p for p in row.values() if p.first <= below.last and below.first <= p.last]
+        if not over:
+            continue
+        if len(over) > 1 or (over[0].first, over[0].last) != (below.first, below.last):
+            return False  # a header over several columns, with the columns' own headers below it
+        if not _continues(over[0].text, below.text):
+            return False
+        shared = True
+    if shared:
+        return True
+    label_only = list(row) == [0] and not is_numeric(row[0].text)
+    return label_only and 0 not in lower and any(is_numeric(p.text) for p in lower.values())
+
+
+def _logical_rows(rows: list[TextRow], placed: list[dict[int, _Piece]]) -> list[dict[int, _Piece]]:
+    pitches = [rows[i].box.cy - rows[i - 1].box.cy for i in range(1, len(rows))]
+    typical = statistics.median(pitches) if pitches else 0.0
+    out: list[dict[int, _Piece]] = []
+    for index, pieces in enumerate(placed):
+        if out and index > 0 and rows[index].box.cy - rows[index - 1].box.cy <= 1.25 * typical and _joins(
+                out[-1], pieces):
+            for col, piece in pieces.items():
+                if col in out[-1]:
+                    above = out[-1][col]
+                    joiner = "" if above.text.endswith(("-", "‐")) and piece.text[:1].islower() else " "
+                    text = above.text[:-1] if joiner == "" else above.text
+                    out[-1][col] = _Piece(above.first, above.last, f"{text}{joiner}{piece.text}",
+                                          min(above.left, piece.left), max(above.right, piece.right))
+                else:
+                    out[-1][col] = piece
+            continue
+        out.append(dict(pieces))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The grid and its spans
+
+
+def build_grid(rows: list[TextRow]) -> Grid | None:
+    """Columns from the gaps the rows leave; cells wrapped over lines joined; spans from the headers' geometry."""
+    if not rows:
+        return None
+    columns = column_bands(rows)
+    if len(columns) < 2:
+        return None
+    logical = _logical_rows(rows, [_place(row, columns) for row in rows])
+    grid = Grid(rows=len(logical), cols=len(columns))
+    for r, pieces in enumerate(logical):
+        for piece in sorted(pieces.values(), key=lambda p: p.first):
+            grid.cells.append(Cell(r, piece.first, piece.text.strip(), colspan=piece.last - piece.first + 1,
+                                   left=piece.left, right=piece.right))
+    grid.header_rows = header_rows(grid)
+    widen_group_headers(grid, columns)
+    stub_head(grid)
+    section_rows(grid)
+    grouped_row_labels(grid)
+    return grid
+
+
+def header_rows(grid: Grid) -> int:
+    """Leading rows with no figures in their data columns (years allowed) are headers."""
+    by_row = _by_row(grid)
+    has_numbers = any(is_numeric(c.text) for c in grid.cells if c.col > 0)
+    if not has_numbers:
+        return 1 if grid.rows > 2 else 0
+    header = 0
+    for r in range(min(grid.rows - 1, 5)):
+        cells = [c for c in by_row.get(r, []) if c.col > 0]
+        if any(is_numeric(c.text) and not _YEAR.fullmatch(c.text.strip()) for c in cells):
+            break
+        header = r + 1
+    # A label alone in the first column right above the figures opens the body's first section.
+    while header > 0 and all(c.col == 0 for c in by_row.get(header - 1, [])):
+        header -= 1
+    return header
+
+
+def _by_row(grid: Grid) -> dict[int, list[Cell]]:
+    by_row: dict[int, list[Cell]] = {}
+    for cell in grid.cells:
+        by_row.setdefault(cell.row, []).append(cell)
+    for cells in by_row.values():
+        cells.sort(key=lambda c: c.col)
+    return by_row
+
+
+def widen_group_headers(grid: Grid, columns: list[tuple[float, float]]) -> None:
+    """A header cell over several columns' headers spans all the columns it is centred over, not only those its
+    text happens to cross ("Year Ended" over three dates, "General Practitioners" over five answers)."""
+    by_row = _by_row(grid)
+    for r in range(grid.header_rows - 1):
+        cells = [c for c in by_row.get(r, []) if c.col > 0 and c.text]
+        below = {col for c in grid.cells if r < c.row < grid.header_rows and c.text
+                 for col in range(c.col, c.col + c.colspan)}
+        taken = {col for c in by_row.get(r, []) for col in range(c.col, c.col + c.colspan)}
+        for cell in cells:
+            band = columns[cell.col][1] - columns[cell.col][0]
+            overflows = cell.right - cell.left > 1.3 * band
+            if cell.colspan < 2 and len(cells) > 1 and not overflows:
+                continue  # one column's own header
+            lo = cell.col
+            while lo - 1 > 0 and lo - 1 not in taken:
+                lo -= 1
+            hi = cell.col + cell.colspan - 1
+            while hi + 1 < grid.cols and hi + 1 not in taken:
+                hi += 1
+            centre = (cell.left + cell.right) / 2
+            tolerance = max(3.0, 0.15 * (cell.right - cell.left))
+            options = []
+            for first in range(lo, cell.col + 1):
+                for last in range(cell.col + cell.colspan - 1, hi + 1):
+                    if first not in below or last not in below:
+                        continue
+                    if sum(1 for col in range(first, last + 1) if col in below) < 2:
+                        continue
+                    offset = abs((columns[first][0] + columns[last][1]) / 2 - centre)
+                    options.append((offset, first, last))
+            if not options:
+                continue
+            best = min(offset for offset, _, _ in options)
+            _, first, last = max((o for o in options if o[0] <= best + tolerance), key=lambda o: o[2] - o[1])
+            taken.difference_update(range(cell.col, cell.col + cell.colspan))
+            cell.col, cell.colspan = first, last - first + 1
+            taken.update(range(first, last + 1))
+
+
+def stub_head(grid: Grid) -> None:
+    """In the header, a cell with only empty positions under it spans down over them; the stub head (the first
+    column's header, often set on several lines beside the column headers) becomes one cell."""
+    if grid.header_rows < 2:
+        return
+    stub = sorted((c for c in grid.cells if c.row < grid.header_rows and c.col == 0 and c.colspan == 1),
+                  key=lambda c: c.row)
+    if len(stub) > 1:
+        stub[0].text = " ".join(c.text for c in stub if c.text)
+        grid.cells = [c for c in grid.cells if c not in stub[1:]]
+    occupied = {(c.row, col) for c in grid.cells for col in range(c.col, c.col + c.colspan)}
+    for cell in grid.cells:
+        if cell.row >= grid.header_rows - 1 or not cell.text:
+            continue
+        span = 1
+        while cell.row + span < grid.header_rows and not any(
+                (cell.row + span, col) in occupied for col in range(cell.col, cell.col + cell.colspan)):
+            span += 1
+        cell.rowspan = span
+
+
+def section_rows(grid: Grid) -> None:
+    """A body row holding only a label in the first column heads a section: it spans the table's width."""
+    if grid.cols < 3:
+        return
+    for r, cells in _by_row(grid).items():
+        if r < grid.header_rows or len(cells) != 1:
+            continue
+        cell = cells[0]
+        if cell.col == 0 and cell.rowspan == 1 and cell.text and not is_numeric(cell.text):
+            cell.colspan = grid.cols
+
+
+def grouped_row_labels(grid: Grid) -> None:
+    """A first-column label followed by rows whose first column is empty while a second-level label fills the
+    second column heads all those rows (a rowspan), as in "DHS WI" over "CDR-RS", "CDR", "RS"."""
+    by_row = _by_row(grid)
+    lookup = {(c.row, c.col): c for c in grid.cells}
+    r = grid.header_rows
+    while r < grid.rows:
+        label = lookup.get((r, 0))
+        second = lookup.get((r, 1))
+        if label is None or label.colspan > 1 or not label.text or second is None or is_numeric(second.text):
+            r += 1
+            continue
+        end = r + 1
+        while end < grid.rows and (end, 0) not in lookup and not any(
+                c.col == 0 for c in by_row.get(end, [])):
+            below = lookup.get((end, 1))
+            if below is None or is_numeric(below.text) or below.colspan > 1:
+                break
+            end += 1
+        if end - r >= 2:
+            label.rowspan = end - r
+        r = end
