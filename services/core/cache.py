@@ -6,7 +6,7 @@
                          and the same for the engines it builds on (vllm pages: the cpu engine)
 
 The gateway computes document keys with its own settings, so it must see the same `PAGEMILL_ENGINE__*` and
-`PAGEMILL_LIMITS__*` values as the workers (one shared environment, as the Helm chart and compose file do).
+`PAGEMILL_LIMITS__*` values as the workers (the chart's ConfigMap, the compose file's `x-pagemill-env`).
 Keys live on the rows of the documents and pages that produced results, so a lookup is an indexed query
 and a deleted or expired document can never answer (its rows are filtered out). Lookups stay within one
 tenant: a shared cache would tell a tenant, through timing, what another tenant uploaded.
