@@ -200,7 +200,8 @@ class RetentionSettings(SettingsSection):
     """How long stored data is kept."""
 
     days: float = Field(default=30.0, gt=0)
-    """Per tenant: days the sources and results of finished documents are kept."""
+    """Per tenant: days the sources and results of finished documents are kept; then they are deleted and the
+    metadata, filename and error text erased from the database."""
     sweep_interval_s: float = Field(default=600.0, gt=0)
     """Seconds between the reconciler's retention sweeps."""
     idempotency_ttl_s: int = Field(default=24 * 3600, ge=1)
