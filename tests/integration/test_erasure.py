@@ -6,7 +6,6 @@ webhook of the DELETE still goes out whole, and the structural facts (ids, types
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from services.core.db.models import (
 )
 from services.core.db.session import get_engine, session_scope
 from tests.conftest import PlatformFactory
-from tests.harness import Platform
+from tests.harness import Platform, wait_until
 from tests.pdfs import repeat_pages
 from tests.receivers import Receiver
 
@@ -61,17 +60,6 @@ def rows_containing(database_url: str, needle: str) -> dict[str, int]:
                 if count:
                     found[f"{table}.{column['name']}"] = count
     return found
-
-
-def wait_until(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
 
 
 def accepted(receiver: Receiver, event_type: str) -> list[dict[str, Any]]:
