@@ -53,6 +53,9 @@ proto: $(STAMP) ## regenerate the Python code of proto/pagemill/v1/*.proto
 migrate: $(STAMP) ## apply database migrations (PAGEMILL_DATABASE_URL, default SQLite in .pagemill/)
 	$(BIN)/pagemill migrate
 
+docs: $(STAMP) ## regenerate the settings tables (docs/settings.md, README) from services/core/settings.py
+	$(BIN)/pagemill config --write
+
 dashboards: $(STAMP) ## regenerate the Grafana dashboards in charts/pagemill/dashboards/
 	$(BIN)/python -m tools.dashboards
 
@@ -90,4 +93,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-fair dashboards ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor

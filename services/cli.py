@@ -100,6 +100,22 @@ def vllm_command_cmd(preset: str | None, as_json: bool, executable: str) -> None
 
 
 @main.command()
+@click.option("--markdown", "mode", flag_value="markdown", default=True,
+              help="print the reference table of every setting (the default)")
+@click.option("--write", "mode", flag_value="write",
+              help="regenerate docs/settings.md and README's settings table in place")
+def config(mode: str) -> None:
+    """The settings reference, generated from services/core/settings.py (env name, default, meaning)."""
+    from services.core import settings_docs
+
+    if mode == "write":
+        changed = settings_docs.write()
+        click.echo("updated: " + ", ".join(str(p) for p in changed) if changed else "up to date")
+    else:
+        click.echo(settings_docs.reference_markdown())
+
+
+@main.command()
 @click.option("--loop/--once", default=False, help="keep running every reconciler.interval_s seconds")
 @click.option("--metrics-port", type=int, default=None, help="serve /metrics on this port (with --loop)")
 def reconcile(loop: bool, metrics_port: int | None) -> None:

@@ -28,6 +28,18 @@ FINAL = {"succeeded", "partial", "failed", "cancelled"}
 _redis_dbs = itertools.cycle(range(1, 16))
 
 
+def wait_until(check: Any, timeout: float, what: str, *, every: float = 0.2) -> Any:
+    """Polls `check` until it returns something truthy (and returns that), or fails after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(every)
+
+
 @dataclass(frozen=True)
 class TenantKey:
     id: str

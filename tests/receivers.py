@@ -27,10 +27,14 @@ class Received:
 
 @dataclass
 class Receiver:
-    """Answers 500 to its first `fail_first` requests, then 204; records every request it got."""
+    """Answers 500 to its first `fail_first` requests (and to the first `fail_times` of type `fail_event`),
+    then 204 — or 200 with the request's body when `echo` is set, as some receivers do; records every request."""
 
     secret: str = ""
     fail_first: int = 0
+    fail_event: str = ""
+    fail_times: int = 0
+    echo: bool = False
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -42,11 +46,15 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("content-length", 0))).decode()
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with receiver.lock:
-                    status = 500 if len(receiver.received) < receiver.fail_first else 204
+                    status = 200 if receiver.echo else 204
+                    if len(receiver.received) < receiver.fail_first or receiver._fails_event(body):
+                        status = 500
                     receiver.received.append(Received(headers, body, verify(receiver.secret, headers, body), status))
+                answer = body.encode() if status == 200 else b""
                 self.send_response(status)
-                self.send_header("content-length", "0")
+                self.send_header("content-length", str(len(answer)))
                 self.end_headers()
+                self.wfile.write(answer)
 
             def log_message(self, *_: Any) -> None:
                 return None
@@ -54,6 +62,11 @@ class Receiver:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _fails_event(self, body: str) -> bool:
+        if not self.fail_event or json.loads(body).get("type") != self.fail_event:
+            return False
+        return sum(r.json["type"] == self.fail_event for r in self.received) < self.fail_times
 
     def of_type(self, event_type: str) -> list[Received]:
         with self.lock:

@@ -2,7 +2,11 @@
 
     document key = sha256(file sha256, selected pages, mode, engine fingerprint, parse options)
     page key     = sha256(page-file fingerprint, mode, engine fingerprint, parse options)
+    engine fingerprint = engine name, its version, the settings that change its output (`OUTPUT_SETTINGS`),
+                         and the same for the engines it builds on (vllm pages: the cpu engine)
 
+The gateway computes document keys with its own settings, so it must see the same `PAGEMILL_ENGINE__*` and
+`PAGEMILL_LIMITS__*` values as the workers (the chart's ConfigMap, the compose file's `x-pagemill-env`).
 Keys live on the rows of the documents and pages that produced results, so a lookup is an indexed query
 and a deleted or expired document can never answer (its rows are filtered out). Lookups stay within one
 tenant: a shared cache would tell a tenant, through timing, what another tenant uploaded.
@@ -22,9 +26,41 @@ from sqlalchemy.orm import Session
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus
 from services.core.settings import Settings
 
-# Bump an engine's version when its output for the same input changes (a new model, new post-processing):
-# every cached result of the old version stops matching.
+# An engine's version: bump it when the engine's output for the same page and settings changes, and every
+# cached result of the old version stops matching. What each covers:
+#   cpu   services/worker/engines/cpu/ (text layer, layout, tables, OCR) and the page rendering in core/pdf.py
+#   vllm  services/worker/engines/vllm.py, presets.py (prompts, answer parsing, preset defaults), quality.py and
+#         pipeline.py (anchors, answer checks, the temperature ladder, the fallback); a change of the cpu engine
+#         reaches vllm pages through their fingerprint's "cpu" part
+#   fake  services/worker/engines/fake.py
 ENGINE_VERSIONS = {"cpu": "1", "fake": "1", "vllm": "1"}
+# The settings (paths under `Settings`) an engine's output depends on besides the page and its version. When
+# in doubt a setting counts: a needless miss costs one parse, a wrong hit hands out a page the current
+# settings would not make. Every field of `EngineSettings` is in some engine's list or in `NO_OUTPUT_EFFECT`
+# (tests/unit/test_cache_fingerprint.py fails on a new field that is in neither).
+OUTPUT_SETTINGS: dict[str, tuple[str, ...]] = {
+    "cpu": ("engine.ocr_dpi", "limits.max_render_pixels"),
+    "vllm": (
+        "engine.preset", "engine.model", "engine.render_longest_side", "engine.max_tokens", "engine.max_attempts",
+        "engine.temperatures", "engine.anchor", "engine.anchor_max_chars", "engine.request_extra",
+        # what the server loads and how (the server `pagemill vllm-command` describes)
+        "engine.serve.model_path", "engine.serve.quantization", "engine.serve.kv_cache_dtype",
+        "engine.serve.max_model_len", "engine.serve.extra_args",
+        "limits.max_render_pixels",
+    ),
+    "fake": (),
+}
+# A vllm page's prompt may carry the cpu engine's OCR, and its flagged fallback is the cpu engine's reading.
+DEPENDS_ON: dict[str, tuple[str, ...]] = {"vllm": ("cpu",)}
+NO_OUTPUT_EFFECT = frozenset({
+    "engine.kind",  # which engine runs is the fingerprint's `engine`
+    "engine.vllm_url", "engine.api_key", "engine.max_in_flight", "engine.request_timeout_s",
+    "engine.fake_latency_ms",
+    # where the server listens and how fast it is; speculative decoding verifies every drafted token
+    "engine.serve.host", "engine.serve.port", "engine.serve.max_num_seqs", "engine.serve.gpu_memory_utilization",
+    "engine.serve.speculative_method", "engine.serve.num_speculative_tokens", "engine.serve.prompt_lookup_min",
+    "engine.serve.prompt_lookup_max", "engine.serve.draft_model",
+})
 # Options that steer the platform, not the parse: they are not part of a cache key.
 CONTROL_OPTIONS = frozenset({"cache", "do_not_cache", "webhook_id", "cached_from"})
 # What the splitter writes differently into two copies of the same page: a random trailer /ID and the time.
@@ -32,14 +68,22 @@ _PDF_VOLATILE = re.compile(rb"/ID\s*\[\s*<[0-9A-Fa-f]*>\s*<[0-9A-Fa-f]*>\s*\]|/(
 
 
 def engine_fingerprint(engine: str, settings: Settings) -> dict[str, Any]:
-    """What decides an engine's output besides the page: its version, model, preset and rendering."""
-    cfg = settings.engine
-    fingerprint: dict[str, Any] = {"engine": engine, "version": ENGINE_VERSIONS.get(engine, "0")}
-    if engine == "vllm":
-        fingerprint.update(model=cfg.model, preset=cfg.preset, render=cfg.render_longest_side)
-    elif engine == "cpu":
-        fingerprint.update(render=cfg.render_longest_side, ocr_dpi=cfg.ocr_dpi)
+    """What decides an engine's output besides the page: its version and the settings that change it, and
+    the same of the engines it builds on."""
+    values = settings.model_dump(mode="json", include={"engine", "limits"})
+    fingerprint: dict[str, Any] = {
+        "engine": engine, "version": ENGINE_VERSIONS.get(engine, "0"),
+        "settings": {path: _setting(values, path) for path in OUTPUT_SETTINGS.get(engine, ())},
+    }
+    for dependency in DEPENDS_ON.get(engine, ()):
+        fingerprint[dependency] = engine_fingerprint(dependency, settings)
     return fingerprint
+
+
+def _setting(values: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        values = values[part]
+    return values
 
 
 def parse_options(options: dict[str, Any] | None) -> dict[str, Any]:

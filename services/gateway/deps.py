@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from services.core.db.models import Tenant
-from services.core.db.session import get_sessionmaker, session_scope
+from services.core.db.session import session_scope
 from services.core.errors import Forbidden, Unauthorized
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, get_store
@@ -29,15 +29,9 @@ SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 
 
 def get_session(settings: SettingsDep) -> Iterator[Session]:
-    session = get_sessionmaker(settings.resolved_database_url())()
-    try:
+    """One transaction per request: committed when the route returns, rolled back when it raises."""
+    with session_scope(settings.resolved_database_url()) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 SessionDep = Annotated[Session, Depends(get_session)]

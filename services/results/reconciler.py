@@ -2,7 +2,8 @@
 
 It re-enqueues pages whose lease ran out, pages and splits whose messages vanished, webhook messages
 whose task was lost or whose backoff ran out, and assembles documents whose pages all ended but which
-were never assembled. Every `retention.sweep_interval_s` it also runs the retention sweep. Redis losing
+were never assembled, and finishes the scrub of erased documents whose webhooks have ended since (see
+`services.core.erasure`). Every `retention.sweep_interval_s` it also runs the retention sweep. Redis losing
 its data (a restart without persistence, a FLUSHALL) is noticed through a sentinel key and repaired at
 once instead of after a lease.
 """
@@ -17,6 +18,7 @@ from datetime import timedelta
 import redis
 from celery import Celery
 
+from services.core import erasure
 from services.core.db.models import Document, PageStatus, utcnow
 from services.core.db.session import session_scope
 from services.core.events import deliver_job
@@ -49,12 +51,13 @@ class ReconcileReport:
     assemblies: int = 0
     erased: int = 0
     webhooks_requeued: int = 0
+    scrubbed: int = 0
     details: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
         return bool(self.pages_requeued or self.splits_requeued or self.assemblies or self.erased
-                    or self.webhooks_requeued)
+                    or self.webhooks_requeued or self.scrubbed)
 
 
 def redis_was_reset(client: redis.Redis) -> bool:
@@ -102,10 +105,13 @@ def reconcile_once(settings: Settings, app: Celery, client: redis.Redis) -> Reco
         store = get_store(settings)
         for document_id in recently_deleted:
             report.erased += store.delete_prefix(document_prefix(document_id))
+    # Erased documents whose webhook deliveries have ended since: their bodies lose the customer's data now.
+    with session_scope(settings.resolved_database_url()) as session:
+        report.scrubbed = erasure.finish_pending(session, now)
     if report.changed or report.redis_reset:
         log.info("reconcile.done", redis_reset=report.redis_reset, pages=report.pages_requeued,
                  splits=report.splits_requeued, assemblies=report.assemblies, erased=report.erased,
-                 webhooks=report.webhooks_requeued)
+                 webhooks=report.webhooks_requeued, scrubbed=report.scrubbed)
     return report
 
 

@@ -1,6 +1,7 @@
 """The retention sweep: finished documents older than their tenant's retention lose their stored objects.
 
-The rows stay, marked `expired_at` (usage and the document's history remain; its result answers 410).
+The rows stay, marked `expired_at` (usage and the document's history remain; its result answers 410), with
+the customer's metadata, filename and error text erased from them (`services.core.erasure`).
 `DELETE /v1/documents/{id}` erases at once; this is the clock for everything nobody deleted.
 """
 
@@ -10,6 +11,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
+from services.core import erasure
 from services.core.db.models import Document, IdempotencyKey, Tenant, utcnow
 from services.core.db.session import session_scope
 from services.core.logging import get_logger
@@ -43,9 +45,10 @@ def sweep(settings: Settings, store: ObjectStore, *, now: datetime | None = None
     for document_id in due[:limit]:
         store.delete_prefix(document_prefix(document_id))
         with session_scope(db) as session:
-            expired += session.execute(sa.update(Document).where(Document.id == document_id,
-                                                                 Document.expired_at.is_(None))
-                                       .values(expired_at=now, updated_at=now)).rowcount
+            if session.execute(sa.update(Document).where(Document.id == document_id, Document.expired_at.is_(None))
+                               .values(expired_at=now, updated_at=now)).rowcount:
+                erasure.scrub_document(session, document_id, now)
+                expired += 1
     if expired:
         log.info("retention.expired", documents=expired)
     return expired

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import PlatformFactory
-from tests.harness import Platform
+from tests.harness import Platform, wait_until
 from tests.receivers import Receiver, SilentReceiver
 
 pytestmark = pytest.mark.slow
@@ -27,16 +27,6 @@ def platform(platform_factory: PlatformFactory, postgres_url: str) -> Platform:
         "PAGEMILL_WEBHOOKS__MAX_ATTEMPTS": "3", "PAGEMILL_WEBHOOKS__PROGRESS_INTERVAL_S": "0",
         "PAGEMILL_ENGINE__FAKE_LATENCY_MS": "100",
     }).start(webhook_worker=True, reconciler=True)
-
-
-def wait_until(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def deliveries(platform: Platform, webhook_id: str) -> list[dict[str, Any]]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.worker.specsim.anchors import clip_anchor, prompt_text
+from services.worker.quality import clip_anchor
+from services.worker.specsim.anchors import prompt_text
 from services.worker.specsim.corpus import docling_items, latex_body, normalize_plain_text, split_docling_markdown
 from services.worker.specsim.report import END, START, write_section
 from services.worker.tokenizer import EOS, SPECIAL_TOKENS, build_tokenizer

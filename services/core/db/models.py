@@ -74,6 +74,9 @@ class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: sa.JSON, list[Any]: sa.JSON}
 
 
+_UNSCRUBBED = sa.text("scrubbed_at IS NULL AND (deleted_at IS NOT NULL OR expired_at IS NOT NULL)")
+
+
 class Document(Base):
     __tablename__ = "documents"
 
@@ -111,9 +114,13 @@ class Document(Base):
     priority: Mapped[int] = mapped_column(default=0)
     progress_event_at: Mapped[datetime | None]  # last `document.progress` event (they are throttled)
     expired_at: Mapped[datetime | None]  # the retention sweep deleted its stored objects
+    # Deleted or expired, and every copy of the customer's data in the database erased (services/core/erasure.py).
+    scrubbed_at: Mapped[datetime | None]
 
     __table_args__ = (
         sa.Index("ix_documents_unfinished", "status", "finished_at"),
+        # Only the few erased documents whose scrub still waits for a webhook delivery to end.
+        sa.Index("ix_documents_unscrubbed", "id", postgresql_where=_UNSCRUBBED, sqlite_where=_UNSCRUBBED),
         sa.Index("ix_documents_tenant_cache", "tenant_id", "cache_key"),
         sa.Index("ix_documents_tenant_status", "tenant_id", "status"),
     )

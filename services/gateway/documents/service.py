@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from services.core import erasure
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, new_id, utcnow
 from services.core.errors import NotFound, TooManyPages, ValidationFailed
 from services.core.lifecycle import cancel_document
@@ -180,11 +181,14 @@ def get_page(session: Session, document: Document, position: int) -> Page:
 
 
 def delete_document(session: Session, store: ObjectStore, document: Document) -> str:
-    """Cancels what is pending and erases the stored data. Returns the document's last status."""
+    """Cancels what is pending and erases the stored data and the rows' copies of the customer's data.
+    Returns the document's last status."""
     if document.status not in DOCUMENT_FINAL:
         cancel_document(session, document.id)
         session.refresh(document)
-    document.deleted_at = utcnow()
+    now = utcnow()
+    document.deleted_at = now
     session.flush()
+    erasure.scrub_document(session, document.id, now)  # a pending `document.cancelled` webhook is sent whole
     store.delete_prefix(document_prefix(document.id))
     return str(document.status)

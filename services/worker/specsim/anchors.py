@@ -3,60 +3,34 @@
 The anchor is what the vllm engine puts in its prompt so prompt-lookup drafts hit: the page's embedded text
 (pypdfium2), the cpu engine's OCR hypothesis of the rendered page, or the cpu engine's own Markdown for the page
 (its layout of the text layer when it trusts it, its OCR otherwise); whitespace tidied and clipped to a
-character budget, keeping the head of the page (generation runs in reading order). The instruction and the
-anchor block follow the generic preset's wording; their exact words barely move the figures, since drafts come
-from text the output repeats.
+character budget by the engine's own `clip_anchor`, keeping the head of the page (generation runs in reading
+order). The instruction and the anchor block are the generic preset's; their exact words barely move the
+figures, since drafts come from text the output repeats.
 """
 
 from __future__ import annotations
 
-import re
-
 from services.core.pdf import pdf_text_layer, png_bytes, render_pdf_page
-from services.core.settings import Settings
+from services.core.settings import EngineSettings, Settings
 from services.worker.engines import PageInput, load_engine
+from services.worker.engines.cpu.engine import ocr_longest_side
+from services.worker.presets import get_preset
 from services.worker.tokenizer import chat_prompt
 
 ANCHOR_KINDS = ("none", "text_layer", "ocr", "cpu")
-DEFAULT_ANCHOR_MAX_CHARS = 6000
-
-INSTRUCTION = (
-    "Convert this page of a document to Markdown, in reading order. Write headings with #, tables as HTML "
-    "(<table>), and formulas as LaTeX ($...$ inline, $$...$$ on their own line). Keep the page's language and "
-    "spelling. Do not describe pictures, add comments, or wrap the answer in a code block."
-)
-ANCHOR_BLOCK = (
-    "\n\nText extracted from the same page by another tool follows between the markers. It may be incomplete, "
-    "out of order or misread; use it to check your reading and copy it where it is right.\n"
-    "<<<PAGE_TEXT\n{anchor}\nPAGE_TEXT>>>"
-)
-_SPACES = re.compile(r"[ \t\u00a0]+")
+DEFAULT_ANCHOR_MAX_CHARS = EngineSettings.model_fields["anchor_max_chars"].default
+# The production prompt: the generic preset's instruction and anchor block, so the figures are the engine's.
+PROMPT_PRESET = get_preset("generic")
 
 
-def clip_anchor(text: str, max_chars: int) -> str:
-    """Whitespace tidied; cut at a line or word end within the budget, keeping the head of the page."""
-    lines = [_SPACES.sub(" ", line).strip() for line in text.replace("\r", "\n").split("\n")]
-    tidy = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-    if len(tidy) <= max_chars:
-        return tidy
-    cut = tidy[:max_chars]
-    boundary = max(cut.rfind("\n"), cut.rfind(" "))
-    return (cut[:boundary] if boundary >= max_chars // 2 else cut).rstrip()
-
-
-def prompt_text(anchor: str) -> str:
+def prompt_text(anchor: str | None) -> str:
     """The whole prompt as the model's chat template renders it (system, user with image, assistant start)."""
-    return chat_prompt(INSTRUCTION + (ANCHOR_BLOCK.format(anchor=anchor) if anchor else ""))
+    return chat_prompt(PROMPT_PRESET.user_text(anchor or None))
 
 
 def text_layer(page_pdf: bytes | None) -> str:
     """The page's embedded text; an image has none."""
     return pdf_text_layer(page_pdf) if page_pdf is not None else ""
-
-
-def ocr_longest_side(settings: Settings) -> int:
-    # The size the cpu engine renders a scanned PDF page at for its own OCR (letter width at `ocr_dpi`, capped).
-    return min(2400, int(11 * settings.engine.ocr_dpi))
 
 
 def ocr_text(settings: Settings, page: PageInput) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
 from services.worker.engines import PageInput
+from services.worker.quality import clip_anchor
 from services.worker.specsim import anchors
 from services.worker.specsim.corpus import Case, NoPageTruth, page_targets, read_manifest
 from services.worker.specsim.lookup import LookupParams
@@ -92,7 +93,7 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
             cpu, cpu_source = anchors.cpu_reading(settings, page) if page.is_pdf else (ocr, "ocr")
             layer = anchors.text_layer(page_bytes if page.is_pdf else None)
             texts = {"none": "", "text_layer": layer, "ocr": ocr, "cpu": cpu}
-            clipped = {name: anchors.clip_anchor(text, anchor_max_chars) for name, text in texts.items()}
+            clipped = {name: clip_anchor(text, anchor_max_chars) or "" for name, text in texts.items()}
             prompts = {name: encode(anchors.prompt_text(anchor)) for name, anchor in clipped.items()}
             target_ids = [*encode(target.text), eos]
             result = PageResult(case.case_id, number, case.kinds, target.source, target.scope, len(target_ids),

@@ -17,6 +17,12 @@ _MIN_TEXT_CHARS = 20
 _AGREEMENT_TO_KEEP_LAYER = 0.85
 
 
+def ocr_longest_side(settings: Settings) -> int:
+    """The size a page without a usable text layer is rendered at for OCR: letter height at `ocr_dpi`, capped
+    where recognition stops gaining."""
+    return min(2400, int(11 * settings.engine.ocr_dpi))
+
+
 def lay_out(lines: list[Line], width: float, height: float, *, rules: list[Segment] | None = None,
             margin_lines: list[Line] | None = None, from_ocr: bool = False) -> list[Block]:
     """Lines of a page to classified blocks in reading order (furniture included, marked)."""
@@ -87,13 +93,9 @@ class CpuEngine:
                           details={"source": "text_layer"})
 
     def _render(self, page: PageInput) -> Image.Image:
-        return render_pdf_page(page.data, longest_side=self._ocr_side(), rotation=page.rotation,
+        return render_pdf_page(page.data, longest_side=ocr_longest_side(self.settings), rotation=page.rotation,
                                max_pixels=self.settings.limits.max_render_pixels,
                                max_side_pt=self.settings.limits.max_page_side_pt)
-
-    def _ocr_side(self) -> int:
-        # Letter height at the configured DPI, capped where recognition stops gaining.
-        return min(2400, int(11 * self.settings.engine.ocr_dpi))
 
     def _ocr_page(self, image: Image.Image) -> PageOutput:
         scanned = ocr.read_image(np.asarray(image.convert("RGB")))
