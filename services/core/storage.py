@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,6 +51,7 @@ class LocalStore:
     def __init__(self, root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True)
         self.root = root.resolve()
+        self._writes = itertools.count()
 
     def _path(self, key: str) -> Path:
         # Keys are relative, slash-separated and never climb: checked lexically (no realpath per call).
@@ -61,9 +62,14 @@ class LocalStore:
 
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
+        # A name no other writer can pick (this process, a counter): no random-name retries, no extra files.
+        tmp = path.with_name(f".tmp-{os.getpid()}-{next(self._writes)}-{path.name}")
+        try:
+            handle = tmp.open("wb")
+        except FileNotFoundError:  # first object under this prefix
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = tmp.open("wb")
+        with handle:
             handle.write(data)
         os.replace(tmp, path)
 

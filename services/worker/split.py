@@ -64,15 +64,18 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore, app
             session.execute(sa.update(Document).where(Document.id == document_id,
                                                       Document.status == DocumentStatus.QUEUED)
                             .values(status=DocumentStatus.RUNNING, started_at=now))
-            for index, key, engine in chunk:
-                changed = session.execute(
-                    sa.update(Page).where(Page.document_id == document_id, Page.index == index,
-                                          Page.status == PageStatus.PENDING)
-                    .values(status=PageStatus.QUEUED, source_key=key, enqueued_at=now, engine=engine,
-                            queue=page_queue(engine).value)
-                ).rowcount
-                if changed:
-                    send.add(page_job(document, index, key, engine=engine))
+            keys = {index: key for index, key, _ in chunk}
+            for engine in sorted({engine for _, _, engine in chunk}):
+                # one statement per engine and chunk: only pages still pending move (a second split skips them)
+                moved = session.execute(
+                    sa.update(Page).where(Page.document_id == document_id, Page.status == PageStatus.PENDING,
+                                          Page.index.in_([i for i, _, e in chunk if e == engine]))
+                    .values(status=PageStatus.QUEUED, source_key=sa.case(keys, value=Page.index), enqueued_at=now,
+                            engine=engine, queue=page_queue(engine).value)
+                    .returning(Page.index)
+                ).scalars().all()
+                for index in sorted(moved):
+                    send.add(page_job(document, index, keys[index], engine=engine))
         queued += send.send(app)
         chunk.clear()
 
