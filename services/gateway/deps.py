@@ -28,6 +28,13 @@ def get_app_settings(request: Request) -> Settings:
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 
 
+def public_link(request: Request, settings: Settings, name: str, **params: str) -> str:
+    """An absolute link to a route, on `PAGEMILL_PUBLIC_URL` when set, else on the address the request came to."""
+    if settings.public_url:
+        return settings.public_url.rstrip("/") + str(request.app.url_path_for(name, **params))
+    return str(request.url_for(name, **params))
+
+
 def get_session(settings: SettingsDep) -> Iterator[Session]:
     """One transaction per request: committed when the route returns, rolled back when it raises."""
     with session_scope(settings.resolved_database_url()) as session:

@@ -22,7 +22,7 @@ from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
 from services.core.queues import JobBatch, get_celery
 from services.core.storage import ObjectNotFound, document_result_key
 from services.core.tenants import effective_limits
-from services.gateway.deps import CurrentTenant, RateLimiterDep, SessionDep, SettingsDep, StoreDep
+from services.gateway.deps import CurrentTenant, RateLimiterDep, SessionDep, SettingsDep, StoreDep, public_link
 from services.gateway.documents import intake, service, sse
 from services.gateway.documents.schemas import (
     DocumentCreated,
@@ -110,7 +110,7 @@ async def create_document(
         log.info("document.accepted", document_id=document.id, pages=document.pages_total, mode=document.mode,
                  media_type=document.media_type, bytes=document.size_bytes)
     return DocumentCreated(id=document.id, status=document.status, pages_total=document.pages_total,
-                           status_url=str(request.url_for("get_document", document_id=document.id)),
+                           status_url=public_link(request, settings, "get_document", document_id=document.id),
                            cached=submitted.cache_hit or bool(document.options.get("cached_from")),
                            webhook_id=document.options.get("webhook_id"))
 
