@@ -37,6 +37,7 @@ from services.core.db.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
+from services.core.db.session import rowcount
 
 _FINAL_DELIVERY = (DeliveryStatus.SUCCEEDED.value, DeliveryStatus.FAILED.value)
 
@@ -102,9 +103,9 @@ def _scrub_final_deliveries(session: Session, document_id: str, now: datetime) -
             continue
         scrubbed = _scrub_body(body)
         # Conditional: a redelivery may have made it pending again since it was read; then it waits its turn.
-        if scrubbed != body and not session.execute(sa.update(WebhookDelivery).where(
+        if scrubbed != body and not rowcount(session.execute(sa.update(WebhookDelivery).where(
                 WebhookDelivery.id == delivery_id, WebhookDelivery.status.in_(_FINAL_DELIVERY))
-                .values(body=scrubbed)).rowcount:
+                .values(body=scrubbed))):
             pending = True
     if rows:
         session.execute(sa.update(WebhookAttempt).where(

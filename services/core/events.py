@@ -32,6 +32,7 @@ from services.core.db.models import (
     new_id,
     utcnow,
 )
+from services.core.db.session import rowcount
 from services.core.logging import get_logger
 from services.core.queues import Job, JobBatch, Queue, TaskName
 
@@ -170,14 +171,14 @@ def record_progress_in_own_transaction(url: str, document_id: str, interval_s: f
 
 def _record_progress(session: Session, document_id: str, interval_s: float) -> DocumentEvent | None:
     now = utcnow()
-    won = session.execute(
+    won = rowcount(session.execute(
         sa.update(Document)
         .where(Document.id == document_id, Document.status.not_in(_FINAL),
                Document.pages_done + Document.pages_failed < Document.pages_total,
                sa.or_(Document.progress_event_at.is_(None),
                       Document.progress_event_at <= now - timedelta(seconds=interval_s)))
         .values(progress_event_at=now)
-    ).rowcount
+    ))
     return record(session, document_id, EventType.PROGRESS) if won else None
 
 

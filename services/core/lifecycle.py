@@ -23,6 +23,7 @@ from services.core import events
 from services.core.db.models import (
     DOCUMENT_FINAL,
     PAGE_FINAL,
+    Base,
     Document,
     DocumentStatus,
     Page,
@@ -30,6 +31,7 @@ from services.core.db.models import (
     UTCDateTime,
     utcnow,
 )
+from services.core.db.session import rowcount
 from services.core.settings import FailurePolicy
 
 _FINAL_PAGE_VALUES = [s.value for s in PAGE_FINAL]
@@ -72,8 +74,15 @@ class PageClaim:
 
 # The hot path (every page, twice) runs prebuilt Core statements: building SQLAlchemy expressions per call
 # costs more than the database round trip they make.
-_pages = Page.__table__
-_documents = Document.__table__
+def _table(model: type[Base]) -> sa.Table:
+    """The model's Table: `__table__` is typed as any FromClause, and `sa.update` takes only a table."""
+    table = model.__table__
+    assert isinstance(table, sa.Table)
+    return table
+
+
+_pages = _table(Page)
+_documents = _table(Document)
 _p = sa.bindparam
 
 
@@ -124,9 +133,9 @@ EXTEND_LEASE = sa.update(_pages).where(
 def extend_lease(session: Session, document_id: str, index: int, *, lease_s: int) -> bool:
     """Pushes this process's lease on a running page forward (between the attempts of a long page).
     False when the lease is no longer ours: another worker took the page over."""
-    return bool(session.execute(EXTEND_LEASE, {
+    return bool(rowcount(session.execute(EXTEND_LEASE, {
         "b_document": document_id, "b_index": index, "owner": worker_identity(),
-        "lease_until": utcnow() + timedelta(seconds=lease_s)}).rowcount)
+        "lease_until": utcnow() + timedelta(seconds=lease_s)})))
 
 
 def _finish_and_count(count: sa.Update) -> sa.Update:
@@ -199,7 +208,7 @@ def finish_page(session: Session, document_id: str, index: int, finish: PageFini
         statement = FINISH_AND_COUNT_DONE if succeeded else FINISH_AND_COUNT_FAILED
         row = session.execute(statement, params).one_or_none()  # None: another delivery finished it first
     else:
-        if not session.execute(FINISH, params).rowcount:
+        if not rowcount(session.execute(FINISH, params)):
             return False  # another delivery of the same page finished first
         row = session.execute(COUNT_DONE if succeeded else COUNT_FAILED, params).one_or_none()
     if row is None or row.pages_done + row.pages_failed < row.pages_total:
@@ -214,11 +223,11 @@ def claim_assembly(session: Session, document_id: str, *, lease_s: int | None,
     unclaimed = Document.assembly_claimed_at.is_(None)
     condition = unclaimed if lease_s is None else sa.or_(
         unclaimed, Document.assembly_claimed_at < now - timedelta(seconds=lease_s))
-    return bool(session.execute(
+    return bool(rowcount(session.execute(
         sa.update(Document)
         .where(Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES), condition)
         .values(assembly_claimed_at=now)
-    ).rowcount)
+    )))
 
 
 def release_page(session: Session, document_id: str, index: int, *, reason: str,
@@ -251,12 +260,12 @@ def finalize_document(session: Session, document_id: str, status: DocumentStatus
                       error_code: str | None = None, error_message: str | None = None) -> bool:
     """Sets the final status once; the `document.<status>` event is recorded in the same transaction."""
     now = utcnow()
-    changed = bool(session.execute(
+    changed = bool(rowcount(session.execute(
         sa.update(Document)
         .where(Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES))
         .values(status=status, finished_at=now, updated_at=now, error_code=error_code,
                 error_message=error_message)
-    ).rowcount)
+    )))
     if changed:
         events.record_final(session, document_id)
     return changed
@@ -265,12 +274,12 @@ def finalize_document(session: Session, document_id: str, status: DocumentStatus
 def cancel_document(session: Session, document_id: str) -> bool:
     """Cancels what is pending. Returns True if the document was still open."""
     now = utcnow()
-    cancelled = bool(session.execute(
+    cancelled = bool(rowcount(session.execute(
         sa.update(Document)
         .where(Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES))
         .values(status=DocumentStatus.CANCELLED, finished_at=now, updated_at=now,
                 error_code="cancelled", error_message="cancelled by the client")
-    ).rowcount)
+    )))
     session.execute(
         sa.update(Page)
         .where(Page.document_id == document_id, Page.status.not_in(_FINAL_PAGE_VALUES))

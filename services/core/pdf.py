@@ -194,7 +194,7 @@ def render_pdf_page(pdf_bytes: bytes, *, longest_side: int, max_pixels: int = 40
             scale = render_scale(width, height, longest_side=longest_side, max_pixels=max_pixels,
                                  max_side_pt=max_side_pt)
             bitmap = page.render(scale=scale, rotation=rotation % 360, may_draw_forms=True)
-            image = bitmap.to_pil().convert("RGB")
+            image: Image.Image = bitmap.to_pil().convert("RGB")
             bitmap.close()
             page.close()
         finally:

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from celery import Celery
-from kombu import Queue as KombuQueue
+from kombu.entity import Queue as KombuQueue  # = kombu.Queue, which kombu does not export to type checkers
 
 from services.core import cache
 from services.core.contracts import DocumentTask, PageTask, timestamp, to_dict

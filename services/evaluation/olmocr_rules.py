@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fuzzysearch import find_near_matches  # type: ignore[import-untyped]
+from fuzzysearch import find_near_matches
 from rapidfuzz import fuzz
 
 from services.evaluation.math_render import MathComparer

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from lxml import html  # type: ignore[import-untyped]
+from lxml import html
 
 Position = tuple[int, int]
 

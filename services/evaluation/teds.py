@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from lxml import etree, html  # type: ignore[import-untyped]
+from lxml import etree, html
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 

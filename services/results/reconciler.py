@@ -14,6 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Protocol
 
 import redis
 from celery import Celery
@@ -115,7 +116,13 @@ def reconcile_once(settings: Settings, app: Celery, client: redis.Redis) -> Reco
     return report
 
 
-def reconcile_forever(settings: Settings, app: Celery, *, stop: object | None = None) -> None:
+class StopFlag(Protocol):
+    """What `reconcile_forever` polls to end its loop, e.g. a `threading.Event`."""
+
+    def is_set(self) -> bool: ...
+
+
+def reconcile_forever(settings: Settings, app: Celery, *, stop: StopFlag | None = None) -> None:
     """`pagemill reconcile --loop`: one pass every `reconciler.interval_s` seconds, surviving any error."""
     client = redis.Redis.from_url(settings.resolved_redis_url(), socket_timeout=10)
     next_sweep = time.monotonic()

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from services.core import events
 from services.core.db.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint, utcnow
-from services.core.db.session import session_scope
+from services.core.db.session import rowcount, session_scope
 from services.core.errors import ValidationFailed
 from services.core.logging import get_logger
 from services.core.metrics import WEBHOOK_DELIVERIES, WEBHOOK_LATENCY
@@ -53,7 +53,7 @@ def backoff_s(settings: Settings, attempts: int) -> float:
 
 
 def _claim(session: Session, delivery_id: str, now: datetime, lease_s: float) -> bool:
-    return bool(session.execute(
+    return bool(rowcount(session.execute(
         sa.update(WebhookDelivery).where(
             WebhookDelivery.id == delivery_id,
             sa.or_(sa.and_(WebhookDelivery.status == DeliveryStatus.PENDING,
@@ -62,7 +62,7 @@ def _claim(session: Session, delivery_id: str, now: datetime, lease_s: float) ->
                    sa.and_(WebhookDelivery.status == DeliveryStatus.SENDING,
                            WebhookDelivery.lease_expires_at < now)),
         ).values(status=DeliveryStatus.SENDING, lease_expires_at=now + timedelta(seconds=lease_s))
-    ).rowcount)
+    )))
 
 
 def deliver(settings: Settings, delivery_id: str, app: Celery | None = None) -> str:

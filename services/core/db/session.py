@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
@@ -88,6 +88,12 @@ def session_scope(url: str, *, autocommit: bool = False) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def rowcount(result: sa.Result[Any]) -> int:
+    """The rows an UPDATE or DELETE matched. `Session.execute` is typed to return a `Result`; for a DML
+    statement it is a `CursorResult`, the one that has `rowcount`."""
+    return cast("sa.CursorResult[Any]", result).rowcount
 
 
 def is_postgres(url: str) -> bool:

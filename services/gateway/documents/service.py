@@ -147,7 +147,7 @@ def create_document(session: Session, store: ObjectStore, settings: Settings, up
     return document
 
 
-def visible_documents(tenant_id: str | None) -> sa.Select[tuple[Document]]:
+def visible_documents(tenant_id: str | None) -> sa.Select[Document]:
     query = sa.select(Document).where(Document.deleted_at.is_(None))
     if tenant_id is not None:
         query = query.where(Document.tenant_id == tenant_id)
