@@ -325,6 +325,17 @@ def tenant_set_limits(tenant_ref: str, clear: tuple[str, ...], **limits: Any) ->
         click.echo(f"{row.id}\t{row.name}\t{row.limits}")
 
 
+@admin.command("seal-secrets")
+def seal_secrets() -> None:
+    """Seal the stored webhook signing secrets with the newest key of PAGEMILL_SECRET_KEY (after setting or
+    rotating it); secrets stored in plaintext before a key was set are sealed too."""
+    from services.core import sealing
+
+    with _admin_session() as session:
+        count = sealing.reseal_all(session)
+    click.echo(f"sealed {count} webhook secrets")
+
+
 @admin.group()
 def key() -> None:
     """Create, list and revoke API keys."""

@@ -256,6 +256,9 @@ class Settings(BaseSettings):
     """Prometheus multiprocess directory; unset: `<data_dir>/metrics`."""
     admin_key: SecretStr | None = None
     """Bearer key of `/v1/admin/*` (tenants and API keys); unset: the admin API is off."""
+    secret_key: SecretStr | None = None
+    """Seals webhook signing secrets in the database (`openssl rand -hex 32`); several, comma-separated, newest
+    first, rotate it (then `pagemill admin seal-secrets`). Unset: those secrets are stored in plaintext."""
 
     engine: EngineSettings = EngineSettings()
     storage: StorageSettings = StorageSettings()

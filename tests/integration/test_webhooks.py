@@ -18,6 +18,18 @@ pytestmark = pytest.mark.slow
 
 ONE_PAGE = Path("dev") / "pypdf_crazyones" / "crazyones.pdf"
 FIVE_PAGES = Path("dev") / "docling_multi_page" / "multi_page.pdf"
+SECRET_KEY = "webhook-tests-" + "5" * 50
+
+
+def stored_secrets(platform: Platform) -> list[str]:
+    """The signing secrets as the database holds them (no column type in between)."""
+    import sqlalchemy as sa
+
+    from services.core.db.session import get_engine
+
+    with get_engine(platform.database_url).connect() as connection:
+        return [str(value) for value in connection.execute(sa.text(
+            "SELECT webhook_secret FROM tenants UNION ALL SELECT secret FROM webhook_endpoints")).scalars()]
 
 
 @pytest.fixture
@@ -26,6 +38,8 @@ def platform(platform_factory: PlatformFactory, postgres_url: str) -> Platform:
         "PAGEMILL_WEBHOOKS__RETRY_BACKOFF_S": "0.5", "PAGEMILL_WEBHOOKS__TIMEOUT_S": "1",
         "PAGEMILL_WEBHOOKS__MAX_ATTEMPTS": "3", "PAGEMILL_WEBHOOKS__PROGRESS_INTERVAL_S": "0",
         "PAGEMILL_ENGINE__FAKE_LATENCY_MS": "100",
+        # Signing secrets sealed at rest, as production runs: every delivery below opens them to sign.
+        "PAGEMILL_SECRET_KEY": SECRET_KEY,
     }).start(webhook_worker=True, reconciler=True)
 
 
@@ -127,6 +141,10 @@ def test_document_webhook_url_gets_every_event_signed_with_the_tenant_secret(pla
     assert all(0 < n < 5 for n in done) and all(r.verified for r in receiver.received)
     final = receiver.of_type("document.succeeded")[0].json["data"]
     assert final["metadata"] == {"order": 7} and final["pages_done"] == 5 and final["error"] is None
+    # The database holds only sealed secrets: none of them is the secret the receiver verified with.
+    stored = stored_secrets(platform)
+    assert len(stored) >= 2 and all(value.startswith("sealed:v1:") for value in stored), stored
+    assert not any(secret in value for value in stored)
     receiver.close()
 
 

@@ -14,6 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from services.core.sealing import SealedString
+
 
 class DocumentStatus(StrEnum):
     QUEUED = "queued"
@@ -173,7 +175,7 @@ class Tenant(Base):
     # retention_days. A missing key means the default from settings.
     limits: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # Signs webhooks sent to a document's own `webhook_url` (endpoints under /v1/webhooks have their own).
-    webhook_secret: Mapped[str] = mapped_column(sa.String(128))
+    webhook_secret: Mapped[str] = mapped_column(SealedString())  # sealed at rest with PAGEMILL_SECRET_KEY
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     disabled_at: Mapped[datetime | None]
 
@@ -230,7 +232,7 @@ class WebhookEndpoint(Base):
     tenant_id: Mapped[str] = mapped_column(sa.String(48), index=True)
     url: Mapped[str] = mapped_column(sa.String(2048))
     events: Mapped[list[Any]] = mapped_column(default=list)  # empty: every event
-    secret: Mapped[str] = mapped_column(sa.String(128))
+    secret: Mapped[str] = mapped_column(SealedString())  # sealed at rest with PAGEMILL_SECRET_KEY
     description: Mapped[str] = mapped_column(sa.String(256), default="")
     # Set for the endpoint made from one document's `webhook_url` form field: it hears only that document.
     document_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)
