@@ -37,8 +37,9 @@ def _fernet(keys: str) -> MultiFernet | None:
     return MultiFernet([Fernet(base64.urlsafe_b64encode(hashlib.sha256(k.encode()).digest())) for k in parts])
 
 
-def configured_keys() -> str:
-    return os.environ.get(ENV, "")
+def _keys(keys: str | None) -> MultiFernet | None:
+    """The given keys, or the configured ones."""
+    return _fernet(os.environ.get(ENV, "") if keys is None else keys)
 
 
 def is_sealed(stored: str) -> bool:
@@ -47,7 +48,7 @@ def is_sealed(stored: str) -> bool:
 
 def seal(plain: str, keys: str | None = None) -> str:
     """What to store: sealed with the newest key, or `plain` itself when no key is configured."""
-    fernet = _fernet(configured_keys() if keys is None else keys)
+    fernet = _keys(keys)
     if fernet is None or is_sealed(plain):
         return plain
     return PREFIX + fernet.encrypt(plain.encode()).decode()
@@ -57,7 +58,7 @@ def unseal(stored: str, keys: str | None = None) -> str:
     """The secret behind a stored value; plaintext (stored before a key was set) comes back as it is."""
     if not is_sealed(stored):
         return stored
-    fernet = _fernet(configured_keys() if keys is None else keys)
+    fernet = _keys(keys)
     if fernet is None:
         raise SealingError(f"a webhook secret is sealed but {ENV} is not set")
     try:
@@ -83,7 +84,7 @@ def reseal_all(session: Session) -> int:
     """Seal every plaintext secret and re-seal every sealed one with the newest key. Returns rows rewritten."""
     from services.core.db.models import Tenant, WebhookEndpoint
 
-    if _fernet(configured_keys()) is None:
+    if _keys(None) is None:
         raise SealingError(f"set {ENV} first: there is no key to seal with")
     count = 0
     for model, column in ((Tenant, Tenant.webhook_secret), (WebhookEndpoint, WebhookEndpoint.secret)):
