@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	$(MAKE) katex
 	touch $(STAMP)
 
-KATEX_DIR := services/evaluation/katex
+KATEX_DIR := pagemill_eval/katex
 katex: ## KaTeX (node) for the olmOCR math rules of `pagemill eval`; skipped with a note when npm is missing
 	@if command -v npm >/dev/null; then npm ci --prefix $(KATEX_DIR) --no-audit --no-fund --silent; \
 	else echo "npm not found: pagemill eval falls back to comparing LaTeX tokens (docs/evaluation.md)"; fi

@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pagemill_eval.evaluate import evaluate
+from pagemill_eval.run import LocalPagemill, SavedPredictions
 from services.core.settings import Settings
-from services.evaluation.evaluate import evaluate
-from services.evaluation.run import LocalPagemill, SavedPredictions
 
 START, END = "<!-- bench-quality:start -->", "<!-- bench-quality:end -->"
 PEERS = ["pypdfium2", "pymupdf4llm", "markitdown", "unstructured", "rapidocr"]

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 
 from bench.control_plane import write_section
-from services.evaluation.corpus import load_cases
+from pagemill_eval.corpus import load_cases
 from tests.harness import REPO
 from tests.servers import free_port, wait_for
 

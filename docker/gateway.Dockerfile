@@ -11,7 +11,6 @@ WORKDIR /app
 COPY pyproject.toml README.md alembic.ini ./
 COPY services ./services
 COPY proto ./proto
-COPY migrations ./migrations
 # Editable: the code stays in /app beside alembic.ini and migrations/, where services.core.db finds them.
 # The gateway never runs an engine, so the OCR stack goes (tests/unit/test_images.py checks it is never imported).
 RUN pip install --upgrade pip setuptools wheel && pip install -e . \

@@ -12,7 +12,6 @@ WORKDIR /app
 COPY pyproject.toml README.md alembic.ini ./
 COPY services ./services
 COPY proto ./proto
-COPY migrations ./migrations
 RUN pip install --upgrade pip setuptools wheel && pip install -e . \
  && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
 

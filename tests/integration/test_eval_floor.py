@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pagemill_eval.evaluate import evaluate
+from pagemill_eval.run import LocalPagemill
 from services.cli import main
 from services.core.settings import Settings
-from services.evaluation.evaluate import evaluate
-from services.evaluation.run import LocalPagemill
 
 pytestmark = pytest.mark.slow
 

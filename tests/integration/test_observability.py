@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from services.core.db.session import migrate
 from services.core.queues import Queue
-from services.results.reconciler import EPOCH_KEY
+from services.reconciler.loop import EPOCH_KEY
 from tests.harness import CORPUS, Platform
 from tests.observability import (
     AWAITING_PRODUCER,

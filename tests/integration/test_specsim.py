@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from pagemill_eval.specsim.corpus import NoPageTruth, page_targets, read_manifest
+from pagemill_eval.specsim.run import document_pages
 from services.core.pdf import pdf_text_layer
-from services.worker.specsim.corpus import NoPageTruth, page_targets, read_manifest
-from services.worker.specsim.run import document_pages
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from services.evaluation.math_render import KatexRenderer, MathComparer, default_comparer
-from services.evaluation.olmocr_rules import Rule, ending_repeats, equations, normalize_text
+from pagemill_eval.math_render import KatexRenderer, MathComparer, default_comparer
+from pagemill_eval.olmocr_rules import Rule, ending_repeats, equations, normalize_text
 
 FALLBACK = MathComparer(None)
 

@@ -7,8 +7,8 @@ import random
 import pytest
 from apted import APTED, Config
 
-from services.evaluation.ted import postorder, tree_edit_distance
-from services.evaluation.teds import TableNode, _build, match_tables, parse_table, rename_cost, rename_matrix, teds
+from pagemill_eval.ted import postorder, tree_edit_distance
+from pagemill_eval.teds import TableNode, _build, match_tables, parse_table, rename_cost, rename_matrix, teds
 
 GRID = "<table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>{}</td></tr></table>"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.evaluation.textsim import normalize, similarity, split_zones, zoned_similarity
+from pagemill_eval.textsim import normalize, similarity, split_zones, zoned_similarity
 
 
 @pytest.mark.parametrize(("prediction", "reference", "expected"), [

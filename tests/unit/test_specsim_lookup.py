@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from services.worker.specsim.lookup import LookupParams, NgramIndex, propose
-from services.worker.specsim.simulate import simulate
+from pagemill_eval.specsim.lookup import LookupParams, NgramIndex, propose
+from pagemill_eval.specsim.simulate import simulate
 
 
 def both(context: list[int], params: LookupParams) -> list[int]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pagemill_eval.specsim.anchors import prompt_text
+from pagemill_eval.specsim.corpus import docling_items, latex_body, normalize_plain_text, split_docling_markdown
+from pagemill_eval.specsim.report import END, START, write_section
+from pagemill_eval.tokenizer import EOS, SPECIAL_TOKENS, build_tokenizer
 from services.worker.quality import clip_anchor
-from services.worker.specsim.anchors import prompt_text
-from services.worker.specsim.corpus import docling_items, latex_body, normalize_plain_text, split_docling_markdown
-from services.worker.specsim.report import END, START, write_section
-from services.worker.tokenizer import EOS, SPECIAL_TOKENS, build_tokenizer
 
 
 def test_tokenizer_is_a_real_bpe_with_qwen2_special_tokens() -> None:

@@ -11,7 +11,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def _normalize_url(url: str) -> str:
@@ -103,8 +103,10 @@ def is_postgres(url: str) -> bool:
 def alembic_config(url: str) -> Any:
     from alembic.config import Config
 
-    config = Config(str(REPO_ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(REPO_ROOT / "migrations"))
+    # The migrations ship inside the package, so an installed wheel migrates without the source tree.
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("file_template", "%%(year)d_%%(month).2d_%%(day).2d_%%(rev)s_%%(slug)s")
     config.set_main_option("sqlalchemy.url", _normalize_url(url).replace("%", "%%"))
     return config
 

@@ -22,8 +22,8 @@ from lxml import etree, html
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from services.evaluation.ted import postorder, tree_edit_distance
-from services.evaluation.textsim import FANCY
+from pagemill_eval.ted import postorder, tree_edit_distance
+from pagemill_eval.textsim import FANCY
 
 IGNORED_TAGS = ("thead", "tbody", "tfoot", "b", "strong", "i", "em", "u", "sup", "sub", "span", "a", "font",
                 "colgroup", "col", "caption")

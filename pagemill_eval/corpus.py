@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pagemill_eval.tex_tables import tex_tables
 from services.core.errors import PagemillError
 from services.core.pdf import inspect_document
-from services.evaluation.tex_tables import tex_tables
 
 RULES_SUFFIX = ".olmocr_tests.jsonl"
 TABLES_SUFFIX = ".derived.tables.html"

@@ -28,8 +28,8 @@ from typing import Any
 from fuzzysearch import find_near_matches
 from rapidfuzz import fuzz
 
-from services.evaluation.math_render import MathComparer
-from services.evaluation.olmocr_tables import TableGraph, html_tables, markdown_tables
+from pagemill_eval.math_render import MathComparer
+from pagemill_eval.olmocr_tables import TableGraph, html_tables, markdown_tables
 
 _REPLACEMENTS = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201c": '"', "\u201d": '"', "\u201e": '"', "\uff3f": "_",

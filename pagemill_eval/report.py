@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from services.evaluation.score import CaseScore
+from pagemill_eval.score import CaseScore
 
 METRICS = ("olmocr_pass_rate", "text_similarity", "teds", "teds_struct")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.worker.specsim.lookup import LookupParams, NgramIndex
+from pagemill_eval.specsim.lookup import LookupParams, NgramIndex
 
 
 @dataclass(slots=True)

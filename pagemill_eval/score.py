@@ -6,12 +6,12 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from services.evaluation.corpus import Case
-from services.evaluation.math_render import MathComparer
-from services.evaluation.olmocr_rules import load_rules
-from services.evaluation.run import Outcome
-from services.evaluation.teds import match_tables
-from services.evaluation.textsim import similarity, split_zones, zoned_similarity
+from pagemill_eval.corpus import Case
+from pagemill_eval.math_render import MathComparer
+from pagemill_eval.olmocr_rules import load_rules
+from pagemill_eval.run import Outcome
+from pagemill_eval.teds import match_tables
+from pagemill_eval.textsim import similarity, split_zones, zoned_similarity
 
 _HTML_TABLE = re.compile(r"<table\b.*?</table>", re.IGNORECASE | re.DOTALL)
 

@@ -125,7 +125,7 @@ def reconcile(loop: bool, metrics_port: int | None) -> None:
     from services.core.logging import configure_logging
     from services.core.metrics import start_metrics_server
     from services.core.queues import get_celery
-    from services.results.reconciler import reconcile_forever, reconcile_once
+    from services.reconciler.loop import reconcile_forever, reconcile_once
 
     settings = get_settings()
     configure_logging(json=settings.log_json, level=settings.log_level)
@@ -390,7 +390,7 @@ def key_revoke(key_id: str) -> None:
 def parse(files: tuple[str, ...], output_dir: str, server: str | None, api_key: str | None, mode: str | None,
           engine: str | None) -> None:
     """Parse FILES to Markdown in OUTPUT_DIR, with a progress bar per file."""
-    from services.parse_cli import parse_files
+    from services.cli.parse import parse_files
 
     ok = parse_files([Path(f) for f in files], Path(output_dir), server=server, api_key=api_key, mode=mode,
                      engine=engine, settings=get_settings())
@@ -416,8 +416,8 @@ def specsim(corpus_dir: str, json_out: str | None, markdown_out: str | None, ks:
     import json
     import shlex
 
-    from services.worker.specsim import report
-    from services.worker.specsim.run import PageResult, run_specsim
+    from pagemill_eval.specsim import report
+    from pagemill_eval.specsim.run import PageResult, run_specsim
 
     if prompt_lookup_min > prompt_lookup_max:
         raise click.BadParameter("--prompt-lookup-min must not exceed --prompt-lookup-max")
@@ -461,7 +461,7 @@ def eval_command(corpus_dir: Path, engine: str | None, mode: str | None, json_ou
                  patterns: tuple[str, ...], server: str | None, api_key: str | None, predictions: Path | None,
                  save_outputs: Path | None, name: str | None, quiet: bool) -> None:
     """Parse every case of CORPUS_DIR and score it against its ground truth (docs/evaluation.md)."""
-    from services.evaluation.cli import run_eval
+    from pagemill_eval.cli import run_eval
 
     run_eval(corpus_dir, settings=get_settings(), engine=engine, mode=mode, json_out=json_out,
              patterns=list(patterns), server=server, api_key=api_key, predictions=predictions,

@@ -1,5 +1,5 @@
 // Renders LaTeX to MathML with KaTeX, one request per line: stdin gets a JSON string, stdout a JSON object
-// {"mathml": "...", "error": null}. Used by services/evaluation/math_render.py for the olmOCR-bench math rules.
+// {"mathml": "...", "error": null}. Used by pagemill_eval/math_render.py for the olmOCR-bench math rules.
 import katex from "katex";
 import { createInterface } from "node:readline";
 

@@ -10,12 +10,12 @@ figures, since drafts come from text the output repeats.
 
 from __future__ import annotations
 
+from pagemill_eval.tokenizer import chat_prompt
 from services.core.pdf import pdf_text_layer, png_bytes, render_pdf_page
 from services.core.settings import EngineSettings, Settings
 from services.worker.engines import PageInput, load_engine
 from services.worker.engines.cpu.engine import ocr_longest_side
 from services.worker.presets import get_preset
-from services.worker.tokenizer import chat_prompt
 
 ANCHOR_KINDS = ("none", "text_layer", "ocr", "cpu")
 DEFAULT_ANCHOR_MAX_CHARS = EngineSettings.model_fields["anchor_max_chars"].default

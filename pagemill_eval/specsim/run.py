@@ -7,15 +7,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pagemill_eval.specsim import anchors
+from pagemill_eval.specsim.corpus import Case, NoPageTruth, page_targets, read_manifest
+from pagemill_eval.specsim.lookup import LookupParams
+from pagemill_eval.specsim.simulate import DecodeStats, simulate
+from pagemill_eval.tokenizer import EOS, build_tokenizer
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
 from services.worker.engines import PageInput
 from services.worker.quality import clip_anchor
-from services.worker.specsim import anchors
-from services.worker.specsim.corpus import Case, NoPageTruth, page_targets, read_manifest
-from services.worker.specsim.lookup import LookupParams
-from services.worker.specsim.simulate import DecodeStats, simulate
-from services.worker.tokenizer import EOS, build_tokenizer
 
 MEASURED_ANCHORS = anchors.ANCHOR_KINDS
 

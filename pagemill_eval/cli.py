@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
+from pagemill_eval.evaluate import evaluate
+from pagemill_eval.report import CASE_HEADER, case_line, summary_lines
+from pagemill_eval.run import LocalPagemill, RemotePagemill, SavedPredictions, Source
 from services.core.settings import Settings
-from services.evaluation.evaluate import evaluate
-from services.evaluation.report import CASE_HEADER, case_line, summary_lines
-from services.evaluation.run import LocalPagemill, RemotePagemill, SavedPredictions, Source
 
 
 def run_eval(corpus_dir: Path, *, settings: Settings, engine: str | None, mode: str | None, json_out: Path | None,

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 import httpx
 
+from pagemill_eval.corpus import Case
 from services.core.errors import PagemillError
 from services.core.settings import Settings
-from services.evaluation.corpus import Case
 from services.runner import parse_locally
 
 FINAL = {"succeeded", "partial", "failed", "cancelled"}

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from services.evaluation.corpus import Case, load_cases
-from services.evaluation.math_render import MathComparer, default_comparer
-from services.evaluation.report import build_report
-from services.evaluation.run import Outcome, Source
-from services.evaluation.score import CaseScore, score_case
+from pagemill_eval.corpus import Case, load_cases
+from pagemill_eval.math_render import MathComparer, default_comparer
+from pagemill_eval.report import build_report
+from pagemill_eval.run import Outcome, Source
+from pagemill_eval.score import CaseScore, score_case
 
 
 def evaluate(corpus_dir: Path, source: Source, *, patterns: list[str] | None = None,

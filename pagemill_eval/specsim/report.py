@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from services.worker.specsim.run import MEASURED_ANCHORS, PageResult, SpecsimRun
-from services.worker.specsim.simulate import DecodeStats
+from pagemill_eval.specsim.run import MEASURED_ANCHORS, PageResult, SpecsimRun
+from pagemill_eval.specsim.simulate import DecodeStats
 
 START, END = "<!-- specsim:start -->", "<!-- specsim:end -->"
 HEADLINE_ANCHORS = ("none", "text_layer", "ocr")
@@ -111,7 +111,7 @@ page, or **cpu**: the cpu engine's own Markdown for the page (its layout of the 
 tokens (longest n-gram from max down to min, earliest occurrence, up to `num_speculative_tokens` tokens);
 verification is greedy: the accepted prefix plus one bonus token per step, and the prefill step commits the
 first token. Tokens: pagemill's byte-level BPE ({run.tokenizer_vocab} tokens, Qwen2 pre-tokenization, trained
-on committed neutral text: `services/worker/tokenizer.py`), which splits words finer than a production
+on committed neutral text: `pagemill_eval/tokenizer.py`), which splits words finer than a production
 tokenizer. A figure is the tokens over the steps of all pages of its row; a case counts under each of its
 kinds.
 
