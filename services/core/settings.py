@@ -54,7 +54,7 @@ class VllmServeSettings(SettingsSection):
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
     """`--gpu-memory-utilization`: the share of GPU memory vLLM may take."""
     speculative_method: str = ""
-    """`ngram`, `eagle3`, `mtp` or `none`; "": the preset's recommendation."""
+    """`ngram`, `eagle`, `eagle3`, `dflash`, `mtp` or `none`; "": the preset's recommendation."""
     num_speculative_tokens: int = Field(default=0, ge=0)
     """Tokens drafted per step; 0: the preset's."""
     prompt_lookup_min: int = Field(default=2, ge=1)
@@ -62,7 +62,7 @@ class VllmServeSettings(SettingsSection):
     prompt_lookup_max: int = Field(default=4, ge=1)
     """n-gram speculation: the longest prompt n-gram a draft is looked up by."""
     draft_model: str = ""
-    """eagle3: the draft checkpoint."""
+    """eagle / eagle3 / dflash: the draft checkpoint (an EAGLE or FastMTP head, a DFlash drafter)."""
     extra_args: list[str] = []
     """More `vllm serve` arguments, as a JSON list."""
 

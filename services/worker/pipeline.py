@@ -120,7 +120,9 @@ def _run_generative(engine: Engine, page: PageInput, settings: Settings, started
             break
         spent["prompt_tokens"] += output.prompt_tokens
         spent["completion_tokens"] += output.completion_tokens
-        problem = invalid_reason(output.markdown, output.finish_reason, page_has_text=page_has_text)
+        # A model that says the page holds no text (`empty`) is taken at its word: that is an answer, not a bad one.
+        problem = invalid_reason(output.markdown, output.finish_reason,
+                                 page_has_text=page_has_text and not output.details.get("empty"))
         turn = _rotation_correction(engine, output)
         if problem is None and turn:
             problem = "rotation"

@@ -18,6 +18,9 @@ class ParsedAnswer:
     """A model's answer made ready for the page: Markdown, plus what the model said about the page."""
 
     markdown: str
+    # The model said the page holds no text (DeepSeek-OCR fine-tunes answer `null`): an empty page that
+    # succeeded, never a retry, a failure or a fallback.
+    empty: bool = False
     rotation_valid: bool = True
     rotation_correction: int = 0  # degrees clockwise the page should be turned before reading it again
     meta: dict[str, Any] = field(default_factory=dict)  # language, is_table, is_diagram, …
@@ -36,10 +39,17 @@ class Preset:
     max_tokens: int = 4096
     max_model_len: int = 16384
     sampling: dict[str, Any] = field(default_factory=dict)  # extra request fields (top_p, repetition_penalty…)
-    speculative_method: str = "ngram"  # ngram | eagle3 | mtp | none
+    speculative_method: str = "ngram"  # ngram | eagle | eagle3 | mtp | none
     num_speculative_tokens: int = 4
     serve_args: tuple[str, ...] = ()
+    # What `vllm serve` gets unless the settings say otherwise: None keeps the settings' default; "" for
+    # quantization keeps the checkpoint's own weights (pre-quantized FP8/NVFP4 checkpoints).
+    quantization: str | None = None
+    # None leaves vLLM's default; True/False put --enable-prefix-caching / --no-enable-prefix-caching on the line.
+    prefix_caching: bool | None = None
     reports_rotation: bool = False
+    # The model leaves running headers and footers out by design: they are not stripped a second time.
+    strips_furniture: bool = False
     notes: str = ""
 
     def user_text(self, anchor: str | None) -> str:
@@ -101,6 +111,39 @@ def parse_front_matter(text: str) -> ParsedAnswer:
     valid = meta.get("is_rotation_valid")
     return ParsedAnswer(markdown=body + "\n" if body else "", rotation_valid=valid is not False,
                         rotation_correction=correction, meta=meta)
+
+
+# DeepSeek-OCR's grounding mode puts `<|ref|>kind<|/ref|><|det|>[[x0, y0, x1, y1]]<|/det|>` before each block,
+# with the box on a 0..999 grid over the page image; special tokens are kept (skip_special_tokens=false) so
+# the tags survive, and the end-of-sentence token is dropped.
+_DEEPSEEK_BLOCK = re.compile(r"<\|ref\|>(?P<kind>.*?)<\|/ref\|><\|det\|>(?P<boxes>\[\[.*?\]\])<\|/det\|>\n?", re.DOTALL)
+_DEEPSEEK_SPECIAL = re.compile(r"<\uff5cend\u2581of\u2581sentence\uff5c>|<\|end_of_sentence\|>")
+_BOX = re.compile(r"\[\s*(\d+(?:\.\d+)?)\s*,\s*(\d+(?:\.\d+)?)\s*,\s*(\d+(?:\.\d+)?)\s*,\s*(\d+(?:\.\d+)?)\s*\]")
+DEEPSEEK_GRID = 999.0
+
+
+def parse_deepseek(text: str) -> ParsedAnswer:
+    """DeepSeek-OCR and its fine-tunes: Markdown with grounding tags (kept as blocks with boxes in `meta`);
+    `null` alone is the model's word that the page holds no text."""
+    text = _DEEPSEEK_SPECIAL.sub("", strip_fences(text)).strip()
+    if text.lower() in ("null", "none"):
+        return ParsedAnswer(markdown="", empty=True)
+    blocks: list[dict[str, Any]] = []
+    matches = list(_DEEPSEEK_BLOCK.finditer(text))
+    if not matches:
+        return parse_plain(text)
+    head = text[:matches[0].start()].strip()
+    parts = [head] if head else []
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        body = text[match.end():end].strip()
+        boxes = [[float(v) / DEEPSEEK_GRID for v in b.groups()] for b in _BOX.finditer(match.group("boxes"))]
+        blocks.append({"kind": match.group("kind").strip(), "bbox_norm": boxes[0] if boxes else None,
+                       "markdown": body})
+        if body:
+            parts.append(body)
+    body = "\n\n".join(parts)
+    return ParsedAnswer(markdown=body + "\n" if body else "", meta={"blocks": blocks})
 
 
 # The table ---------------------------------------------------------------------------------------------------
@@ -171,6 +214,53 @@ PRESETS: dict[str, Preset] = {
             num_speculative_tokens=1,
             notes="GLM-OCR with its built-in multi-token-prediction layers (speculative method mtp, 1 token, as "
                   "the vLLM recipe runs it); its task prompt takes no anchor.",
+        ),
+        Preset(
+            name="deepseek_ocr", model="deepseek-ai/DeepSeek-OCR",
+            prompt="<|grounding|>Convert the document to markdown.", anchor_template="", parse=parse_deepseek,
+            render_longest_side=1280, max_tokens=8192, max_model_len=8192,
+            sampling={"skip_special_tokens": False,
+                      "vllm_xargs": {"ngram_size": 30, "window_size": 90, "whitelist_token_ids": [128821, 128822]}},
+            speculative_method="eagle", num_speculative_tokens=3, prefix_caching=False, strips_furniture=True,
+            serve_args=("--logits-processors", "vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor",
+                        "--mm-processor-cache-gb", "0"),
+            notes="DeepSeek-OCR and its fine-tunes (jina-ocr-v1 and the like). Checked against vLLM's DeepSeek-OCR "
+                  "recipe: plain prompts (no anchor), its NGramPerReqLogitsProcessor with ngram_size 30 / window "
+                  "90 / <td></td> whitelisted, skip_special_tokens false, no prefix caching, no multimodal "
+                  "processor cache; the grounding prompt gives each block a 0..999 box, read into the page's "
+                  "blocks. Speculation is `eagle` with K=3, the draft length of a FastMTP head: set "
+                  "PAGEMILL_ENGINE__SERVE__DRAFT_MODEL to the head (or SPECULATIVE_METHOD=none for the base "
+                  "model, which has none). `null` is an empty page that succeeded. Headers and footers are left "
+                  "out by the model. DeepseekOCRForCausalLM is in the pinned vLLM's (0.32) registry.",
+        ),
+        Preset(
+            name="hunyuan_ocr", model="tencent/HunyuanOCR",
+            prompt=("Extract all information from the main body of the document image and represent it in "
+                    "markdown format, ignoring headers and footers. Tables should be expressed in HTML format, "
+                    "formulas in the document should be represented using LaTeX format, and the parsing should be "
+                    "organized according to the reading order."),
+            anchor_template="", parse=parse_plain, render_longest_side=2048, max_tokens=16384,
+            max_model_len=32768, sampling={"top_k": 1, "repetition_penalty": 1.0}, speculative_method="none",
+            prefix_caching=False, strips_furniture=True, serve_args=("--mm-processor-cache-gb", "0"),
+            notes="Small end-to-end OCR experts (~1B, native-resolution encoder): HunyuanOCR's document-parsing "
+                  "prompt and greedy sampling (top_k 1, repetition_penalty 1.0) from vLLM's HunyuanOCR recipe, "
+                  "which also turns prefix caching and the multimodal processor cache off. Rendered at 2048 px "
+                  "(the encoder takes native resolution; PAGEMILL_ENGINE__RENDER_LONGEST_SIDE up to 4096). No "
+                  "speculative method is set by default; a block-diffusion drafter runs with SPECULATIVE_METHOD=dflash "
+                  "and DRAFT_MODEL. HunYuanVLForConditionalGeneration is in the pinned vLLM's (0.32) registry. "
+                  "Several pages per request is not implemented yet (one page per request).",
+        ),
+        Preset(
+            name="qwen35_vl", model="Qwen/Qwen3.5-4B", prompt=GENERIC_PROMPT, anchor_template=GENERIC_ANCHOR,
+            parse=parse_plain, image_first=False, max_tokens=8192, max_model_len=32768,
+            sampling={"chat_template_kwargs": {"enable_thinking": False}}, quantization="", prefix_caching=True,
+            notes="Qwen3.5-family parsers (4B class), FP8/NVFP4 checkpoints served with their own quantization "
+                  "(quantization ''). The prompt comes before the image so every page shares one cached prefix "
+                  "(--enable-prefix-caching); thinking is off through the chat template "
+                  "(chat_template_kwargs.enable_thinking=false), so the answer is the page alone. "
+                  "Qwen3_5ForConditionalGeneration and its MTP head (SPECULATIVE_METHOD=mtp) are in the pinned "
+                  "vLLM's (0.32) registry; the hub id of the 4B checkpoint is from the model family's naming, "
+                  "not checked against the hub (set PAGEMILL_ENGINE__MODEL / SERVE__MODEL_PATH).",
         ),
     )
 }

@@ -12,7 +12,10 @@ from typing import Any
 from services.core.settings import Settings
 from services.worker.presets import get_preset
 
-SPECULATIVE_METHODS = ("ngram", "eagle3", "mtp", "none")
+# vLLM's SpeculativeConfig methods pagemill drives: prompt lookup, a draft head (EAGLE/EAGLE-3, e.g. a FastMTP
+# head served as `eagle`; DFlash, a block-diffusion drafter), the model's own MTP layers, or none.
+SPECULATIVE_METHODS = ("ngram", "eagle", "eagle3", "dflash", "mtp", "none")
+DRAFT_METHODS = ("eagle", "eagle3", "dflash")
 
 
 def speculative_config(settings: Settings) -> dict[str, Any] | None:
@@ -32,9 +35,10 @@ def speculative_config(settings: Settings) -> dict[str, Any] | None:
         # Prompt lookup: drafts are copied from the prompt (the page's anchor text) when the last
         # `prompt_lookup_min`..`max` generated tokens occur there.
         config.update(prompt_lookup_max=serve.prompt_lookup_max, prompt_lookup_min=serve.prompt_lookup_min)
-    elif method == "eagle3":
+    elif method in DRAFT_METHODS:
         if not serve.draft_model:
-            raise ValueError("eagle3 needs a draft model: set PAGEMILL_ENGINE__SERVE__DRAFT_MODEL")
+            raise ValueError(f"{method} needs a draft model: set PAGEMILL_ENGINE__SERVE__DRAFT_MODEL "
+                             "(or PAGEMILL_ENGINE__SERVE__SPECULATIVE_METHOD=none)")
         config["model"] = serve.draft_model
     elif serve.draft_model:  # mtp reads the target model's own prediction layers
         raise ValueError("mtp uses the model's own layers; unset PAGEMILL_ENGINE__SERVE__DRAFT_MODEL")
@@ -56,8 +60,14 @@ def vllm_command(settings: Settings, *, executable: str = "vllm") -> list[str]:
         "--max-model-len", str(serve.max_model_len or preset.max_model_len),
         "--limit-mm-per-prompt", json.dumps({"image": 1, "video": 0}),
     ]
-    if serve.quantization:
-        argv += ["--quantization", serve.quantization]
+    # A preset's own quantization ("" for pre-quantized checkpoints) applies unless the setting was given.
+    quantization = serve.quantization
+    if "quantization" not in serve.model_fields_set and preset.quantization is not None:
+        quantization = preset.quantization
+    if quantization:
+        argv += ["--quantization", quantization]
+    if preset.prefix_caching is not None:
+        argv.append("--enable-prefix-caching" if preset.prefix_caching else "--no-enable-prefix-caching")
     if serve.kv_cache_dtype:
         argv += ["--kv-cache-dtype", serve.kv_cache_dtype]
     if serve.gpu_memory_utilization:

@@ -124,6 +124,7 @@ class VllmEngine:
             rotation=page.rotation % 360, width_px=width, height_px=height,
             details={"preset": self.preset.name, "request_ms": ms, "answer_chars": len(text),
                      "rotation_valid": parsed.rotation_valid, "rotation_correction": parsed.rotation_correction,
+                     **({"empty": True} if parsed.empty else {}),
                      **({"page_meta": parsed.meta} if parsed.meta else {})},
         )
 

@@ -1,0 +1,75 @@
+"""The model-family presets added for DeepSeek-OCR fine-tunes, small OCR experts and Qwen3.5-VL parsers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from services.core.settings import Settings
+from services.worker.presets import get_preset, parse_deepseek
+from services.worker.quality import invalid_reason
+from services.worker.vllm_serve import speculative_config, vllm_command
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_deepseek_grounding_tags_become_blocks_with_boxes_and_leave_the_markdown_clean() -> None:
+    answer = ("<|ref|>title<|/ref|><|det|>[[100, 50, 899, 90]]<|/det|>\n# Annual report\n\n"
+              "<|ref|>text<|/ref|><|det|>[[100, 120, 899, 300]]<|/det|>\nRevenue grew by 4 %.\n"
+              "<\uff5cend\u2581of\u2581sentence\uff5c>")
+    parsed = parse_deepseek(answer)
+    assert parsed.markdown == "# Annual report\n\nRevenue grew by 4 %.\n"
+    assert "<|" not in parsed.markdown and not parsed.empty
+    blocks = parsed.meta["blocks"]
+    assert [b["kind"] for b in blocks] == ["title", "text"]
+    assert blocks[0]["bbox_norm"] == pytest.approx([100 / 999, 50 / 999, 899 / 999, 90 / 999])
+
+
+def test_deepseek_null_is_an_empty_page_not_a_bad_answer() -> None:
+    parsed = parse_deepseek("null")
+    assert parsed.empty and parsed.markdown == ""
+    # The pipeline asks invalid_reason with page_has_text=False for such an answer: nothing to retry.
+    assert invalid_reason(parsed.markdown, "stop", page_has_text=False) is None
+    assert not parse_deepseek("Plain text without tags").empty
+
+
+def test_deepseek_serve_line_follows_vllms_recipe_and_needs_the_draft_head() -> None:
+    with pytest.raises(ValueError, match="draft model"):
+        vllm_command(Settings(engine={"kind": "vllm", "preset": "deepseek_ocr"}))
+    settings = Settings(engine={"kind": "vllm", "preset": "deepseek_ocr",
+                                "serve": {"draft_model": "/models/fastmtp-head"}})
+    argv = vllm_command(settings)
+    assert argv[2] == "deepseek-ai/DeepSeek-OCR"
+    assert json.loads(flag(argv, "--speculative-config")) == {
+        "method": "eagle", "num_speculative_tokens": 3, "model": "/models/fastmtp-head"}
+    assert "--no-enable-prefix-caching" in argv and flag(argv, "--mm-processor-cache-gb") == "0"
+    assert flag(argv, "--logits-processors").endswith("deepseek_ocr:NGramPerReqLogitsProcessor")
+    off = Settings(engine={"preset": "deepseek_ocr", "serve": {"speculative_method": "none"}})
+    assert speculative_config(off) is None
+
+
+def test_qwen35_keeps_the_checkpoints_quantization_unless_told_and_shares_a_prefix() -> None:
+    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "qwen35_vl"}))
+    assert "--quantization" not in argv and "--enable-prefix-caching" in argv
+    forced = vllm_command(Settings(engine={"preset": "qwen35_vl", "serve": {"quantization": "fp8"}}))
+    assert flag(forced, "--quantization") == "fp8"
+    preset = get_preset("qwen35_vl")
+    assert not preset.image_first  # the shared text prompt first, so vLLM's prefix cache covers it
+    assert preset.sampling["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_hunyuan_ocr_renders_large_and_turns_caching_off() -> None:
+    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "hunyuan_ocr"}))
+    assert "--speculative-config" not in argv and "--no-enable-prefix-caching" in argv
+    preset = get_preset("hunyuan_ocr")
+    assert preset.render_longest_side == 2048 and preset.strips_furniture and preset.anchor_template == ""
+
+
+def test_the_older_presets_keep_the_settings_quantization() -> None:
+    for name in ("generic", "olmocr", "dots_ocr", "paddleocr_vl", "glm_ocr"):
+        argv = vllm_command(Settings(engine={"kind": "vllm", "preset": name}))
+        assert flag(argv, "--quantization") == "fp8", name
+        assert "--enable-prefix-caching" not in argv, name
