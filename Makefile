@@ -58,6 +58,9 @@ lint: $(STAMP) ## ruff and mypy, and uv.lock agrees with pyproject.toml
 	$(BIN)/ruff check services tests bench tools pagemill_eval
 	$(BIN)/mypy
 
+tokenizer: $(STAMP) ## retrain specsim's BPE on scripts/tokenizer_text.txt into pagemill_eval/tokenizer.json
+	$(BIN)/python scripts/make_tokenizer.py
+
 specsim: $(STAMP) ## anchor-guided speculation on $(PAGEMILL_CORPUS)/dev (n-gram drafts simulated), written to docs/benchmarks.md
 	$(BIN)/pagemill specsim $(PAGEMILL_CORPUS)/dev --write docs/benchmarks.md
 
@@ -69,6 +72,9 @@ migrate: $(STAMP) ## apply database migrations (PAGEMILL_DATABASE_URL, default S
 
 docs: $(STAMP) ## regenerate the settings tables (docs/settings.md, README) from services/core/settings.py
 	$(BIN)/pagemill config --write
+
+licenses: $(STAMP) ## licences of the runtime closure into docs/licenses.md; fails on GPL/AGPL or a stale report
+	$(BIN)/python -m tools.licenses --write docs/licenses.md
 
 dashboards: $(STAMP) ## regenerate the Grafana dashboards in charts/pagemill/dashboards/
 	$(BIN)/python -m tools.dashboards
@@ -109,4 +115,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
