@@ -30,6 +30,8 @@ def imported_modules(package: str) -> set[str]:
     """Top-level names every module of `package` imports, at module level or inside functions."""
     names: set[str] = set()
     for path in (REPO / package).rglob("*.py"):
+        if "node_modules" in path.parts:  # KaTeX's own tooling (make katex)
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names |= {alias.name.split(".")[0] for alias in node.names}
