@@ -5,7 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# The shared corpus lives beside the clone; PAGEMILL_CORPUS=/path/to/corpus overrides it.
 CORPUS ?= ../shared/corpus
+PAGEMILL_CORPUS ?= $(CORPUS)
 # The vLLM-on-CPU venv and its tiny model (scripts/vllm/setup.sh; rebuilt only when its inputs change).
 VLLM_VENV ?= .venv-vllm
 
@@ -14,12 +16,23 @@ VLLM_VENV ?= .venv-vllm
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# uv only reads and exports uv.lock; pip installs the exported, hash-checked requirements, then pagemill editable.
+UV_VERSION ?= 0.13.9
+UV := $(BIN)/uv
+LOCKED := $(VENV)/requirements-dev.txt
+
+$(STAMP): pyproject.toml uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
+	$(UV) export --frozen --extra dev --no-emit-project --quiet -o $(LOCKED)
+	$(BIN)/python -m pip install -q --require-hashes -r $(LOCKED)
+	$(BIN)/python -m pip install -q --no-deps -e .
 	$(MAKE) katex
 	touch $(STAMP)
+
+lock: $(STAMP) ## re-resolve uv.lock after a change to the dependencies in pyproject.toml (then make install)
+	$(UV) lock
 
 KATEX_DIR := pagemill_eval/katex
 katex: ## KaTeX (node) for the olmOCR math rules of `pagemill eval`; skipped with a note when npm is missing
@@ -40,12 +53,16 @@ vllm-env: ## build the vLLM-on-CPU venv and the tiny test model (cached in VLLM_
 test-vllm: $(STAMP) vllm-env ## the real-vLLM tier: `vllm serve` on 127.0.0.1 (tiny model, CPU), pages through the workers
 	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m vllm $(PYTEST_ARGS)
 
-lint: $(STAMP) ## ruff and mypy
-	$(BIN)/ruff check services tests bench tools
+lint: $(STAMP) ## ruff and mypy, and uv.lock agrees with pyproject.toml
+	$(UV) lock --check
+	$(BIN)/ruff check services tests bench tools pagemill_eval
 	$(BIN)/mypy
 
-specsim: $(STAMP) ## anchor-guided speculation on $(CORPUS)/dev (n-gram drafts simulated), written to docs/benchmarks.md
-	$(BIN)/pagemill specsim $(CORPUS)/dev --write docs/benchmarks.md
+tokenizer: $(STAMP) ## retrain specsim's BPE on scripts/tokenizer_text.txt into pagemill_eval/tokenizer.json
+	$(BIN)/python scripts/make_tokenizer.py
+
+specsim: $(STAMP) ## anchor-guided speculation on $(PAGEMILL_CORPUS)/dev (n-gram drafts simulated), written to docs/benchmarks.md
+	$(BIN)/pagemill specsim $(PAGEMILL_CORPUS)/dev --write docs/benchmarks.md
 
 proto: $(STAMP) ## regenerate the Python code of proto/pagemill/v1/*.proto
 	$(BIN)/python -m services.core.contracts.generate
@@ -55,6 +72,9 @@ migrate: $(STAMP) ## apply database migrations (PAGEMILL_DATABASE_URL, default S
 
 docs: $(STAMP) ## regenerate the settings tables (docs/settings.md, README) from services/core/settings.py
 	$(BIN)/pagemill config --write
+
+licenses: $(STAMP) ## licences of the runtime closure into docs/licenses.md; fails on GPL/AGPL or a stale report
+	$(BIN)/python -m tools.licenses --write docs/licenses.md
 
 dashboards: $(STAMP) ## regenerate the Grafana dashboards in charts/pagemill/dashboards/
 	$(BIN)/python -m tools.dashboards
@@ -75,7 +95,6 @@ bench-serve: $(STAMP) ## pages/s of `pagemill serve` (cpu engine) over the dev c
 bench-fair: $(STAMP) ## fair share between tenants (a 1-page upload beside a 2,000-page one), to docs/fair-share.md
 	$(BIN)/python -m bench.fair_share --write docs/fair-share.md
 
-PAGEMILL_CORPUS ?= $(if $(wildcard $(CORPUS)/dev),$(CORPUS),/work/shared/corpus)
 PEERS_VENV ?= .venv-peers
 # The regression slice of `make test` (tests/integration/test_eval_floor.py): digital text, tables, OCR, rules.
 EVAL_SLICE ?= pypdf_crazyones docling_ocr_test tesseract_phototest icdar2013_eu-002 olmocr_earnings \
@@ -96,4 +115,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor

@@ -6,14 +6,17 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+ARG UV_VERSION=0.13.9
 RUN python -m venv /opt/venv
-ENV PATH=/opt/venv/bin:$PATH
-WORKDIR /app
-COPY pyproject.toml README.md alembic.ini ./
+WORKDIR /src
+# Installed from uv.lock (hash-checked), then pagemill itself without dependencies; not editable: the
+# migrations ship inside the package (services/core/db/migrations), so no source tree is needed at run time.
+COPY pyproject.toml uv.lock README.md LICENSE ./
+RUN python -m pip install uv==${UV_VERSION} \
+ && uv export --frozen --no-dev --no-emit-project -o /tmp/requirements.txt \
+ && /opt/venv/bin/pip install --upgrade pip && /opt/venv/bin/pip install --require-hashes -r /tmp/requirements.txt
 COPY services ./services
-COPY proto ./proto
-RUN pip install --upgrade pip setuptools wheel && pip install -e . \
- && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
+RUN /opt/venv/bin/pip install --no-deps . && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
@@ -23,7 +26,6 @@ ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
 RUN groupadd --system --gid 10001 pagemill && useradd --system --uid 10001 --gid 10001 --no-create-home pagemill \
  && mkdir -p /run/pagemill && chown 10001:10001 /run/pagemill
 COPY --from=build /opt/venv /opt/venv
-COPY --from=build /app /app
 COPY docker/entrypoint.sh /usr/local/bin/pagemill-entrypoint
 WORKDIR /app
 USER 10001:10001

@@ -21,9 +21,8 @@ from services.core.settings import Settings
 from tests.servers import free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
-if not CORPUS.exists():  # a clone elsewhere: PAGEMILL_CORPUS points at the shared corpus
-    CORPUS = Path(os.environ.get("PAGEMILL_CORPUS", "/work/shared/corpus"))
+# The shared corpus lives beside the clone (../shared/corpus); PAGEMILL_CORPUS points elsewhere.
+CORPUS = Path(os.environ.get("PAGEMILL_CORPUS") or REPO.parent / "shared" / "corpus")
 FINAL = {"succeeded", "partial", "failed", "cancelled"}
 _redis_dbs = itertools.cycle(range(1, 16))
 

@@ -11,7 +11,7 @@ from pagemill_eval.specsim import anchors
 from pagemill_eval.specsim.corpus import Case, NoPageTruth, page_targets, read_manifest
 from pagemill_eval.specsim.lookup import LookupParams
 from pagemill_eval.specsim.simulate import DecodeStats, simulate
-from pagemill_eval.tokenizer import EOS, build_tokenizer
+from pagemill_eval.tokenizer import EOS, load_tokenizer
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
 from services.worker.engines import PageInput
@@ -67,7 +67,7 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
                 on_page: Callable[[PageResult], None] | None = None) -> SpecsimRun:
     params = {k: LookupParams(num_speculative_tokens=k, prompt_lookup_min=lookup_min, prompt_lookup_max=lookup_max)
               for k in ks}
-    tokenizer = build_tokenizer()
+    tokenizer = load_tokenizer()
     eos = tokenizer.token_to_id(EOS)
     if eos is None:
         raise RuntimeError(f"the tokenizer has no {EOS} token")

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from services.cli.extras import require_extra
 from services.core.queues import Queue
 from services.core.settings import get_settings
 
@@ -162,6 +163,7 @@ def serve(host: str, port: int, data_dir: str, worker_count: int | None) -> None
     os.environ["PAGEMILL_DATA_DIR"] = str(data)
     redis_handle = None
     if not os.environ.get("PAGEMILL_REDIS_URL"):
+        require_extra("local", "`pagemill serve` without PAGEMILL_REDIS_URL (an embedded Redis)")
         redis_handle, url = start_embedded_redis(data)
         os.environ["PAGEMILL_REDIS_URL"] = url
         click.echo(f"embedded Redis at {url}")
@@ -416,6 +418,7 @@ def specsim(corpus_dir: str, json_out: str | None, markdown_out: str | None, ks:
     import json
     import shlex
 
+    require_extra("eval", "`pagemill specsim`")
     from pagemill_eval.specsim import report
     from pagemill_eval.specsim.run import PageResult, run_specsim
 
@@ -461,6 +464,7 @@ def eval_command(corpus_dir: Path, engine: str | None, mode: str | None, json_ou
                  patterns: tuple[str, ...], server: str | None, api_key: str | None, predictions: Path | None,
                  save_outputs: Path | None, name: str | None, quiet: bool) -> None:
     """Parse every case of CORPUS_DIR and score it against its ground truth (docs/evaluation.md)."""
+    require_extra("eval", "`pagemill eval`")
     from pagemill_eval.cli import run_eval
 
     run_eval(corpus_dir, settings=get_settings(), engine=engine, mode=mode, json_out=json_out,

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pagemill_eval.specsim.anchors import prompt_text
 from pagemill_eval.specsim.corpus import docling_items, latex_body, normalize_plain_text, split_docling_markdown
 from pagemill_eval.specsim.report import END, START, write_section
-from pagemill_eval.tokenizer import EOS, SPECIAL_TOKENS, build_tokenizer
+from pagemill_eval.tokenizer import EOS, SPECIAL_TOKENS, TOKENIZER_FILE, VOCAB_SIZE, load_tokenizer, train_tokenizer
 from services.worker.quality import clip_anchor
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_tokenizer_is_a_real_bpe_with_qwen2_special_tokens() -> None:
-    tokenizer = build_tokenizer()
+    tokenizer = load_tokenizer()
+    assert tokenizer.get_vocab_size() == VOCAB_SIZE + len(SPECIAL_TOKENS)
     ids = [tokenizer.token_to_id(token) for token in SPECIAL_TOKENS]
     assert ids == list(range(ids[0], ids[0] + len(SPECIAL_TOKENS)))  # one id each, after the BPE vocabulary
     text = "The committee approved the annual report. Überprüfung: 12,5 %. 발행일 2020년"
@@ -25,10 +29,11 @@ def test_tokenizer_is_a_real_bpe_with_qwen2_special_tokens() -> None:
     assert prompt.tokens[0] == "<|im_start|>" and prompt.ids.count(tokenizer.token_to_id(EOS)) == 2
 
 
-def test_tokenizer_training_is_deterministic() -> None:
-    first = build_tokenizer().to_str()
-    build_tokenizer.cache_clear()
-    assert build_tokenizer().to_str() == first
+def test_the_shipped_tokenizer_is_what_the_training_script_gives() -> None:
+    raw = (REPO / "scripts" / "tokenizer_text.txt").read_text(encoding="utf-8")
+    trained = train_tokenizer(raw).to_str()
+    assert json.loads(trained) == json.loads(TOKENIZER_FILE.read_text(encoding="utf-8")), "run `make tokenizer`"
+    assert train_tokenizer(raw).to_str() == trained  # deterministic
 
 
 def test_clip_anchor_keeps_the_head_and_cuts_at_a_word() -> None:

@@ -6,6 +6,7 @@ import re
 import unicodedata
 from collections import Counter
 
+from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import PageText
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -34,7 +35,8 @@ def word_shape_quality(text: str) -> float:
         letters = sum(c.isalpha() for c in word)
         digits = sum(c.isdigit() for c in word)
         changes = sum(1 for a, b in zip(word, word[1:], strict=False) if a.islower() and b.isupper())
-        if (letters == 0 or digits == 0 or len(word) <= 3) and changes <= 1:
+        if ((letters == 0 or digits == 0 or len(word) <= tuning.WORD_SHAPE_SHORT)
+                and changes <= tuning.WORD_SHAPE_MAX_CASE_CHANGES):
             plausible += 1
     return plausible / len(words)
 
@@ -68,8 +70,9 @@ def text_layer_signals(page: PageText, text: str) -> dict[str, float]:
 def text_layer_confidence(signals: dict[str, float]) -> float:
     value = signals["text_layer_quality"] * (1 - signals["text_layer_unmapped"])
     value *= 0.5 + 0.5 * signals["text_layer_word_shape"]
-    if signals.get("image_coverage", 0.0) > 0.5 and signals["text_layer_chars"] < 200:
-        value *= 0.8  # most of the page is a picture the text layer may not describe
+    if (signals.get("image_coverage", 0.0) > tuning.PICTURE_PAGE_COVERAGE
+            and signals["text_layer_chars"] < tuning.PICTURE_PAGE_MAX_CHARS):
+        value *= tuning.PICTURE_PAGE_PENALTY  # most of the page is a picture the text layer may not describe
     return round(max(0.0, min(1.0, value)), 4)
 
 
@@ -87,6 +90,6 @@ def ocr_signals(scores: list[float], texts: list[str], boxes_found: int) -> dict
 
 def ocr_confidence(signals: dict[str, float]) -> float:
     if signals["ocr_boxes"] == 0:
-        return 0.9  # nothing on the page looked like text: a blank page, confidently empty
-    value = signals["ocr_mean_score"] * (0.6 + 0.4 * signals["ocr_kept"])
+        return tuning.OCR_BLANK_CONFIDENCE  # nothing on the page looked like text: a blank page, confidently empty
+    value = signals["ocr_mean_score"] * (tuning.OCR_CONFIDENCE_BASE + tuning.OCR_KEPT_WEIGHT * signals["ocr_kept"])
     return round(max(0.0, min(1.0, value)), 4)

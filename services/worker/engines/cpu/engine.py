@@ -8,7 +8,7 @@ from PIL import Image
 from services.core.pdf import load_image, render_pdf_page
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput, PageOutput
-from services.worker.engines.cpu import confidence, layout, markdown, ocr, tables, textlayer
+from services.worker.engines.cpu import confidence, layout, markdown, ocr, tables, textlayer, tuning
 from services.worker.engines.cpu.model import Block, BlockKind, Line, PageText, Segment
 
 # A text layer with fewer characters than this over a page that is mostly picture is a scan with a stray label.
@@ -20,7 +20,7 @@ _AGREEMENT_TO_KEEP_LAYER = 0.85
 def ocr_longest_side(settings: Settings) -> int:
     """The size a page without a usable text layer is rendered at for OCR: letter height at `ocr_dpi`, capped
     where recognition stops gaining."""
-    return min(2400, int(11 * settings.engine.ocr_dpi))
+    return min(tuning.OCR_MAX_RENDER_SIDE, int(tuning.OCR_RENDER_INCHES * settings.engine.ocr_dpi))
 
 
 def lay_out(lines: list[Line], width: float, height: float, *, rules: list[Segment] | None = None,
@@ -32,7 +32,8 @@ def lay_out(lines: list[Line], width: float, height: float, *, rules: list[Segme
     # Rotated text in the side margins (download stamps, arXiv ids) is furniture; elsewhere it is content, and
     # its words may be a table's slanted column heads, so each word is offered to the table finder on its own.
     margin_lines = margin_lines or []
-    inside = [line for line in margin_lines if not (line.box.x1 < 0.12 * width or line.box.x0 > 0.88 * width)]
+    inside = [line for line in margin_lines if not (line.box.x1 < tuning.MARGIN_SHARE_LEFT * width
+                                                              or line.box.x0 > tuning.MARGIN_SHARE_RIGHT * width)]
     slanted = {id(word): line for line in inside for word in line.words}
     offered = [Line([word], word.box) for line in inside for word in line.words]
     found, rest = tables.find_tables(lines + offered, rules or [], width, size)
@@ -50,7 +51,7 @@ def lay_out(lines: list[Line], width: float, height: float, *, rules: list[Segme
     content = [b for b in blocks if b.kind != BlockKind.FURNITURE]
     furniture = [b for b in blocks if b.kind == BlockKind.FURNITURE]
     ordered = layout.reading_order(content)
-    classified = layout.classify(ordered, size * (1.0 if not from_ocr else 1.05))
+    classified = layout.classify(ordered, size * (1.0 if not from_ocr else tuning.OCR_BODY_SIZE_FACTOR))
     return classified + furniture
 
 
@@ -114,11 +115,13 @@ class CpuEngine:
 def _text_layer_verdict(text: PageText, signals: dict[str, float]) -> str:
     """`use` the text layer, `verify` it against OCR (an invisible layer over a scan), or `ocr` the page."""
     if text.chars < _MIN_TEXT_CHARS:
-        return "ocr" if text.chars == 0 or text.image_coverage > 0.3 else "use"
-    if signals["text_layer_unmapped"] > 0.1 or signals["text_layer_quality"] < 0.85:
+        return "ocr" if text.chars == 0 or text.image_coverage > tuning.SPARSE_LAYER_IMAGE_COVERAGE else "use"
+    if (signals["text_layer_unmapped"] > tuning.LAYER_MAX_UNMAPPED
+            or signals["text_layer_quality"] < tuning.LAYER_MIN_QUALITY):
         return "ocr"
-    if signals["text_layer_word_shape"] < 0.6:
+    if signals["text_layer_word_shape"] < tuning.LAYER_MIN_WORD_SHAPE:
         return "ocr"
-    if signals["text_layer_invisible"] > 0.5 and text.image_coverage > 0.5:
+    if (signals["text_layer_invisible"] > tuning.LAYER_VERIFY_INVISIBLE
+            and text.image_coverage > tuning.LAYER_VERIFY_IMAGE_COVERAGE):
         return "verify"
     return "use"

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Box, Line, Word, union_all
 
 _NUMERIC = re.compile(r"^[\s$€£¥%()+\-–—−.,:/*\d<>≤≥±x×~]+$")
@@ -98,8 +99,8 @@ class TextRow:
 def text_rows(lines: list[Line]) -> list[TextRow]:
     rows: list[TextRow] = []
     for line in sorted(lines, key=lambda item: item.box.cy):
-        for row in reversed(rows[-3:]):
-            if line.box.y_overlap(row.box) >= 0.5 * min(line.box.height, row.box.height):
+        for row in reversed(rows[-tuning.ROW_LOOKBACK:]):
+            if line.box.y_overlap(row.box) >= tuning.ROW_MIN_Y_OVERLAP * min(line.box.height, row.box.height):
                 row.lines.append(line)
                 row.box = row.box.union(line.box)
                 break
@@ -125,9 +126,10 @@ def column_bands(rows: list[TextRow]) -> list[tuple[float, float]]:
     table_width = max(1.0, right - left)
     # Rows with figures are the body: headers, which often straddle gaps, get placed on the body's columns.
     basis = [row for row in rows if any(is_numeric(line.text) for line in row.lines)]
-    if len(basis) < 3:
+    if len(basis) < tuning.GRID_MIN_NUMERIC_ROWS:
         basis = rows
-    allowed = len(basis) // 6  # e.g. the "Average" or "Total" rows under a table, whose labels run wide
+    # e.g. the "Average" or "Total" rows under a table, whose labels run wide
+    allowed = len(basis) // tuning.GRID_WIDE_ROW_SHARE
     events: list[tuple[float, int]] = []
     for row in basis:
         if row.count == 1 and row.box.width > 0.5 * table_width:
@@ -176,7 +178,8 @@ def _merged(spans: list[tuple[float, float]], tolerance: float = 1.0) -> list[tu
 
 def span_of(columns: list[tuple[float, float]], x0: float, x1: float) -> tuple[int, int]:
     """The first and last column a segment covers; a segment in a gap goes to the nearest column."""
-    hit = [i for i, (a, b) in enumerate(columns) if min(b, x1) - max(a, x0) > 0.25 * min(b - a, x1 - x0)]
+    hit = [i for i, (a, b) in enumerate(columns)
+           if min(b, x1) - max(a, x0) > tuning.SPAN_MIN_OVERLAP * min(b - a, x1 - x0)]
     if hit:
         return hit[0], hit[-1]
     centre = (x0 + x1) / 2
@@ -299,8 +302,8 @@ def _logical_rows(rows: list[TextRow], placed: list[dict[int, _Piece]]) -> list[
     typical = statistics.median(pitches) if pitches else 0.0
     out: list[dict[int, _Piece]] = []
     for index, pieces in enumerate(placed):
-        if out and index > 0 and rows[index].box.cy - rows[index - 1].box.cy <= 1.25 * typical and _joins(
-                out[-1], pieces):
+        if out and index > 0 and rows[index].box.cy - rows[index - 1].box.cy <= tuning.ROW_JOIN_PITCH * typical \
+                and _joins(out[-1], pieces):
             for col, piece in pieces.items():
                 if col in out[-1]:
                     above = out[-1][col]
@@ -347,7 +350,7 @@ def header_rows(grid: Grid) -> int:
     if not has_numbers:
         return 1 if grid.rows > 2 else 0
     header = 0
-    for r in range(min(grid.rows - 1, 5)):
+    for r in range(min(grid.rows - 1, tuning.HEADER_MAX_ROWS)):
         cells = [c for c in by_row.get(r, []) if c.col > 0]
         if any(is_numeric(c.text) and not _YEAR.fullmatch(c.text.strip()) for c in cells):
             break
@@ -378,7 +381,7 @@ def widen_group_headers(grid: Grid, columns: list[tuple[float, float]]) -> None:
         taken = {col for c in by_row.get(r, []) for col in range(c.col, c.col + c.colspan)}
         for cell in cells:
             band = columns[cell.col][1] - columns[cell.col][0]
-            overflows = cell.right - cell.left > 1.3 * band
+            overflows = cell.right - cell.left > tuning.HEADER_OVERFLOW * band
             if cell.colspan < 2 and len(cells) > 1 and not overflows:
                 continue  # one column's own header
             lo = cell.col
@@ -388,7 +391,7 @@ def widen_group_headers(grid: Grid, columns: list[tuple[float, float]]) -> None:
             while hi + 1 < grid.cols and hi + 1 not in taken:
                 hi += 1
             centre = (cell.left + cell.right) / 2
-            tolerance = max(3.0, 0.15 * (cell.right - cell.left))
+            tolerance = max(tuning.HEADER_ALIGN_MIN, tuning.HEADER_ALIGN_SHARE * (cell.right - cell.left))
             options = []
             for first in range(lo, cell.col + 1):
                 for last in range(cell.col + cell.colspan - 1, hi + 1):
@@ -430,7 +433,7 @@ def stub_head(grid: Grid) -> None:
 
 def section_rows(grid: Grid) -> None:
     """A body row holding only a label in the first column heads a section: it spans the table's width."""
-    if grid.cols < 3:
+    if grid.cols < tuning.SECTION_MIN_COLS:
         return
     for r, cells in _by_row(grid).items():
         if r < grid.header_rows or len(cells) != 1:

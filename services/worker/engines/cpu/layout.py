@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import statistics
 
+from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, union_all
 
 _PAGE_NUMBER = re.compile(
@@ -24,7 +25,7 @@ def body_size(lines: list[Line]) -> float:
     for line in lines:
         key = round(line.size * 2) / 2
         weights[key] = weights.get(key, 0) + len(line.text)
-    return max(weights, key=lambda k: weights[k]) if weights else 10.0
+    return max(weights, key=lambda k: weights[k]) if weights else tuning.BODY_SIZE_DEFAULT
 
 
 def group_blocks(lines: list[Line], size: float) -> list[Block]:
@@ -37,15 +38,15 @@ def group_blocks(lines: list[Line], size: float) -> list[Block]:
             last = block.lines[-1]
             gap = line.box.y0 - last.box.y1
             height = max(1.0, min(line.box.height, last.box.height))
-            if gap > 0.9 * height or gap < -0.5 * height:
+            if gap > tuning.BLOCK_MAX_GAP * height or gap < -tuning.BLOCK_MAX_RISE * height:
                 continue
             overlap = line.box.x_overlap(block.box)
-            aligned = abs(line.box.x0 - block.box.x0) < 2 * height
-            if overlap < 0.3 * min(line.box.width, block.box.width) and not aligned:
+            aligned = abs(line.box.x0 - block.box.x0) < tuning.BLOCK_ALIGN_TOLERANCE * height
+            if overlap < tuning.BLOCK_MIN_X_OVERLAP * min(line.box.width, block.box.width) and not aligned:
                 continue
             if overlap <= 0:
                 continue
-            if abs(line.size - last.size) > 0.15 * max(line.size, last.size):
+            if abs(line.size - last.size) > tuning.BLOCK_MAX_SIZE_CHANGE * max(line.size, last.size):
                 continue
             if line.bold != last.bold and (len(block.lines) == 1 or _is_short(line, block)):
                 continue
@@ -55,7 +56,7 @@ def group_blocks(lines: list[Line], size: float) -> list[Block]:
             target = Block([line], line.box)
             blocks.append(target)
             open_blocks.append(target)
-            open_blocks = [b for b in open_blocks if line.box.y0 - b.box.y1 < 3 * size]
+            open_blocks = [b for b in open_blocks if line.box.y0 - b.box.y1 < tuning.BLOCK_OPEN_DISTANCE * size]
         else:
             target.lines.append(line)
             target.box = target.box.union(line.box)
@@ -68,12 +69,13 @@ def _split_at_wide_gaps(block: Block) -> list[Block]:
 
     A gap of a whole line or more is left alone: it usually means a line of this column went to another block
     (OCR lines beside a picture), and splitting there would scatter the column."""
-    if len(block.lines) < 3:
+    if len(block.lines) < tuning.SPLIT_MIN_LINES:
         return [block]
     gaps = [b.box.y0 - a.box.y1 for a, b in zip(block.lines, block.lines[1:], strict=False)]
     typical = statistics.median(gaps)
     height = statistics.median(line.box.height for line in block.lines)
-    low, high = max(2 * typical, typical + 0.5 * height), typical + 0.75 * height
+    low, high = (max(tuning.SPLIT_GAP_FACTOR * typical, typical + tuning.SPLIT_GAP_MIN_EXTRA * height),
+                 typical + tuning.SPLIT_GAP_MAX_EXTRA * height)
     pieces: list[list[Line]] = [[block.lines[0]]]
     for gap, line in zip(gaps, block.lines[1:], strict=True):
         if low < gap < high:
@@ -86,7 +88,7 @@ def _split_at_wide_gaps(block: Block) -> list[Block]:
 
 
 def _is_short(line: Line, block: Block) -> bool:
-    return line.box.width < 0.6 * block.box.width
+    return line.box.width < tuning.BLOCK_SHORT_LINE * block.box.width
 
 
 def reading_order(blocks: list[Block]) -> list[Block]:
@@ -115,7 +117,7 @@ def _split(blocks: list[Block], *, vertical: bool) -> list[list[Block]]:
     spans = sorted(((b.box.x0, b.box.x1) if vertical else (b.box.y0, b.box.y1), i) for i, b in enumerate(blocks))
     groups: list[list[Block]] = []
     end = float("-inf")
-    min_gap = 4.0 if vertical else 0.5
+    min_gap = tuning.CUT_MIN_GUTTER if vertical else tuning.CUT_MIN_STRIP_GAP
     for (start, stop), index in spans:
         if not groups or start > end + min_gap:
             groups.append([])
@@ -129,7 +131,7 @@ def _gutters(blocks: list[Block]) -> list[tuple[float, float]]:
     gutters = []
     end = spans[0][1]
     for start, stop in spans[1:]:
-        if start > end + 4.0:
+        if start > end + tuning.CUT_MIN_GUTTER:
             gutters.append((end, start))
         end = max(end, stop)
     return gutters
@@ -158,16 +160,16 @@ def mark_furniture(blocks: list[Block], width: float, height: float, size: float
         if block.kind == BlockKind.TABLE:
             continue
         text = " ".join(line.text for line in block.lines)
-        top_band = block.box.y1 < 0.13 * height  # LNCS and other book formats set the running head low
-        bottom_band = block.box.y0 > 0.89 * height
+        top_band = block.box.y1 < tuning.FURNITURE_TOP_BAND * height  # LNCS and other book formats set it low
+        bottom_band = block.box.y0 > tuning.FURNITURE_BOTTOM_BAND * height
         if not (top_band or bottom_band):
             continue
-        if len(block.lines) > 3 or len(text) > 200:
+        if len(block.lines) > tuning.FURNITURE_MAX_LINES or len(text) > tuning.FURNITURE_MAX_CHARS:
             continue
         number = bool(_PAGE_NUMBER.match(text.strip()))
         hint = bool(_FURNITURE_HINT.search(text))
-        small = block.size < 0.92 * size
-        big = block.size > 1.2 * size
+        small = block.size < tuning.FURNITURE_SMALL * size
+        big = block.size > tuning.FURNITURE_BIG * size
         # Nothing of the body between this block and the page edge.
         if top_band:
             outer = [b for b in body if b is not block and b.box.y1 <= block.box.y0 + 1]
@@ -176,40 +178,41 @@ def mark_furniture(blocks: list[Block], width: float, height: float, size: float
         outer_ok = all(_is_furniture_like(b, size) for b in outer)
         if not outer_ok:
             continue
-        if number or (hint and not big) or (small and len(text) < 120):
+        if number or (hint and not big) or (small and len(text) < tuning.FURNITURE_SMALL_MAX_CHARS):
             block.kind = BlockKind.FURNITURE
 
 
 def _is_furniture_like(block: Block, size: float) -> bool:
-    return block.kind == BlockKind.FURNITURE or (len(block.lines) <= 2 and block.size <= 1.2 * size)
+    return block.kind == BlockKind.FURNITURE or (len(block.lines) <= tuning.FURNITURE_LIKE_MAX_LINES
+                                                  and block.size <= tuning.FURNITURE_BIG * size)
 
 
 def classify(blocks: list[Block], size: float) -> list[Block]:
     """Headings from size and weight, list items split off at their markers, code from monospace fonts."""
     out: list[Block] = []
-    heading_sizes = sorted({round(b.size) for b in blocks if _heading_candidate(b, size) and b.size > 1.12 * size},
-                           reverse=True)
+    heading_sizes = sorted({round(b.size) for b in blocks
+                            if _heading_candidate(b, size) and b.size > tuning.HEADING_MIN_SIZE * size}, reverse=True)
     for block in blocks:
         if block.kind in (BlockKind.FURNITURE, BlockKind.TABLE):
             out.append(block)
             continue
         if _heading_candidate(block, size):
-            if block.size > 1.12 * size:
+            if block.size > tuning.HEADING_MIN_SIZE * size:
                 block.kind = BlockKind.HEADING
-                block.level = min(4, 1 + heading_sizes.index(round(block.size))) if round(
+                block.level = min(tuning.HEADING_MAX_LEVEL, 1 + heading_sizes.index(round(block.size))) if round(
                     block.size) in heading_sizes else 2
-                if block.level == 1 and block.size < 1.5 * size:
+                if block.level == 1 and block.size < tuning.HEADING_LEVEL1_MIN_SIZE * size:
                     block.level = 2
                 out.append(block)
                 continue
             if all(line.bold for line in block.lines) and not block.lines[-1].text.rstrip().endswith((".", ",", ";")):
                 block.kind = BlockKind.HEADING
-                block.level = min(4, len(heading_sizes) + 2)
+                block.level = min(tuning.HEADING_MAX_LEVEL, len(heading_sizes) + 2)
                 out.append(block)
                 continue
         mono = sum(len(w.text) for line in block.lines for w in line.words if w.mono)
         total = sum(len(w.text) for line in block.lines for w in line.words)
-        if total and mono > 0.8 * total and len(block.lines) >= 2:
+        if total and mono > tuning.CODE_MIN_MONO * total and len(block.lines) >= tuning.CODE_MIN_LINES:
             block.kind = BlockKind.CODE
             out.append(block)
             continue
@@ -219,8 +222,8 @@ def classify(blocks: list[Block], size: float) -> list[Block]:
 
 def _heading_candidate(block: Block, size: float) -> bool:
     text = " ".join(line.text for line in block.lines)
-    return len(block.lines) <= 3 and 1 < len(text) < 200 and any(c.isalpha() for c in text) \
-        and not _BULLET.match(text)
+    return len(block.lines) <= tuning.HEADING_MAX_LINES and 1 < len(text) < tuning.HEADING_MAX_CHARS \
+        and any(c.isalpha() for c in text) and not _BULLET.match(text)
 
 
 def _split_list_items(block: Block) -> list[Block]:
@@ -241,7 +244,7 @@ def _split_list_items(block: Block) -> list[Block]:
 
 def typical_gap(lines: list[Line]) -> float:
     heights = [line.box.height for line in lines]
-    return statistics.median(heights) if heights else 10.0
+    return statistics.median(heights) if heights else tuning.LINE_HEIGHT_DEFAULT
 
 
 def page_box(lines: list[Line]) -> Box | None:

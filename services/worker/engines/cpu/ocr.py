@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Box, Line, Word
 
 _lock = threading.Lock()
@@ -28,7 +29,7 @@ def get_ocr() -> Any:
 
             _ocr = RapidOCR(params={
                 "Global.log_level": "error",
-                "Global.max_side_len": 4096,
+                "Global.max_side_len": tuning.OCR_MAX_SIDE_LEN,
                 "Det.limit_type": "max",
                 "Det.limit_side_len": DETECT_SIDE,
             })
@@ -54,11 +55,11 @@ def quad_size(quad: np.ndarray) -> tuple[float, float]:
 def needs_quarter_turn(quads: list[np.ndarray]) -> bool:
     """Text lines standing upright (taller than wide) on most of the page: the page lies on its side."""
     sized = [quad_size(q) for q in quads]
-    sized = [(w, h) for w, h in sized if max(w, h) > 12]
+    sized = [(w, h) for w, h in sized if max(w, h) > tuning.OCR_ORIENTATION_MIN_SIDE]
     if len(sized) < 2:
         return False
-    tall = sum(max(w, h) for w, h in sized if h > 1.5 * w)
-    wide = sum(max(w, h) for w, h in sized if w > 1.5 * h)
+    tall = sum(max(w, h) for w, h in sized if h > tuning.OCR_ORIENTATION_ASPECT * w)
+    wide = sum(max(w, h) for w, h in sized if w > tuning.OCR_ORIENTATION_ASPECT * h)
     return tall > wide
 
 
@@ -95,7 +96,7 @@ def read_image(image: np.ndarray) -> OcrPage:
     if not quads:
         page.rotation = rotation
         return page
-    sample = ocr.crop_text_regions(image, _sample(quads, 16))
+    sample = ocr.crop_text_regions(image, _sample(quads, tuning.OCR_ORIENTATION_SAMPLE))
     _, classified = ocr.cls_and_rotate(sample)
     if upside_down_vote(list(classified.cls_res or [])):
         image = np.ascontiguousarray(np.rot90(image, k=2))
@@ -121,7 +122,7 @@ def _line(quad: np.ndarray, text: str, score: float) -> Line:
     total = sum(len(t) for t in tokens) + max(0, len(tokens) - 1)
     words: list[Word] = []
     cursor = 0
-    size = box.height * 0.75
+    size = box.height * tuning.OCR_SIZE_PER_HEIGHT
     for token in tokens:
         start = box.x0 + box.width * cursor / max(1, total)
         cursor += len(token)

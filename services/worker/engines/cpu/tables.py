@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.grid import Cell, Grid, TextRow, build_grid, grid_html, header_rows, text_rows
 from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, union_all
 
@@ -19,7 +20,7 @@ _CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|source|note)\s*
 
 
 def find_tables(lines: list[Line], rules: list[Segment], width: float, size: float,
-                min_rows: int = 3) -> tuple[list[Block], list[Line]]:
+                min_rows: int = tuning.TABLE_MIN_ROWS) -> tuple[list[Block], list[Line]]:
     """Table blocks found among the lines, and the lines left over for the text flow."""
     ruled, lines = find_ruled_tables(lines, rules)
     rows = text_rows(lines)
@@ -38,14 +39,15 @@ def find_tables(lines: list[Line], rules: list[Segment], width: float, size: flo
         loose = 0  # single-segment rows at the end so far, which may be text after the table
         while end < len(rows):
             gap = rows[end].box.y0 - rows[end - 1].box.y1
-            if gap > 2.5 * max(size, rows[end - 1].box.height):
+            if gap > tuning.TABLE_MAX_ROW_GAP * max(size, rows[end - 1].box.height):
                 break
             if table_like[end]:
                 loose = 0
             elif loose == 0 and _wraps_cell(rows[end], rows[end - 1]):
                 pass  # the next line of a cell's text belongs to the table wherever it stands
             else:
-                if not _can_sit_in_table(rows[end], rows[index:end], text_width) or loose == 2:
+                if (not _can_sit_in_table(rows[end], rows[index:end], text_width)
+                        or loose == tuning.TABLE_MAX_LOOSE_ROWS):
                     break
                 loose += 1
             end += 1
@@ -70,20 +72,20 @@ def find_tables(lines: list[Line], rules: list[Segment], width: float, size: flo
 def _row_is_tabular(row: TextRow, text_width: float) -> bool:
     if row.count < 2:
         return False
-    wordy = sum(1 for line in row.lines if len(line.words) >= 6)
+    wordy = sum(1 for line in row.lines if len(line.words) >= tuning.TABLE_WORDY_SEGMENT)
     if wordy * 2 > row.count:
         return False  # side-by-side prose (columns, sidebars), not cells
     widths = sorted(line.box.width for line in row.lines)
     if row.count == 2:
         # Two prose columns side by side are not a table row: one of the two parts must be short.
-        return widths[0] < 0.3 * text_width
-    return widths[len(widths) // 2] < 0.4 * text_width
+        return widths[0] < tuning.TABLE_TWO_PART_SHORT * text_width
+    return widths[len(widths) // 2] < tuning.TABLE_MEDIAN_SEGMENT * text_width
 
 
 def _is_prose(region: list[TextRow]) -> bool:
     """Columns of running text (a magazine page read by OCR) rather than cells: most segments are many words."""
     words = [len(line.words) for row in region for line in row.lines]
-    return sum(1 for count in words if count >= 5) > 0.4 * len(words)
+    return sum(1 for count in words if count >= tuning.PROSE_SEGMENT_WORDS) > tuning.PROSE_SHARE * len(words)
 
 
 def _wraps_cell(row: TextRow, above: TextRow) -> bool:
@@ -91,28 +93,29 @@ def _wraps_cell(row: TextRow, above: TextRow) -> bool:
     line = row.lines[0]
     if row.count != 1 or not line.text[:1].islower():
         return False
-    if row.box.y0 - above.box.y1 > 0.5 * min(row.box.height, above.box.height):
+    if row.box.y0 - above.box.y1 > tuning.CELL_WRAP_MAX_GAP * min(row.box.height, above.box.height):
         return False
-    return any(segment.box.x0 - 0.5 * line.box.height <= line.box.x0 <= segment.box.x1 for segment in above.lines)
+    return any(segment.box.x0 - tuning.CELL_WRAP_INDENT * line.box.height <= line.box.x0 <= segment.box.x1
+               for segment in above.lines)
 
 
 def _can_sit_in_table(row: TextRow, above: list[TextRow], text_width: float) -> bool:
     """A one-segment row inside a table (a section label, a wrapped cell) is short and not prose."""
     line = row.lines[0]
-    return line.box.width < 0.5 * text_width and len(line.text) < 80
+    return line.box.width < tuning.LOOSE_ROW_MAX_WIDTH * text_width and len(line.text) < tuning.LOOSE_ROW_MAX_CHARS
 
 
 def _extend_header(rows: list[TextRow], start: int, table_like: list[bool], text_width: float, size: float) -> int:
     """Up to two short rows right above the first tabular row are its column headers."""
     begin = start
-    for _ in range(2):
+    for _ in range(tuning.HEADER_MAX_ROWS_ABOVE):
         if begin == 0:
             break
         candidate = rows[begin - 1]
         gap = rows[begin].box.y0 - candidate.box.y1
-        if gap > 1.5 * max(size, candidate.box.height) or table_like[begin - 1]:
+        if gap > tuning.HEADER_MAX_GAP * max(size, candidate.box.height) or table_like[begin - 1]:
             break
-        if candidate.count == 1 and candidate.lines[0].box.width >= 0.5 * text_width:
+        if candidate.count == 1 and candidate.lines[0].box.width >= tuning.HEADER_MAX_WIDTH * text_width:
             break
         if candidate.count == 1 and candidate.lines[0].text.rstrip().endswith((".", ":")):
             break
@@ -140,7 +143,8 @@ def _merge_collinear(segments: list[tuple[float, float, float]]) -> list[tuple[f
     """(position, start, stop) segments on one line that touch become one."""
     merged: list[tuple[float, float, float]] = []
     for pos, start, stop in sorted(segments, key=lambda s: (round(s[0]), s[1])):
-        if merged and abs(merged[-1][0] - pos) <= 1.5 and start <= merged[-1][2] + 2.0:
+        if (merged and abs(merged[-1][0] - pos) <= tuning.RULE_MERGE_OFFSET
+                and start <= merged[-1][2] + tuning.RULE_MERGE_GAP):
             last = merged[-1]
             merged[-1] = (last[0], last[1], max(last[2], stop))
         else:
@@ -164,7 +168,8 @@ def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Blo
 
     for hi, (y, x0, x1) in enumerate(horizontal):
         for vi, (x, y0, y1) in enumerate(vertical):
-            if x0 - 2 <= x <= x1 + 2 and y0 - 2 <= y <= y1 + 2:
+            if x0 - tuning.RULE_CROSS_TOLERANCE <= x <= x1 + tuning.RULE_CROSS_TOLERANCE \
+                    and y0 - tuning.RULE_CROSS_TOLERANCE <= y <= y1 + tuning.RULE_CROSS_TOLERANCE:
                 parent[find(hi)] = find(len(horizontal) + vi)
     groups: dict[int, tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]]] = {}
     for hi, segment in enumerate(horizontal):
@@ -177,12 +182,12 @@ def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Blo
         if len(hs) < 2 or len(vs) < 2:
             continue
         # Double borders and cells drawn as separate boxes put several rules a few points apart.
-        xs = _clusters([v[0] for v in vs], 4.0)
-        ys = _clusters([h[0] for h in hs], 3.0)
-        if len(xs) < 3 and len(ys) < 3:
+        xs = _clusters([v[0] for v in vs], tuning.RULE_CLUSTER_X)
+        ys = _clusters([h[0] for h in hs], tuning.RULE_CLUSTER_Y)
+        if len(xs) < tuning.LATTICE_MIN_LINES and len(ys) < tuning.LATTICE_MIN_LINES:
             continue  # a plain box around some text, not a grid
         area = Box(xs[0], ys[0], xs[-1], ys[-1])
-        if area.width < 30 or area.height < 12:
+        if area.width < tuning.LATTICE_MIN_WIDTH or area.height < tuning.LATTICE_MIN_HEIGHT:
             continue
         inside = [line for line in lines if id(line) not in used and area.contains_point(line.box.cx, line.box.cy)]
         if not inside:
@@ -198,8 +203,9 @@ def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Blo
 def _covered(segments: list[tuple[float, float, float]], pos: float, start: float, stop: float) -> bool:
     """Is the edge at `pos` from `start` to `stop` drawn (mostly)?"""
     length = stop - start
-    drawn = sum(max(0.0, min(stop, s[2]) - max(start, s[1])) for s in segments if abs(s[0] - pos) <= 4.0)
-    return drawn >= 0.6 * length
+    drawn = sum(max(0.0, min(stop, s[2]) - max(start, s[1])) for s in segments
+                if abs(s[0] - pos) <= tuning.EDGE_TOLERANCE)
+    return drawn >= tuning.EDGE_MIN_DRAWN * length
 
 
 def _lattice_grid(xs: list[float], ys: list[float], hs: list[tuple[float, float, float]],

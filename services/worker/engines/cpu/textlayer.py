@@ -12,6 +12,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from services.core.pdf import PDFIUM_LOCK, open_pdf
+from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import is_rtl_text, visual_to_logical
 from services.worker.engines.cpu.mathtext import Glyph, alphabet_of, is_math_font, word_latex
 from services.worker.engines.cpu.model import Box, Line, PageText, Segment, Word
@@ -111,7 +112,7 @@ def attach_accents(chars: list[_Char]) -> list[_Char]:
             continue
         centre = char.box.cx
         # TeX may set a line's accents after all its letters: look back along the whole line.
-        candidates = [j for j in range(max(0, index - 160), min(len(chars), index + 3))
+        candidates = [j for j in range(max(0, index - tuning.ACCENT_LOOKBACK), min(len(chars), index + 3))
                       if j != index and j not in absorbed and chars[j].text.isalpha() and len(chars[j].text) == 1
                       and chars[j].box.x0 - 0.5 <= centre <= chars[j].box.x1 + 0.5
                       and chars[j].box.y_overlap(char.box) > 0.5 * char.box.height]
@@ -124,7 +125,7 @@ def attach_accents(chars: list[_Char]) -> list[_Char]:
         after = index + 1
         if after < len(chars) and index > 0 and chars[after].space_before:
             before = chars[index - 1]
-            if 0 <= chars[after].box.x0 - before.box.x1 < 0.2 * max(1.0, before.box.height):
+            if 0 <= chars[after].box.x0 - before.box.x1 < tuning.ACCENT_SPACE_GAP * max(1.0, before.box.height):
                 chars[after].space_before = False
     return [char for index, char in enumerate(chars) if index not in absorbed]
 
@@ -230,7 +231,7 @@ def _style(raw: object, index: int, obj: object) -> tuple[tuple[bool, bool, bool
     length = pdfium_c.FPDFText_GetFontInfo(raw, index, buffer, 256, flags)
     name = buffer.raw[: max(0, length - 1)].decode("utf-8", "replace").lower() if length else ""
     weight = pdfium_c.FPDFText_GetFontWeight(raw, index)
-    bold = weight >= 600 or any(part in name for part in _BOLD_NAMES)
+    bold = weight >= tuning.FONT_BOLD_WEIGHT or any(part in name for part in _BOLD_NAMES)
     italic = bool(flags.value & _ITALIC_FLAG) or any(part in name for part in _ITALIC_NAMES)
     mono = bool(flags.value & _FIXED_PITCH_FLAG) or any(part in name for part in _MONO_NAMES)
     invisible = bool(obj) and pdfium_c.FPDFTextObj_GetTextRenderMode(obj) == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE
@@ -292,9 +293,9 @@ def _graphics(page: pdfium.PdfPage, transform: _Transform) -> tuple[list[Segment
                 continue
             if box.width * box.height > 0.5 * page_area:
                 continue  # a page background, not a rule
-            if box.height <= 2.5 and box.width > 2:
+            if box.height <= tuning.RULE_MAX_THICKNESS and box.width > tuning.RULE_MIN_LENGTH:
                 rules.append(Segment(box.x0, box.cy, box.x1, box.cy))
-            elif box.width <= 2.5 and box.height > 2:
+            elif box.width <= tuning.RULE_MAX_THICKNESS and box.height > tuning.RULE_MIN_LENGTH:
                 rules.append(Segment(box.cx, box.y0, box.cx, box.y1))
             elif box.width > 2 and box.height > 2 and _is_rectangle(obj):
                 rules.extend([Segment(box.x0, box.y0, box.x1, box.y0), Segment(box.x0, box.y1, box.x1, box.y1),
@@ -329,10 +330,10 @@ def _lines(chars: list[_Char]) -> list[Line]:
     rows: list[tuple[Box, list[list[_Char]]]] = []
     for run in runs:
         box = _run_box(run)
-        for band, members in reversed(rows[-6:]):
+        for band, members in reversed(rows[-tuning.ROW_BAND_LOOKBACK:]):
             overlap = box.y_overlap(band)
             # A drop capital or a tall symbol must not pull the lines beside it into one row.
-            comparable = max(box.height, band.height) < 2.2 * min(box.height, band.height)
+            comparable = max(box.height, band.height) < tuning.ROW_BAND_COMPARABLE * min(box.height, band.height)
             if overlap >= 0.5 * max(box.height, band.height) or (comparable and overlap >= 0.5 * min(
                     box.height, band.height)):
                 members.append(run)
@@ -373,11 +374,12 @@ def _is_gutter(left: Box, right: Box, row_index: int, spans: list[tuple[Box, lis
         return True
     middle = (left.x1 + right.x0) / 2
     reaching = free = 0
-    for other_index in range(max(0, row_index - 5), min(len(spans), row_index + 6)):
+    for other_index in range(max(0, row_index - tuning.GUTTER_NEIGHBOUR_ROWS_ABOVE),
+                             min(len(spans), row_index + tuning.GUTTER_NEIGHBOUR_ROWS_BELOW)):
         if other_index == row_index:
             continue
         band, boxes = spans[other_index]
-        if abs(band.cy - spans[row_index][0].cy) > 8 * height:
+        if abs(band.cy - spans[row_index][0].cy) > tuning.GUTTER_NEIGHBOUR_DISTANCE * height:
             continue
         if not boxes or boxes[0].x0 > middle or max(b.x1 for b in boxes) < middle:
             continue
@@ -385,7 +387,7 @@ def _is_gutter(left: Box, right: Box, row_index: int, spans: list[tuple[Box, lis
         if not any(b.x0 - 1 <= middle <= b.x1 + 1 for b in boxes):
             free += 1
     if reaching >= 2:
-        return free >= 0.6 * reaching
+        return free >= tuning.GUTTER_FREE_SHARE * reaching
     return gap > _JOIN_GAP * height
 
 
@@ -395,7 +397,7 @@ def _rotated_lines(chars: list[_Char]) -> list[Line]:
     runs: list[list[_Char]] = []
     for char in chars:
         previous = runs[-1][-1] if runs else None
-        reach = 0.8 * max(char.size, previous.size) if previous else 0.0
+        reach = tuning.ROTATED_REACH * max(char.size, previous.size) if previous else 0.0
         if previous and max(char.box.x0 - previous.box.x1, previous.box.x0 - char.box.x1) < reach and max(
                 char.box.y0 - previous.box.y1, previous.box.y0 - char.box.y1) < reach:
             runs[-1].append(char)
@@ -415,10 +417,10 @@ def _rotated_lines(chars: list[_Char]) -> list[Line]:
 
 def _continues(previous: _Char, char: _Char) -> bool:
     height = min(previous.box.height, char.box.height) or 1.0
-    if previous.box.y_overlap(char.box) < 0.4 * height:
+    if previous.box.y_overlap(char.box) < tuning.LINE_MIN_Y_OVERLAP * height:
         return False
     gap = max(char.box.x0 - previous.box.x1, previous.box.x0 - char.box.x1)
-    return gap < 0.8 * max(previous.box.height, char.box.height)
+    return gap < tuning.LINE_MAX_CHAR_GAP * max(previous.box.height, char.box.height)
 
 
 def _run_box(run: list[_Char]) -> Box:
@@ -439,7 +441,7 @@ def _make_line(run: list[_Char]) -> Line | None:
             low, high = sorted((previous.order, char.order))
             spaced = any(order in spaced_orders for order in range(low + 1, min(high, low + 64) + 1))
             # ... unless the glyphs touch: pdfium reports spaces around accents set apart from their letters.
-            spaced = spaced and gap > 0.08 * max(char.size, previous.size)
+            spaced = spaced and gap > tuning.SPACE_MIN_GAP * max(char.size, previous.size)
             turns = _strong_direction(previous.text) * _strong_direction(char.text) < 0
             if not (spaced or turns or gap > 0.5 * max(char.size, previous.size)):
                 words[-1].append(char)

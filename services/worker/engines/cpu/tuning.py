@@ -1,0 +1,127 @@
+"""The cpu engine's thresholds, named, each with what it measures and in which unit.
+
+They were tuned by hand against the dev corpus (`pagemill eval ../shared/corpus/dev --engine cpu`); change one
+only with the eval before and after. Units: `pt` are PDF points (1/72 in; OCR pages: pixels), "line heights" and
+"body sizes" are multiples of the line's height or of the page's body font size (`layout.body_size`), a "share" is
+a fraction of what the comment names. Numbers that are no choice (Unicode code points, angles, pdfium flags,
+rounding of reported signals) stay where they are used.
+"""
+
+from __future__ import annotations
+
+# --- The text layer (textlayer.py) ---------------------------------------------------------------------------------
+ACCENT_LOOKBACK = 160  # characters: how far back a spacing accent looks for its letter (TeX sets them after a line)
+ACCENT_SPACE_GAP = 0.2  # line heights: a space after an absorbed accent goes when the letters this close
+FONT_BOLD_WEIGHT = 600  # font weight (CSS scale) from which a font is bold
+RULE_MAX_THICKNESS = 2.5  # pt: a path at most this thin is a rule (table border), not a shape
+RULE_MIN_LENGTH = 2  # pt: ... and longer than this
+ROW_BAND_LOOKBACK = 6  # rows: how many of the rows above a run of characters may take it
+ROW_BAND_COMPARABLE = 2.2  # height ratio: runs closer than this in height share a row by a half overlap
+GUTTER_NEIGHBOUR_ROWS_ABOVE = 5  # rows: which neighbours vote on whether a gap is a column gutter ...
+GUTTER_NEIGHBOUR_ROWS_BELOW = 6  # ... (range end, exclusive)
+GUTTER_NEIGHBOUR_DISTANCE = 8  # line heights: neighbours further away do not vote
+GUTTER_FREE_SHARE = 0.6  # share of the neighbours reaching over the gap that must leave it free
+ROTATED_REACH = 0.8  # font sizes: rotated characters closer than this are one run
+LINE_MIN_Y_OVERLAP = 0.4  # line heights: characters overlapping less vertically are not on one line
+LINE_MAX_CHAR_GAP = 0.8  # line heights: characters further apart are not one line
+SPACE_MIN_GAP = 0.08  # font sizes: a content-order space between glyphs closer than this is pdfium's, not a word gap
+
+# --- Blocks, reading order, furniture, headings (layout.py) --------------------------------------------------------
+BODY_SIZE_DEFAULT = 10.0  # pt: the body size of a page without text
+LINE_HEIGHT_DEFAULT = 10.0  # pt: the typical line height of a page without lines
+BLOCK_MAX_GAP = 0.9  # line heights: a wider vertical gap starts a new block
+BLOCK_MAX_RISE = 0.5  # line heights: a line starting this far above the block's last line is no continuation
+BLOCK_ALIGN_TOLERANCE = 2  # line heights: left edges this close are aligned (a block may continue on them)
+BLOCK_MIN_X_OVERLAP = 0.3  # share of the narrower width two lines must overlap to be one block (when not aligned)
+BLOCK_MAX_SIZE_CHANGE = 0.15  # share of the larger font size two lines of one block may differ by
+BLOCK_SHORT_LINE = 0.6  # share of the block's width under which a line of another weight starts a new block
+BLOCK_OPEN_DISTANCE = 3  # body sizes: blocks ending further above no longer take lines
+SPLIT_MIN_LINES = 3  # lines: a block this long or longer may be split at one clearly wider gap
+SPLIT_GAP_FACTOR = 2  # typical gaps: a gap wider than this many typical gaps ...
+SPLIT_GAP_MIN_EXTRA = 0.5  # line heights: ... and wider than the typical gap plus this ...
+SPLIT_GAP_MAX_EXTRA = 0.75  # line heights: ... but narrower than the typical gap plus this, splits the block
+CUT_MIN_GUTTER = 4.0  # pt: an empty vertical band this wide separates columns
+CUT_MIN_STRIP_GAP = 0.5  # pt: an empty horizontal band this high separates strips
+FURNITURE_TOP_BAND = 0.13  # share of the page height: running heads end above this (LNCS sets them low)
+FURNITURE_BOTTOM_BAND = 0.89  # share of the page height: running feet start below this
+FURNITURE_MAX_LINES = 3  # lines: longer blocks in the bands are content
+FURNITURE_MAX_CHARS = 200  # characters: longer blocks in the bands are content
+FURNITURE_SMALL = 0.92  # body sizes: smaller text in a band is furniture when short
+FURNITURE_SMALL_MAX_CHARS = 120  # characters: ... that short
+FURNITURE_BIG = 1.2  # body sizes: larger text is a title, not furniture, even with a journal-like hint
+FURNITURE_LIKE_MAX_LINES = 2  # lines: a block between furniture and the edge, no taller, does not block it
+HEADING_MIN_SIZE = 1.12  # body sizes: larger short blocks are headings
+HEADING_LEVEL1_MIN_SIZE = 1.5  # body sizes: a level-1 heading is at least this large (else level 2)
+HEADING_MAX_LEVEL = 4  # the deepest heading level the sizes give
+HEADING_MAX_LINES = 3  # lines: a heading is no longer
+HEADING_MAX_CHARS = 200  # characters: a heading is shorter
+CODE_MIN_MONO = 0.8  # share of a block's characters in a monospace font that makes it code
+CODE_MIN_LINES = 2  # lines: code blocks have at least this many
+
+# --- Tables among lines, ruled tables (tables.py) ------------------------------------------------------------------
+TABLE_MIN_ROWS = 3  # rows: tabular rows a table needs
+TABLE_MAX_ROW_GAP = 2.5  # body sizes (or row heights): a wider gap ends the table
+TABLE_MAX_LOOSE_ROWS = 2  # rows: single-segment rows a table may hold in a row before it ends
+TABLE_WORDY_SEGMENT = 6  # words: a segment this long is prose; rows mostly of such segments are not tabular
+TABLE_TWO_PART_SHORT = 0.3  # share of the text width: in a two-segment row, one segment must be shorter
+TABLE_MEDIAN_SEGMENT = 0.4  # share of the text width: a tabular row's median segment is shorter
+PROSE_SEGMENT_WORDS = 5  # words: a segment this long counts as running text ...
+PROSE_SHARE = 0.4  # ... and a region with more than this share of such segments is prose, not a table
+CELL_WRAP_MAX_GAP = 0.5  # line heights: a wrapped cell line sits at most this far under its row
+CELL_WRAP_INDENT = 0.5  # line heights: ... and starts at most this far left of a segment
+LOOSE_ROW_MAX_WIDTH = 0.5  # share of the text width: a one-segment row inside a table is narrower ...
+LOOSE_ROW_MAX_CHARS = 80  # characters: ... and shorter
+HEADER_MAX_ROWS_ABOVE = 2  # rows: short rows right above a table that may be its column headers
+HEADER_MAX_GAP = 1.5  # body sizes (or row heights): a header row sits at most this far above the table
+HEADER_MAX_WIDTH = 0.5  # share of the text width: a one-segment header row is narrower
+RULE_MERGE_OFFSET = 1.5  # pt: collinear rules at most this far apart across ...
+RULE_MERGE_GAP = 2.0  # pt: ... and this far apart along their length are one rule
+RULE_CROSS_TOLERANCE = 2  # pt: a horizontal and a vertical rule this close cross
+RULE_CLUSTER_X = 4.0  # pt: vertical rules this close are one grid line (double borders, boxed cells)
+RULE_CLUSTER_Y = 3.0  # pt: horizontal rules this close are one grid line
+LATTICE_MIN_LINES = 3  # grid lines: a drawn grid has this many in one direction at least (else a box)
+LATTICE_MIN_WIDTH = 30  # pt: a drawn grid is at least this wide ...
+LATTICE_MIN_HEIGHT = 12  # pt: ... and this high
+EDGE_TOLERANCE = 4.0  # pt: a rule this close to a cell edge draws it
+EDGE_MIN_DRAWN = 0.6  # share of a cell edge that rules must cover for the edge to count as drawn
+
+# --- Columns and cells of a table (grid.py) ------------------------------------------------------------------------
+ROW_LOOKBACK = 3  # rows: how many of the rows above a line may take it
+ROW_MIN_Y_OVERLAP = 0.5  # line heights (the smaller): a line overlapping a row this much joins it
+GRID_MIN_NUMERIC_ROWS = 3  # rows: with fewer rows holding figures, every row places the columns
+GRID_WIDE_ROW_SHARE = 6  # rows: one row in this many may straddle a column gap ("Total" labels running wide)
+SPAN_MIN_OVERLAP = 0.25  # share of the narrower of a segment and a column that they must overlap
+ROW_JOIN_PITCH = 1.25  # typical row pitches: rows closer than this may be one row of wrapped cells
+HEADER_MAX_ROWS = 5  # rows: the header of a table found among lines is at most this long
+HEADER_OVERFLOW = 1.3  # column widths: a header cell wider than this spans columns
+HEADER_ALIGN_MIN = 3.0  # pt: the least tolerance when a spanning header is centred over its columns ...
+HEADER_ALIGN_SHARE = 0.15  # share of the header cell's width: ... or this, when larger
+SECTION_MIN_COLS = 3  # columns: narrower tables have no section rows
+
+# --- OCR (ocr.py) --------------------------------------------------------------------------------------------------
+OCR_MAX_SIDE_LEN = 4096  # px: RapidOCR's cap on the image side it detects on
+OCR_ORIENTATION_MIN_SIDE = 12  # px: smaller text boxes do not vote on the page's orientation
+OCR_ORIENTATION_ASPECT = 1.5  # side ratio: a box this much taller than wide votes upright, wider: lying text
+OCR_ORIENTATION_SAMPLE = 16  # boxes: the widest ones the line classifier votes on for a half turn
+OCR_SIZE_PER_HEIGHT = 0.75  # font size of an OCR line per pixel of its box height
+
+# --- Choosing text layer or OCR, confidence (engine.py, confidence.py) ---------------------------------------------
+OCR_MAX_RENDER_SIDE = 2400  # px: the longest side a page is rendered at for OCR, where recognition stops gaining
+OCR_RENDER_INCHES = 11  # in: the longest side of the page as rendered for OCR (letter height) at `ocr_dpi`
+MARGIN_SHARE_LEFT = 0.12  # share of the page width: rotated text left of this is margin furniture
+MARGIN_SHARE_RIGHT = 0.88  # share of the page width: rotated text right of this is margin furniture
+OCR_BODY_SIZE_FACTOR = 1.05  # OCR line heights overstate font size: headings must stand out this much more
+SPARSE_LAYER_IMAGE_COVERAGE = 0.3  # share of the page under pictures above which a nearly empty layer means OCR
+LAYER_MAX_UNMAPPED = 0.1  # share of characters without a Unicode mapping above which the page is OCRed
+LAYER_MIN_QUALITY = 0.85  # text quality (share of plausible characters) under which the page is OCRed
+LAYER_MIN_WORD_SHAPE = 0.6  # share of plausible words under which the page is OCRed
+LAYER_VERIFY_INVISIBLE = 0.5  # share of invisible characters (an OCR layer) above which ...
+LAYER_VERIFY_IMAGE_COVERAGE = 0.5  # ... over a page this much covered by pictures, the layer is checked against OCR
+WORD_SHAPE_SHORT = 3  # characters: words this short may mix letters and digits
+WORD_SHAPE_MAX_CASE_CHANGES = 1  # lower-to-upper changes a plausible word has at most
+PICTURE_PAGE_COVERAGE = 0.5  # share of the page under pictures above which ...
+PICTURE_PAGE_MAX_CHARS = 200  # characters: ... a text layer this short ...
+PICTURE_PAGE_PENALTY = 0.8  # ... has its confidence scaled by this (it may not describe the picture)
+OCR_BLANK_CONFIDENCE = 0.9  # confidence of a page where OCR found no text at all (a blank page)
+OCR_CONFIDENCE_BASE = 0.6  # OCR confidence = mean score × (this + OCR_KEPT_WEIGHT × share of boxes read)
+OCR_KEPT_WEIGHT = 0.4
