@@ -67,6 +67,13 @@ ops-tools: ## install promtool and prometheus (Debian package) for the alert-rul
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	@promtool --version | head -1
 
+browser-tools: ## Debian's chromium for the headless-browser tests (tests/browser; Playwright comes with .[dev])
+	@command -v chromium >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "no apt-get: install Chromium by hand (PAGEMILL_CHROMIUM=path)"; exit 1; }; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	@chromium --version 2>/dev/null | head -1
+
 bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
 
@@ -97,4 +104,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install run test test-vllm vllm-env lint proto migrate browser-tools bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
