@@ -20,12 +20,23 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	$(BIN)/python -m pip install -q -e clients/python  # the Python SDK: `pagemill parse --server` uses it
 	$(MAKE) katex
+	$(MAKE) sdk-ts
 	touch $(STAMP)
 
 KATEX_DIR := pagemill_eval/katex
 katex: ## KaTeX (node) for the olmOCR math rules of `pagemill eval`; skipped with a note when npm is missing
 	@if command -v npm >/dev/null; then npm ci --prefix $(KATEX_DIR) --no-audit --no-fund --silent; \
 	else echo "npm not found: pagemill eval falls back to comparing LaTeX tokens (docs/evaluation.md)"; fi
+
+TS_SDK := clients/typescript
+sdk-ts: ## build the TypeScript SDK (npm ci, tsc into clients/typescript/dist); skipped with a note when npm is missing
+	@if command -v npm >/dev/null; then npm ci --prefix $(TS_SDK) --no-audit --no-fund --silent && \
+	  npm run --prefix $(TS_SDK) --silent build; \
+	else echo "npm not found: the TypeScript SDK's tests will be skipped"; fi
+
+sdk-generate: ## after an API change: openapi.json from the app, then the SDK types generated from it
+	$(BIN)/python -m tools.openapi $(TS_SDK)/openapi.json
+	npm run --prefix $(TS_SDK) --silent generate
 
 install: $(STAMP) ## create .venv and install pagemill with its dev tools
 
@@ -104,4 +115,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install run test test-vllm vllm-env lint proto migrate browser-tools bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install run test test-vllm vllm-env lint proto migrate browser-tools sdk-ts sdk-generate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
