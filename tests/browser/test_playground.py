@@ -134,7 +134,8 @@ def test_math_is_typeset_and_document_html_is_sanitized(platform: Platform, watc
       showResult(target, { markdown: '# Title\\n\\nInline $x^2$ here.\\n\\n$$\\\\int_0^1 f(x)\\\\,dx$$\\n\\n' +
         '<table><tr><td onclick="alert(1)">a<script>window.hacked=1</script></td></tr></table>' +
         '\\n\\n[link](javascript:alert(1))' });
-      return { katex: target.querySelectorAll('.katex').length, display: target.querySelectorAll('.katex-display').length,
+      return { katex: target.querySelectorAll('.katex').length,
+               display: target.querySelectorAll('.katex-display').length,
                html: target.innerHTML, hacked: window.hacked === 1 };
     }""")
     assert rendered["katex"] == 2 and rendered["display"] == 1
