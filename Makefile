@@ -53,7 +53,7 @@ test-vllm: $(STAMP) vllm-env ## the real-vLLM tier: `vllm serve` on 127.0.0.1 (t
 	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m vllm $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff and mypy
-	$(BIN)/ruff check services tests bench tools
+	$(BIN)/ruff check services tests bench tools clients/python
 	$(BIN)/mypy
 
 specsim: $(STAMP) ## anchor-guided speculation on $(CORPUS)/dev (n-gram drafts simulated), written to docs/benchmarks.md
