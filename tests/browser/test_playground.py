@@ -142,3 +142,30 @@ def test_math_is_typeset_and_document_html_is_sanitized(platform: Platform, watc
     assert "onclick" not in rendered["html"] and "<script" not in rendered["html"] and not rendered["hacked"]
     assert "href=\"javascript" not in rendered["html"] and "<td>a</td>" in rendered["html"]
     watched.assert_clean()
+
+
+def test_a_dropped_file_is_uploaded_and_followed_to_the_end(platform: Platform, watched: Watched,
+                                                            corpus: Path) -> None:
+    source = corpus / "dev" / "docling_code_and_formula" / "code_and_formula.pdf"
+    page: Any = watched.page
+    page.goto(f"{platform.url}/playground/")
+    page.fill("#api-key", platform.api_key or "")
+    page.click("#save-key")
+    page.wait_for_selector("#key-status:has-text('key set')")
+    page.fill("#pages", "2")
+    # a real drop event carrying the file, as the browser makes one when a file is dragged in
+    transfer = page.evaluate_handle("""async (bytes) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([new Uint8Array(bytes)], 'code_and_formula.pdf', { type: 'application/pdf' }));
+      return transfer;
+    }""", list(source.read_bytes()))
+    page.dispatch_event("#drop-zone", "dragover", {"dataTransfer": transfer})
+    assert "over" in (page.get_attribute("#drop-zone", "class") or "")
+    page.dispatch_event("#drop-zone", "drop", {"dataTransfer": transfer})
+    row = page.locator("#documents tbody tr", has_text="code_and_formula.pdf").first
+    row.locator(".pct", has_text="100 %").wait_for(timeout=120_000)
+    assert row.get_attribute("data-status") == "succeeded"
+    with platform.client() as client:
+        state = client.get(f"/v1/documents/{row.get_attribute('data-id')}").json()
+    assert state["pages_total"] == 1 and state["filename"] == "code_and_formula.pdf"
+    watched.assert_clean()

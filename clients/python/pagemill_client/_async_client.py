@@ -41,6 +41,7 @@ from pagemill_client._models import (
     UsageRead,
 )
 
+PAGE_CONCURRENCY = 8  # pages() fetches this many pages at a time
 # A callback may be a plain function or a coroutine function.
 AsyncProgressCallback = Callable[[Progress], Awaitable[None] | None]
 
@@ -163,7 +164,13 @@ class AsyncClient:
 
     async def pages(self, document_id: str) -> builtins.list[PageRead]:
         total = (await self.get(document_id)).pages_total
-        return list(await asyncio.gather(*(self.page(document_id, n) for n in range(1, total + 1))))
+        gate = asyncio.Semaphore(PAGE_CONCURRENCY)
+
+        async def one(n: int) -> PageRead:
+            async with gate:
+                return await self.page(document_id, n)
+
+        return list(await asyncio.gather(*(one(n) for n in range(1, total + 1))))
 
     async def delete(self, document_id: str) -> DocumentDeleted:
         return DocumentDeleted.from_json((await self._request("DELETE", f"/v1/documents/{document_id}")).json())

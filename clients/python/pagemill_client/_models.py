@@ -201,8 +201,36 @@ class Document:
     state: DocumentRead
     results: dict[str, Any] = field(default_factory=dict)
 
-    def __getattr__(self, name: str) -> Any:  # id, status, pages_done ... of the state
+    def __getattr__(self, name: str) -> Any:  # every other field of the state (filename, created_at, ...)
         return getattr(self.state, name)
+
+    @property
+    def id(self) -> str:
+        return self.state.id
+
+    @property
+    def status(self) -> str:
+        return self.state.status
+
+    @property
+    def pages_total(self) -> int:
+        return self.state.pages_total
+
+    @property
+    def pages_done(self) -> int:
+        return self.state.pages_done
+
+    @property
+    def pages_failed(self) -> int:
+        return self.state.pages_failed
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.state.metadata
+
+    @property
+    def error(self) -> ErrorBody | None:
+        return self.state.error
 
     @property
     def markdown(self) -> str:
