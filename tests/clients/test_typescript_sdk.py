@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.clients.proxy import DroppingProxy
 from tests.harness import REPO, Platform
 
 pytestmark = pytest.mark.slow
@@ -33,10 +34,15 @@ def platform(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> Ite
 
 
 def test_node_runs_the_typescript_sdk_tests_against_the_platform(platform: Platform, corpus: Path) -> None:
+    proxy = DroppingProxy(("127.0.0.1", platform.port), drop={b"POST /v1/documents": 1})
     env = {**os.environ, "PAGEMILL_BASE_URL": platform.url, "PAGEMILL_API_KEY": platform.api_key or "",
-           "PAGEMILL_ADMIN_KEY": platform.admin_key,
+           "PAGEMILL_ADMIN_KEY": platform.admin_key, "PAGEMILL_FLAKY_URL": proxy.url,
            "PAGEMILL_TEST_PDF": str(corpus / "dev" / "docling_multi_page" / "multi_page.pdf")}
-    result = subprocess.run(["node", "--test", "test/"], cwd=SDK, env=env, capture_output=True, text=True,
-                            timeout=300)
+    try:
+        result = subprocess.run(["node", "--test", "test/"], cwd=SDK, env=env, capture_output=True, text=True,
+                                timeout=300)
+    finally:
+        proxy.close()
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "# pass 4" in result.stdout and "# fail 0" in result.stdout, result.stdout[-2000:]
+    assert "# pass 6" in result.stdout and "# fail 0" in result.stdout, result.stdout[-2000:]
+    assert proxy.dropped == [b"POST /v1/documents HTTP/1.1"]  # the answer was lost once, and the SDK retried

@@ -101,3 +101,21 @@ test("a real webhook delivery verifies; a forged one does not", async () => {
     server.close();
   }
 });
+
+test("an upload whose answer was lost is retried into the same document", { skip: !process.env.PAGEMILL_FLAKY_URL }, async () => {
+  // PAGEMILL_FLAKY_URL: a proxy that forwards the next upload to the platform and drops the answer
+  const apiKey = await tenant(`ts-flaky-${Date.now()}`);
+  const flaky = new PagemillClient({ baseUrl: process.env.PAGEMILL_FLAKY_URL, apiKey, backoffMs: 50 });
+  const created = await flaky.submit(pdf, { filename: "a.pdf", pages: "1-2", cache: false });
+  const ids = [];
+  for await (const document of new PagemillClient({ apiKey }).list()) ids.push(document.id);
+  assert.deepEqual(ids, [created.id]);
+});
+
+test("the Standard Webhooks test vector verifies", () => {
+  const headers = { "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek", "webhook-timestamp": "1614265330",
+                    "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=" };
+  const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  assert.deepEqual(verifyWebhook('{"test": 2432232314}', headers, secret, { now: 1614265340 }), { test: 2432232314 });
+  assert.throws(() => verifyWebhook('{"test": 2432232314}', headers, secret, { now: 1614265330 + 301 }), WebhookVerificationError);
+});
