@@ -139,7 +139,10 @@ def created_from(response: httpx.Response) -> DocumentCreated:
 
 
 def decode_result(response: httpx.Response, fmt: str) -> Any:
-    return response.json() if fmt in JSON_FORMATS else response.text
+    """Parsed JSON when the server answers JSON (json, chunks), else the text (markdown, html, latex)."""
+    content_type = response.headers.get("content-type", "")
+    is_json = "json" in content_type if content_type else fmt in JSON_FORMATS
+    return response.json() if is_json else response.text
 
 
 def progress_of(document_id: str, data: dict[str, Any]) -> Progress:

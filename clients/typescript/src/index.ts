@@ -198,7 +198,8 @@ export class PagemillClient {
     const response = await this.fetch(`${this.baseUrl}/v1/documents/${documentId}/result?format=${format}`,
                                       { headers: this.headers });
     if (!response.ok) throw await errorOf(response);
-    return JSON_FORMATS.has(format) ? response.json() : response.text();
+    const type = response.headers.get("content-type");
+    return (type ? type.includes("json") : JSON_FORMATS.has(format)) ? response.json() : response.text();
   }
 
   async page(documentId: string, n: number): Promise<PageRead> {
