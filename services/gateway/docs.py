@@ -12,12 +12,28 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.types import Scope
 
 ASSETS = Path(fastapi_offline.__file__).parent / "static"
 ASSETS_URL = "/docs-assets"
 PLAYGROUND = Path(__file__).parent / "playground"
 # ReDoc's sidebar shows a logo fetched from its CDN; without internet that is a failed request on every load.
 REDOC_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
+
+
+# The playground shows untrusted documents: beside its sanitizer, the browser runs only the playground's own
+# scripts and talks only to this gateway. (Inline styles: KaTeX positions glyphs with style attributes.)
+PLAYGROUND_CSP = ("default-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' blob: data:; "
+                  "style-src 'self' 'unsafe-inline'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+                  "frame-ancestors 'none'")
+
+
+class PlaygroundFiles(StaticFiles):
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers["Content-Security-Policy"] = PLAYGROUND_CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
 
 
 @functools.cache
@@ -32,7 +48,7 @@ def install_docs(app: FastAPI) -> None:
         return Response(redoc_js(), media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"})
 
     app.mount(ASSETS_URL, StaticFiles(directory=ASSETS), name="docs-assets")
-    app.mount("/playground", StaticFiles(directory=PLAYGROUND, html=True), name="playground")
+    app.mount("/playground", PlaygroundFiles(directory=PLAYGROUND, html=True), name="playground")
     openapi_url = app.openapi_url or "/openapi.json"
     oauth_redirect = app.swagger_ui_oauth2_redirect_url or "/docs/oauth2-redirect"
 

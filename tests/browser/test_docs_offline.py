@@ -36,7 +36,7 @@ def test_redoc_renders_offline(gateway: Platform, watched: Watched) -> None:
     page: Any = watched.page
     page.goto(f"{gateway.url}/redoc")
     page.wait_for_selector("h1", timeout=30_000)
-    page.wait_for_function("document.body.innerText.includes('/v1/documents/{document_id}/result')",
+    page.wait_for_function("() => document.body.innerText.includes('/v1/documents/{document_id}/result')",
                            timeout=30_000)
     assert "pagemill" in page.locator("h1").first.inner_text()
     watched.assert_clean()
