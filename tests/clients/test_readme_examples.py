@@ -79,7 +79,7 @@ def test_the_webhook_receiver_example_accepts_a_real_delivery(platform: Platform
 
     with platform.client() as http:
         secret = http.get("/v1/tenant").json()["webhook_secret"]
-    monkeypatch.setenv("PAGEMILL_WEBHOOK_SECRET", secret)
+    monkeypatch.setenv("WEBHOOK_SECRET", secret)
     code, serve = snippet("receiver-snippet").rsplit("\n\n\n", 1)
     assert serve.startswith("HTTPServer(")
     namespace: dict[str, object] = {}
