@@ -27,7 +27,7 @@ from pagemill_client._base import (
     user_agent,
 )
 from pagemill_client._client import _as_dict
-from pagemill_client._errors import APIConnectionError, DocumentFailed, WaitTimeout
+from pagemill_client._errors import APIConnectionError, APIError, DocumentFailed, WaitTimeout
 from pagemill_client._models import (
     FINAL_STATUSES,
     Document,
@@ -122,7 +122,10 @@ class AsyncClient:
                         await report(progress_of(document_id, _as_dict(state)))
                         return state
             except (httpx.TransportError, httpx.StreamError, APIConnectionError, ValueError):
-                pass
+                pass  # on to long-polling
+            except APIError as exc:
+                if exc.status_code < 500:  # the document is missing, or the key wrong: polling would say the same
+                    raise
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:

@@ -25,7 +25,7 @@ from pagemill_client._base import (
     resolve_base_url,
     user_agent,
 )
-from pagemill_client._errors import APIConnectionError, DocumentFailed, WaitTimeout
+from pagemill_client._errors import APIConnectionError, APIError, DocumentFailed, WaitTimeout
 from pagemill_client._models import (
     FINAL_STATUSES,
     Document,
@@ -125,6 +125,9 @@ class Client:
                         return state
             except (httpx.TransportError, httpx.StreamError, APIConnectionError, ValueError):
                 pass  # on to long-polling
+            except APIError as exc:
+                if exc.status_code < 500:  # the document is missing, or the key wrong: polling would say the same
+                    raise
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
