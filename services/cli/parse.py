@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import click
-import pagemill_client
 
 from services.core.errors import PagemillError
 from services.core.settings import Settings
 from services.runner import parse_locally
+
+if TYPE_CHECKING:
+    import pagemill_client
 
 
 def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_key: str | None,
@@ -23,7 +25,7 @@ def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_
                 markdown, status = _parse_remote(path, server.rstrip("/"), api_key, mode)
             else:
                 markdown, status = _parse_local(path, settings, engine)
-        except (PagemillError, RemoteError, pagemill_client.PagemillError) as exc:
+        except (PagemillError, RemoteError) as exc:
             click.echo(f"{path.name}: {getattr(exc, 'code', 'error')}: {exc}", err=True)
             ok = False
             continue
@@ -47,20 +49,25 @@ def _parse_local(path: Path, settings: Settings, engine: str | None) -> tuple[st
 
 def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None) -> tuple[str, str]:
     """Through the Python SDK (clients/python): retries, an idempotent upload, progress over SSE."""
-    with pagemill_client.Client(server, api_key, timeout=120) as client:
-        created = client.submit(path, mode=cast(pagemill_client.Mode | None, mode))  # the server checks it
-        with click.progressbar(length=created.pages_total, label=path.name, show_pos=True) as bar:
-            shown = [0]
+    import pagemill_client  # only here: parsing in this process needs no SDK (server images do not ship it)
 
-            def advance(progress: pagemill_client.Progress) -> None:
-                ended = progress.pages_done + progress.pages_failed
-                bar.update(ended - shown[0])
-                shown[0] = ended
+    try:
+        with pagemill_client.Client(server, api_key, timeout=120) as client:
+            created = client.submit(path, mode=cast("pagemill_client.Mode | None", mode))  # the server checks it
+            with click.progressbar(length=created.pages_total, label=path.name, show_pos=True) as bar:
+                shown = [0]
 
-            state = client.wait(created.id, on_progress=advance)
-        if state.status == "cancelled":
-            raise RemoteError("cancelled", "the document was cancelled")
-        return str(client.result(created.id, "markdown")), state.status
+                def advance(progress: pagemill_client.Progress) -> None:
+                    ended = progress.pages_done + progress.pages_failed
+                    bar.update(ended - shown[0])
+                    shown[0] = ended
+
+                state = client.wait(created.id, on_progress=advance)
+            if state.status == "cancelled":
+                raise RemoteError("cancelled", "the document was cancelled")
+            return str(client.result(created.id, "markdown")), state.status
+    except pagemill_client.PagemillError as exc:
+        raise RemoteError(getattr(exc, "code", "error"), str(exc)) from exc
 
 
 class RemoteError(Exception):
