@@ -21,14 +21,16 @@ UV_VERSION ?= 0.13.9
 UV := $(BIN)/uv
 LOCKED := $(VENV)/requirements-dev.txt
 
-$(STAMP): pyproject.toml uv.lock
+$(STAMP): pyproject.toml uv.lock clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
 	$(UV) export --frozen --extra dev --no-emit-project --quiet -o $(LOCKED)
 	$(BIN)/python -m pip install -q --require-hashes -r $(LOCKED)
 	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m pip install -q --no-deps -e clients/python  # the Python SDK: `pagemill parse --server` uses it
 	$(MAKE) katex
+	$(MAKE) sdk-ts
 	touch $(STAMP)
 
 lock: $(STAMP) ## re-resolve uv.lock after a change to the dependencies in pyproject.toml (then make install)
@@ -38,6 +40,16 @@ KATEX_DIR := pagemill_eval/katex
 katex: ## KaTeX (node) for the olmOCR math rules of `pagemill eval`; skipped with a note when npm is missing
 	@if command -v npm >/dev/null; then npm ci --prefix $(KATEX_DIR) --no-audit --no-fund --silent; \
 	else echo "npm not found: pagemill eval falls back to comparing LaTeX tokens (docs/evaluation.md)"; fi
+
+TS_SDK := clients/typescript
+sdk-ts: ## build the TypeScript SDK (npm ci, tsc into clients/typescript/dist); skipped with a note when npm is missing
+	@if command -v npm >/dev/null; then npm ci --prefix $(TS_SDK) --no-audit --no-fund --silent && \
+	  npm run --prefix $(TS_SDK) --silent build; \
+	else echo "npm not found: the TypeScript SDK's tests will be skipped"; fi
+
+sdk-generate: ## after an API change: openapi.json from the app, then the SDK types generated from it
+	$(BIN)/python -m tools.openapi $(TS_SDK)/openapi.json
+	npm run --prefix $(TS_SDK) --silent generate
 
 install: $(STAMP) ## create .venv and install pagemill with its dev tools
 
@@ -55,7 +67,7 @@ test-vllm: $(STAMP) vllm-env ## the real-vLLM tier: `vllm serve` on 127.0.0.1 (t
 
 lint: $(STAMP) ## ruff and mypy, and uv.lock agrees with pyproject.toml
 	$(UV) lock --check
-	$(BIN)/ruff check services tests bench tools pagemill_eval
+	$(BIN)/ruff check services tests bench tools pagemill_eval clients/python
 	$(BIN)/mypy
 
 tokenizer: $(STAMP) ## retrain specsim's BPE on scripts/tokenizer_text.txt into pagemill_eval/tokenizer.json
@@ -86,6 +98,13 @@ ops-tools: ## install promtool and prometheus (Debian package) for the alert-rul
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	@promtool --version | head -1
 
+browser-tools: ## Debian's chromium for the headless-browser tests (tests/browser; Playwright comes with .[dev])
+	@command -v chromium >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "no apt-get: install Chromium by hand (PAGEMILL_CHROMIUM=path)"; exit 1; }; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	@chromium --version 2>/dev/null | head -1
+
 bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
 
@@ -115,4 +134,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import click
-import httpx
 
 from services.core.errors import PagemillError
 from services.core.settings import Settings
 from services.runner import parse_locally
 
-FINAL = {"succeeded", "partial", "failed", "cancelled"}
+if TYPE_CHECKING:
+    import pagemill_client
 
 
 def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_key: str | None,
@@ -48,43 +47,30 @@ def _parse_local(path: Path, settings: Settings, engine: str | None) -> tuple[st
     return result.markdown, status
 
 
+def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None) -> tuple[str, str]:
+    """Through the Python SDK (clients/python): retries, an idempotent upload, progress over SSE."""
+    import pagemill_client  # only here: parsing in this process needs no SDK (server images do not ship it)
+
+    try:
+        with pagemill_client.Client(server, api_key, timeout=120) as client:
+            created = client.submit(path, mode=cast("pagemill_client.Mode | None", mode))  # the server checks it
+            with click.progressbar(length=created.pages_total, label=path.name, show_pos=True) as bar:
+                shown = [0]
+
+                def advance(progress: pagemill_client.Progress) -> None:
+                    ended = progress.pages_done + progress.pages_failed
+                    bar.update(ended - shown[0])
+                    shown[0] = ended
+
+                state = client.wait(created.id, on_progress=advance)
+            if state.status == "cancelled":
+                raise RemoteError("cancelled", "the document was cancelled")
+            return str(client.result(created.id, "markdown")), state.status
+    except pagemill_client.PagemillError as exc:
+        raise RemoteError(getattr(exc, "code", "error"), str(exc)) from exc
+
+
 class RemoteError(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def _check(response: httpx.Response) -> dict[str, Any]:
-    if response.status_code >= 400:
-        try:
-            error = response.json()["error"]
-        except Exception:  # noqa: BLE001 - a proxy's HTML error page, say
-            error = {"code": f"http_{response.status_code}", "message": response.text[:200]}
-        raise RemoteError(error["code"], error["message"])
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None) -> tuple[str, str]:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    with httpx.Client(base_url=server, headers=headers, timeout=120) as client:
-        data: dict[str, str] = {"mode": mode} if mode else {}
-        with path.open("rb") as handle:
-            created = _check(client.post("/v1/documents", files={"file": (path.name, handle)}, data=data))
-        document_id = created["id"]
-        with click.progressbar(length=created["pages_total"], label=path.name, show_pos=True) as bar:
-            shown = 0
-            while True:
-                state = _check(client.get(f"/v1/documents/{document_id}", params={"wait": 10}))
-                ended = state["pages_done"] + state["pages_failed"]
-                bar.update(ended - shown)
-                shown = ended
-                if state["status"] in FINAL:
-                    break
-                time.sleep(0.05)
-        if state["status"] == "cancelled":
-            raise RemoteError("cancelled", "the document was cancelled")
-        result = client.get(f"/v1/documents/{document_id}/result", params={"format": "markdown"})
-        if result.status_code >= 400:
-            _check(result)
-        return result.text, state["status"]

@@ -26,6 +26,8 @@ from services.core.queues import get_celery
 from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
 from services.gateway.admin.router import router as admin_router
+from services.gateway.docs import install_docs
+from services.gateway.documents.images import router as page_images_router
 from services.gateway.documents.router import router as documents_router
 from services.gateway.tenants.router import router as tenant_router
 from services.gateway.usage.router import router as usage_router
@@ -87,7 +89,8 @@ def route_template(request: Request) -> str:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(json=settings.log_json, level=settings.log_level)
-    app = FastAPI(title="pagemill", version="1.0", summary="PDFs and page images in, Markdown out.")
+    app = FastAPI(title="pagemill", version="1.0", summary="PDFs and page images in, Markdown out.",
+                  docs_url=None, redoc_url=None)  # served offline by install_docs
     app.state.settings = settings
     install_error_handlers(app)
 
@@ -120,8 +123,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response.headers["X-Request-ID"] = request.state.request_id
         return response
 
-    for router in (documents_router, webhooks_router, usage_router, tenant_router, admin_router):
+    for router in (documents_router, page_images_router, webhooks_router, usage_router, tenant_router, admin_router):
         app.include_router(router)
+    install_docs(app)
     # Webhook deliveries recorded in a request's transaction are queued right after it commits.
     events.install_dispatch(get_celery(settings))
 
