@@ -105,6 +105,17 @@ browser-tools: ## Debian's chromium for the headless-browser tests (tests/browse
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 	@chromium --version 2>/dev/null | head -1
 
+office-tools: ## install LibreOffice (Debian packages) for office, web and e-mail documents and their tests
+	@command -v soffice >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "no apt-get: install LibreOffice by hand"; exit 1; }; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	    libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui >/dev/null; }
+	@soffice --version | head -1
+
+bench-office: $(STAMP) ## office conversion time per page (LibreOffice), into docs/benchmarks.md
+	$(BIN)/python -m bench.office $(PAGEMILL_CORPUS)/office --write docs/benchmarks.md
+
 bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
 
@@ -134,4 +145,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office

@@ -21,6 +21,10 @@ RUN /opt/venv/bin/pip install --no-deps . && find /opt/venv -name '__pycache__' 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
     PROMETHEUS_MULTIPROC_DIR=/tmp/metrics PAGEMILL_DATA_DIR=/tmp/pagemill PAGEMILL_LOG_JSON=true
+# LibreOffice converts office, web and e-mail documents (services/worker/convert); util-linux brings unshare.
+RUN apt-get update && apt-get install -y --no-install-recommends libreoffice-core-nogui libreoffice-writer-nogui \
+    libreoffice-calc-nogui libreoffice-impress-nogui fonts-dejavu-core util-linux \
+ && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 pagemill && useradd --system --uid 10001 --gid 10001 --no-create-home pagemill
 COPY --from=build /opt/venv /opt/venv
 COPY docker/entrypoint.sh /usr/local/bin/pagemill-entrypoint

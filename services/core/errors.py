@@ -15,7 +15,13 @@
     │   ├── Unauthorized           401 unauthorized (no, unknown or revoked API key)
     │   ├── Forbidden              403 forbidden (the admin API is switched off)
     │   ├── IdempotencyConflict    409 idempotency_conflict
-    │   └── RateLimited            429 rate_limited (with Retry-After)
+    │   ├── RateLimited            429 rate_limited (with Retry-After)
+    │   └── UnsafeDocument         422 (an office document refused before or by its conversion)
+    │       ├── ZipBomb            422 zip_bomb
+    │       ├── XmlEntities        422 xml_entities (DTD entity declarations: billion laughs, XXE)
+    │       ├── TooDeeplyNested    422 too_deeply_nested
+    │       ├── ConversionTimeout  422 conversion_timeout
+    │       └── ConversionFailed   422 conversion_failed
     ├── PageError (a page cannot be parsed; recorded on the page, never raised to a client)
     │   └── PageTooLarge           page_too_large
     └── EngineUnavailable (503 engine_unavailable, retryable: the engine's backend is down or busy)
@@ -158,6 +164,43 @@ class RateLimited(InputError):
     @property
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(max(1, math.ceil(self.retry_after_s)))}
+
+
+class UnsafeDocument(InputError):
+    """The document cannot be converted safely."""
+
+    status_code = 422
+    code = "unsafe_document"
+
+
+class ZipBomb(UnsafeDocument):
+    """The archive would expand far beyond its size (a ZIP bomb)."""
+
+    code = "zip_bomb"
+
+
+class XmlEntities(UnsafeDocument):
+    """The document declares XML entities (entity expansion or external entities)."""
+
+    code = "xml_entities"
+
+
+class TooDeeplyNested(UnsafeDocument):
+    """The document nests its elements deeper than the converter may follow."""
+
+    code = "too_deeply_nested"
+
+
+class ConversionTimeout(UnsafeDocument):
+    """The converter did not finish within its time limit."""
+
+    code = "conversion_timeout"
+
+
+class ConversionFailed(UnsafeDocument):
+    """The converter could not turn the document into pages."""
+
+    code = "conversion_failed"
 
 
 class PageError(PagemillError):

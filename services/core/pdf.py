@@ -22,6 +22,7 @@ from services.core.errors import (
     PageTooLarge,
     UnsupportedMediaType,
 )
+from services.core.formats import OFFICE_EXTENSIONS
 
 PDFIUM_LOCK = threading.RLock()
 
@@ -30,7 +31,7 @@ PNG = "image/png"
 JPEG = "image/jpeg"
 TIFF = "image/tiff"
 WEBP = "image/webp"
-EXTENSIONS = {PDF: ".pdf", PNG: ".png", JPEG: ".jpg", TIFF: ".tif", WEBP: ".webp"}
+EXTENSIONS = {PDF: ".pdf", PNG: ".png", JPEG: ".jpg", TIFF: ".tif", WEBP: ".webp", **OFFICE_EXTENSIONS}
 IMAGE_TYPES = frozenset({PNG, JPEG, TIFF, WEBP})
 
 # A decompression bomb is refused before Pillow allocates it; 200 Mpx is ~14,000 px square.

@@ -216,6 +216,24 @@ class CacheSettings(SettingsSection):
     pages from earlier results."""
 
 
+class ConvertSettings(SettingsSection):
+    """Office, web and e-mail documents: converted to PDF by LibreOffice in the worker, then parsed as pages."""
+
+    enabled: str = Field(default="auto", pattern="^(auto|true|false)$")
+    """`auto`: accept office documents when LibreOffice (`soffice`) is installed on this host; `true` when it is
+    installed on the workers only (the gateway image has none); `false` refuses them (415)."""
+    pool_size: int = Field(default=2, ge=1, le=64)
+    """Conversions one host runs at once; more uploads wait in the queue."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds one conversion may take before its process group is killed (`conversion_timeout`)."""
+    memory_mb: int = Field(default=2048, ge=256)
+    """Address space one LibreOffice process may use."""
+    max_expanded_mb: int = Field(default=1024, ge=1)
+    """What the members of an office archive may inflate to together (`zip_bomb` beyond)."""
+    max_sheet_cells: int = Field(default=2_000_000, ge=1)
+    """Cells read natively from a spreadsheet's sheets into tables."""
+
+
 class ReconcilerSettings(SettingsSection):
     """The reconciler, which puts back on the queue whatever the queue lost."""
 
@@ -269,6 +287,7 @@ class Settings(BaseSettings):
     webhooks: WebhookSettings = WebhookSettings()
     retention: RetentionSettings = RetentionSettings()
     cache: CacheSettings = CacheSettings()
+    convert: ConvertSettings = ConvertSettings()
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -10,12 +10,13 @@ import sqlalchemy as sa
 
 from services.core.db.models import DOCUMENT_FINAL, Document, Page, PageStatus
 from services.core.db.session import session_scope
+from services.core.formats import OFFICE_TYPES
 from services.core.lifecycle import final_status, finalize_document
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
 from services.core.settings import Settings
-from services.core.storage import ObjectNotFound, ObjectStore, document_result_key
-from services.results.render.markdown import render_markdown
+from services.core.storage import ObjectNotFound, ObjectStore, document_prefix, document_result_key
+from services.results.render.markdown import render_charts, render_markdown, render_sheets
 
 log = get_logger(__name__)
 
@@ -66,13 +67,22 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     done = sum(1 for e in entries if e["status"] == "succeeded")
     failed = len(entries) - done
     status = final_status(done, failed, settings.worker.on_page_failure)
-    body = {
+    body: dict[str, Any] = {
         "id": document.id, "status": status.value, "filename": document.filename,
         "pages_total": document.pages_total, "pages_done": done, "pages_failed": failed,
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
         "pages": entries,
     }
-    store.put(document_result_key(document_id, "markdown"), render_markdown(entries).encode(),
+    if document.media_type in OFFICE_TYPES:  # what the conversion found: warnings, the sheets' cells, attachments
+        try:
+            body["conversion"] = json.loads(store.get(f"{document_prefix(document_id)}conversion.json"))
+        except ObjectNotFound:
+            body["conversion"] = None
+    conversion: dict[str, Any] = body.get("conversion") or {}
+    markdown = render_sheets(conversion["sheets"]) if conversion.get("sheets") else render_markdown(entries)
+    if conversion.get("charts"):
+        markdown += "\n" + render_charts(conversion["charts"])
+    store.put(document_result_key(document_id, "markdown"), markdown.encode(),
               content_type="text/markdown; charset=utf-8")
     store.put(document_result_key(document_id, "json"), json.dumps(body, ensure_ascii=False).encode(),
               content_type="application/json")

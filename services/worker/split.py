@@ -10,12 +10,14 @@ from celery import Celery
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, utcnow
 from services.core.db.session import session_scope
 from services.core.errors import PagemillError
+from services.core.formats import OFFICE_TYPES
 from services.core.lifecycle import finalize_document
 from services.core.logging import get_logger
 from services.core.pdf import PDF, image_frame_png, split_pdf
 from services.core.queues import JobBatch, page_job, page_queue
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, page_source_key
+from services.worker.office import prepare_office_document
 from services.worker.routing import route_page
 
 log = get_logger(__name__)
@@ -26,7 +28,7 @@ CHUNK = 32
 def _page_files(document: Document, data: bytes) -> Iterator[tuple[str, str, bytes | None]]:
     """(media type, key, bytes to store or None when the source itself is the page) per selected page."""
     numbers = [int(n) for n in document.page_numbers]
-    if document.media_type == PDF:
+    if document.media_type == PDF or document.media_type in OFFICE_TYPES:  # office: `data` is the converted PDF
         for index, page_pdf in enumerate(split_pdf(data, numbers)):
             yield PDF, page_source_key(document.id, index, ".pdf"), page_pdf
     elif numbers == [1]:
@@ -43,10 +45,20 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore, app
         document = session.get(Document, document_id)
         if document is None or document.status in DOCUMENT_FINAL or document.split_at is not None:
             return 0
+        office = document.media_type in OFFICE_TYPES
+    converted: bytes | None = None
+    if office:
+        converted = prepare_office_document(document_id, settings, store)
+        if converted is None:
+            return 0
+    with session_scope(db) as session:
+        document = session.get(Document, document_id)
+        if document is None or document.status in DOCUMENT_FINAL:
+            return 0
         pending = set(session.execute(
             sa.select(Page.index).where(Page.document_id == document_id, Page.status == PageStatus.PENDING)
         ).scalars())
-    data = store.get(document.source_key)
+    data = converted if converted is not None else store.get(document.source_key)
     queued = 0
     chunk: list[tuple[int, str, str]] = []  # (index, key, engine)
     send = JobBatch()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
+import shutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,34 +13,16 @@ from sqlalchemy.orm import Session
 
 from services.core import erasure
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, new_id, utcnow
-from services.core.errors import NotFound, TooManyPages, ValidationFailed
+from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, ValidationFailed
+from services.core.formats import OFFICE_TYPES, sniff_office
 from services.core.lifecycle import cancel_document
 from services.core.pdf import EXTENSIONS, IMAGE_TYPES, DocumentInfo, inspect_document
 from services.core.queues import JobBatch, page_job, split_job
+from services.core.selection import check_page_selection_form, parse_page_selection
 from services.core.settings import EngineKind, Settings
 from services.core.storage import ObjectStore, document_prefix, source_key
 
 MODES = ("fast", "balanced", "accurate")
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
-
-
-def parse_page_selection(spec: str | None, page_count: int) -> list[int]:
-    """`"1-3,7"` → [1, 2, 3, 7] (1-based, sorted, unique); None or empty selects every page."""
-    if spec is None or not spec.strip():
-        return list(range(1, page_count + 1))
-    selected: set[int] = set()
-    for part in spec.split(","):
-        match = _RANGE.match(part)
-        if not match:
-            raise ValidationFailed(f"pages: cannot read {part.strip()!r}; use a form like '1-3,7'")
-        first = int(match.group(1))
-        last = int(match.group(2) or first)
-        if first < 1 or last < first:
-            raise ValidationFailed(f"pages: {part.strip()!r} is not a valid range")
-        if last > page_count:
-            raise ValidationFailed(f"pages: the document has {page_count} pages, {part.strip()!r} asks for more")
-        selected.update(range(first, last + 1))
-    return sorted(selected)
 
 
 def parse_metadata(raw: str | None) -> dict[str, Any]:
@@ -93,10 +75,28 @@ class Accepted:
     sha256: str
 
 
+def office_accepted(settings: Settings) -> bool:
+    """Office documents are accepted where LibreOffice converts them (`PAGEMILL_CONVERT__ENABLED`)."""
+    if settings.convert.enabled == "auto":
+        return shutil.which("soffice") is not None or shutil.which("libreoffice") is not None
+    return settings.convert.enabled == "true"
+
+
 def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None = None) -> Accepted:
-    """Type, pages, metadata and mode, checked before anything is stored or queued."""
-    info = inspect_document(upload.data)
-    page_numbers = parse_page_selection(upload.pages, info.page_count)
+    """Type, pages, metadata and mode, checked before anything is stored or queued.
+
+    An office document's pages are known only once it is converted: its page selection is checked for form
+    here and applied (with the page limit) by the worker after the conversion."""
+    office_type = sniff_office(upload.data)
+    if office_type is not None:
+        if not office_accepted(settings):
+            raise UnsupportedMediaType("office documents need LibreOffice, which this deployment does not run "
+                                       "(PAGEMILL_CONVERT__ENABLED)")
+        check_page_selection_form(upload.pages)
+        info, page_numbers = DocumentInfo(office_type, 0), []
+    else:
+        info = inspect_document(upload.data)
+        page_numbers = parse_page_selection(upload.pages, info.page_count)
     limit = max_pages or settings.limits.max_pages
     if len(page_numbers) > limit:
         raise TooManyPages(f"the document has {len(page_numbers)} pages to parse; the limit is {limit}")
@@ -127,6 +127,14 @@ def create_document(session: Session, store: ObjectStore, settings: Settings, up
         engine=accepted.engine, metadata_=accepted.metadata, options=options or {}, request_id=request_id,
         created_at=now, updated_at=now, priority=priority, cache_key=cache_key,
     )
+    if info.media_type in OFFICE_TYPES:
+        # Converted by the split job, which then writes the page rows; the selection waits in the options.
+        document.options = {**document.options, **({"pages": upload.pages} if upload.pages else {})}
+        session.add(document)
+        document.split_enqueued_at = now
+        session.flush()
+        jobs.add(split_job(document))
+        return document
     session.add(document)
     session.flush()
     single_image = info.media_type in IMAGE_TYPES and page_numbers == [1]

@@ -20,3 +20,20 @@ def render_markdown(pages: list[dict[str, Any]]) -> str:
             parts.append(f"<!-- page {page['page_number']}: {page['status']}"
                          f" ({error.get('code', 'unknown')}: {error.get('message', '')}) -->\n")
     return "\n".join(parts)
+
+
+def render_sheets(sheets: list[dict[str, Any]]) -> str:
+    """A spreadsheet's Markdown: each sheet's cells exactly as stored, one section per sheet.
+
+    Rendered pages cut a wide sheet into tiny print across pages; the workbook itself is exact. The rendered
+    pages stay in the JSON result, page by page, with their layout."""
+    parts = []
+    for sheet in sheets:
+        note = " (truncated at the cell limit)" if sheet.get("truncated") else ""
+        parts.append(f"<!-- sheet {sheet['name']}{note} -->\n\n## {sheet['name']}\n\n{sheet['html']}\n")
+    return "\n".join(parts)
+
+
+def render_charts(charts: list[dict[str, Any]]) -> str:
+    """Charts read from the document's chart parts, after its pages: their pictures hold no text to read."""
+    return "\n".join(f"<!-- chart {n} -->\n\n{chart['markdown']}\n" for n, chart in enumerate(charts, 1))

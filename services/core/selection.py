@@ -1,0 +1,38 @@
+"""Page selections as customers write them: `"1-3,7"`."""
+
+from __future__ import annotations
+
+import re
+
+from services.core.errors import ValidationFailed
+
+_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+def parse_page_selection(spec: str | None, page_count: int) -> list[int]:
+    """`"1-3,7"` → [1, 2, 3, 7] (1-based, sorted, unique); None or empty selects every page."""
+    if spec is None or not spec.strip():
+        return list(range(1, page_count + 1))
+    selected: set[int] = set()
+    for part in spec.split(","):
+        match = _RANGE.match(part)
+        if not match:
+            raise ValidationFailed(f"pages: cannot read {part.strip()!r}; use a form like '1-3,7'")
+        first = int(match.group(1))
+        last = int(match.group(2) or first)
+        if first < 1 or last < first:
+            raise ValidationFailed(f"pages: {part.strip()!r} is not a valid range")
+        if last > page_count:
+            raise ValidationFailed(f"pages: the document has {page_count} pages, {part.strip()!r} asks for more")
+        selected.update(range(first, last + 1))
+    return sorted(selected)
+
+
+def check_page_selection_form(spec: str | None) -> None:
+    """The selection's form alone, for a document whose page count is not known yet (it is converted first)."""
+    for part in (spec or "").split(",") if spec and spec.strip() else []:
+        match = _RANGE.match(part)
+        if not match:
+            raise ValidationFailed(f"pages: cannot read {part.strip()!r}; use a form like '1-3,7'")
+        if int(match.group(1)) < 1 or int(match.group(2) or match.group(1)) < int(match.group(1)):
+            raise ValidationFailed(f"pages: {part.strip()!r} is not a valid range")

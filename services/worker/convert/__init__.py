@@ -1,0 +1,57 @@
+"""Office, web and e-mail documents made into PDF pages before the split: guard, convert, read sheets natively.
+
+    upload (docx, xlsx, eml, …) ─▶ guard (bombs, entities, nesting) ─▶ LibreOffice, sandboxed ─▶ PDF ─▶ split
+                                                 xlsx/ods/xls ─▶ every sheet's cells as a table (sheets.json)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from services.core.formats import DOCX, EML, EPUB, HTML, ODS, PPTX, XLS, XLSX
+from services.core.settings import Settings
+from services.worker.convert.charts import Chart, read_charts
+from services.worker.convert.epub import epub_to_html
+from services.worker.convert.guard import GuardLimits, check_document
+from services.worker.convert.html_source import titled
+from services.worker.convert.libreoffice import convert, slot
+from services.worker.convert.mail import Attachment, read_mail
+from services.worker.convert.spreadsheet import Sheet, read_xlsx
+
+SLOT_WAIT_S = 5.0
+
+
+@dataclass(slots=True)
+class Converted:
+    pdf: bytes
+    warnings: list[str] = field(default_factory=list)
+    sheets: list[Sheet] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
+
+
+def convert_document(data: bytes, media_type: str, settings: Settings) -> Converted:
+    """Raises `UnsafeDocument`/`CorruptDocument` for a document refused, `ConverterBusy` (retryable) when every
+    conversion slot of the host is taken."""
+    options = settings.convert
+    report = check_document(data, media_type, GuardLimits(max_expanded_bytes=options.max_expanded_mb << 20))
+    result = Converted(pdf=b"", warnings=list(report.warnings))
+    source, source_type = data, media_type
+    if media_type == EML:
+        mail = read_mail(data)
+        source, source_type, result.attachments = mail.html, HTML, mail.attachments
+    elif media_type == EPUB:
+        source, source_type = epub_to_html(data), HTML
+    elif media_type == HTML:
+        source = titled(data)
+    with slot(options.pool_size, SLOT_WAIT_S):
+        result.pdf = convert(source, source_type, timeout_s=options.timeout_s, memory_mb=options.memory_mb)
+        if media_type in (ODS, XLS):
+            workbook = convert(data, media_type, timeout_s=options.timeout_s, memory_mb=options.memory_mb,
+                               target="xlsx")
+            result.sheets = read_xlsx(workbook, max_cells=options.max_sheet_cells)
+    if media_type == XLSX:
+        result.sheets = read_xlsx(data, max_cells=options.max_sheet_cells)
+    if media_type in (DOCX, PPTX, XLSX):
+        result.charts = read_charts(data)
+    return result

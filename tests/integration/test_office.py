@@ -1,0 +1,141 @@
+"""Office, web and e-mail documents through the whole platform, converted by a real LibreOffice.
+
+Every sample of `corpus/office` is uploaded over HTTP, converted in the worker and parsed by the cpu engine;
+its words must be found in the Markdown (against docling's reference) and its tables must come out as tables.
+Hostile files made by `tests/office_files.py` each end with their code, and the worker keeps working.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from services.worker.convert.libreoffice import available
+from tests import office_files
+from tests.conftest import PlatformFactory
+from tests.harness import CORPUS, Platform
+from tests.textmatch import words
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not available(), reason="LibreOffice is not installed (make office-tools)"),
+              pytest.mark.skipif(not (CORPUS / "office").is_dir(), reason=f"no shared corpus at {CORPUS}")]
+
+OFFICE = CORPUS / "office"
+# docling's references carry image placeholders, link targets and formulas as LaTeX (an OMML formula comes out
+# of the converted PDF as glyphs, not words); the words of the prose are compared, as bags.
+# A merged cell's text stands once in a table with spans but once per spanned cell in the reference: words are
+# counted once each (distinct-word recall).
+_NOISE = re.compile(r"<!--.*?-->|\]\([^)]*\)|\$\$.*?\$\$|\$[^$\n]+\$", re.DOTALL)
+
+
+# Below the 0.95 goal today, with the reason; the floor keeps them from getting worse.
+KNOWN_GAPS = {
+    # LibreOffice's HTML import drops the <h1> before a captioned table and leaves page 1 empty.
+    "html_rich_table_cells.html": 0.93,
+    # The cpu engine reads the slide's side-by-side lists as one table and splits "l1" into "l" / "1".
+    "powerpoint_sample.pptx": 0.94,
+}
+
+
+def recall(truth: str, output: str) -> float:
+    wanted, found = set(words(_NOISE.sub(" ", truth))), set(words(output))
+    return len(wanted & found) / len(wanted) if wanted else 1.0
+
+
+def samples() -> list[tuple[Path, Path | None]]:
+    found = []
+    for path in sorted(OFFICE.glob("*/*")):
+        if path.suffix in (".docx", ".pptx", ".xlsx", ".html", ".eml", ".epub") \
+                and not path.name.endswith(".docx.html"):
+            reference = path.with_name(path.name + ".md")
+            found.append((path, reference if reference.exists() else None))
+    return found
+
+
+@pytest.fixture(scope="module")
+def office_platform(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> Platform:
+    from services.core.db.session import migrate
+
+    workdir = tmp_path_factory.mktemp("office")
+    url = f"sqlite:///{workdir / 'pagemill.db'}"
+    migrate(url)
+    platform = Platform(workdir=workdir, database_url=url, redis_base_url=redis_server, engine="cpu")
+    platform.start(concurrency=2)
+    yield platform
+    platform.stop()
+
+
+@pytest.mark.parametrize(("source", "reference"), samples(), ids=lambda v: v.name if isinstance(v, Path) else "-")
+def test_each_office_sample_converts_and_keeps_its_words(office_platform: Platform, source: Path,
+                                                        reference: Path | None) -> None:
+    created = office_platform.upload(source)
+    assert created["pages_total"] == 0  # known once converted
+    state = office_platform.wait_done(created["id"], timeout=300)
+    assert state["status"] == "succeeded", state
+    assert state["pages_total"] >= 1
+    markdown = office_platform.result(created["id"])
+    document = office_platform.result(created["id"], "json")
+    if reference is not None:
+        score = recall(reference.read_text(), markdown)
+        assert score >= KNOWN_GAPS.get(source.name, 0.95), f"{source.name}: {score:.3f}"
+    if "<table" in (reference.read_text() if reference else "") or source.suffix == ".xlsx":
+        sheets = (document.get("conversion") or {}).get("sheets") or []
+        assert "<table" in markdown or sheets, f"{source.name}: no table came out"
+    if source.name == "eml_with_attachment.eml":
+        assert document["conversion"]["attachments"], "the attachment is not listed"
+
+
+def test_sheets_are_read_natively_cell_for_cell(office_platform: Platform) -> None:
+    source = OFFICE / "xlsx_xlsx_01" / "xlsx_01.xlsx"
+    created = office_platform.upload(source)
+    assert office_platform.wait_done(created["id"], timeout=300)["status"] == "succeeded"
+    sheets = office_platform.result(created["id"], "json")["conversion"]["sheets"]
+    import openpyxl
+
+    book = openpyxl.load_workbook(source, read_only=True, data_only=True)
+    assert [s["name"] for s in sheets] == book.sheetnames
+    first = book.worksheets[0]
+    cells = [[("" if v is None else str(int(v) if isinstance(v, float) and v.is_integer() else v)) for v in row]
+             for row in first.iter_rows(values_only=True)]
+    assert sheets[0]["cells"][0] == [c for c in cells[0]][:len(sheets[0]["cells"][0])]
+
+
+@pytest.mark.parametrize(("name", "make", "code"), [
+    ("bomb.docx", lambda: office_files.zip_bomb_docx(inflated_mb=300), "zip_bomb"),
+    ("laughs.docx", office_files.billion_laughs_docx, "xml_entities"),
+    ("xxe.docx", office_files.external_entity_docx, "xml_entities"),
+    ("nested.html", lambda: office_files.deeply_nested_html(20_000), "too_deeply_nested"),
+])
+def test_hostile_office_files_end_with_their_code_and_the_worker_goes_on(
+        office_platform: Platform, tmp_path: Path, name: str, make: object, code: str) -> None:
+    path = office_files.write(tmp_path, name, make())  # type: ignore[operator]
+    state = office_platform.wait_done(office_platform.upload(path)["id"], timeout=300)
+    assert state["status"] == "failed" and state["error"]["code"] == code, state
+    healthy = office_platform.upload(office_files.write(tmp_path, "after.docx", office_files.plain_docx()))
+    after = office_platform.wait_done(healthy["id"], timeout=300)
+    assert after["status"] == "succeeded"
+    assert "quick brown fox" in office_platform.result(healthy["id"])
+
+
+def test_a_macro_document_converts_with_macros_off_and_says_so(office_platform: Platform, tmp_path: Path) -> None:
+    path = office_files.write(tmp_path, "macro.docm", office_files.macro_docx())
+    created = office_platform.upload(path)
+    assert office_platform.wait_done(created["id"], timeout=300)["status"] == "succeeded"
+    assert office_platform.result(created["id"], "json")["conversion"]["warnings"] == ["macros_ignored"]
+
+
+def test_a_conversion_that_outlasts_its_timeout_is_killed(platform_factory: PlatformFactory, sqlite_url: str,
+                                                          tmp_path: Path) -> None:
+    import psutil
+
+    platform = platform_factory(sqlite_url, engine="cpu", extra_env={"PAGEMILL_CONVERT__TIMEOUT_S": "0.5"})
+    platform.start(concurrency=1)
+    path = office_files.write(tmp_path, "slow.docx", office_files.plain_docx())
+    state = platform.wait_done(platform.upload(path)["id"], timeout=120)
+    assert state["status"] == "failed" and state["error"]["code"] == "conversion_timeout", state
+    left = [p for p in psutil.process_iter(["name", "cmdline"])
+            if "soffice" in " ".join(p.info["cmdline"] or []) and str(tmp_path) not in " ".join(p.info["cmdline"] or [])
+            and "pagemill-convert-" in " ".join(p.info["cmdline"] or [])]
+    assert not left, f"LibreOffice processes left behind: {left}"
