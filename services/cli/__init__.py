@@ -329,10 +329,10 @@ def tenant_set_limits(tenant_ref: str, clear: tuple[str, ...], **limits: Any) ->
 def seal_secrets() -> None:
     """Seal the stored webhook signing secrets with the newest key of PAGEMILL_SECRET_KEY (after setting or
     rotating it); secrets stored in plaintext before a key was set are sealed too."""
-    from services.core import sealing
+    from services.core import tenants
 
     with _admin_session() as session:
-        count = sealing.reseal_all(session)
+        count = tenants.reseal_secrets(session)
     click.echo(f"sealed {count} webhook secrets")
 
 
