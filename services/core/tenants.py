@@ -180,6 +180,20 @@ def lock_tenant(session: Session, tenant_id: str) -> None:
     session.execute(sa.select(Tenant.id).where(Tenant.id == tenant_id).with_for_update())
 
 
+def ensure_local_key(session: Session, saved_key: str | None, *, tenant_name: str, key_name: str
+                     ) -> tuple[str, bool]:
+    """`pagemill serve` on embedded defaults: `saved_key` while it is valid, else a new key of the tenant
+    `tenant_name` (made if missing). Returns the key and whether it is new."""
+    if saved_key and authenticate(session, saved_key) is not None:
+        return saved_key, False
+    try:
+        tenant = find_tenant(session, tenant_name)
+    except NotFound:
+        tenant = create_tenant(session, tenant_name)
+    _, raw = create_key(session, tenant, name=key_name)
+    return raw, True
+
+
 def reseal_secrets(session: Session) -> int:
     """Seals every plaintext webhook secret and re-seals every sealed one with the newest key of
     `PAGEMILL_SECRET_KEY` (`pagemill admin seal-secrets`). Returns the rows rewritten."""
