@@ -171,3 +171,14 @@ def _record_progress(session: Session, document_id: str, interval_s: float) -> D
         .values(progress_event_at=now)
     ))
     return record(session, document_id, EventType.PROGRESS) if won else None
+
+
+def due_deliveries(session: Session, now: datetime, *, grace_s: float = 10.0, limit: int = 1000) -> list[str]:
+    """Deliveries whose task is late or lost: pending past their time, or sending past their lease."""
+    return list(session.execute(
+        sa.select(WebhookDelivery.id).where(sa.or_(
+            sa.and_(WebhookDelivery.status == DeliveryStatus.PENDING,
+                    WebhookDelivery.next_attempt_at <= now - timedelta(seconds=grace_s)),
+            sa.and_(WebhookDelivery.status == DeliveryStatus.SENDING, WebhookDelivery.lease_expires_at < now),
+        )).order_by(WebhookDelivery.next_attempt_at).limit(limit)
+    ).scalars())

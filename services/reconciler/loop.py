@@ -22,7 +22,7 @@ from celery import Celery
 from services.core import erasure
 from services.core.db.models import Document, PageStatus, utcnow
 from services.core.db.session import session_scope
-from services.core.events import deliver_job
+from services.core.events import deliver_job, due_deliveries
 from services.core.lifecycle import (
     claim_assembly,
     expired_running_pages,
@@ -36,8 +36,7 @@ from services.core.metrics import PAGE_RETRIES, record_rss
 from services.core.queues import assemble_job, enqueue, outbox, page_job, split_job
 from services.core.settings import Settings
 from services.core.storage import document_prefix, get_store
-from services.results import retention
-from services.results.webhooks import due_deliveries
+from services.reconciler import retention
 
 log = get_logger(__name__)
 

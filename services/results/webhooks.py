@@ -133,14 +133,3 @@ def _record(db: str, settings: Settings, delivery: WebhookDelivery, started_at: 
                                                          WebhookDelivery.status == DeliveryStatus.SENDING)
                         .values(**values))
     return outcome, delay
-
-
-def due_deliveries(session: Session, now: datetime, *, grace_s: float = 10.0, limit: int = 1000) -> list[str]:
-    """Deliveries whose task is late or lost: pending past their time, or sending past their lease."""
-    return list(session.execute(
-        sa.select(WebhookDelivery.id).where(sa.or_(
-            sa.and_(WebhookDelivery.status == DeliveryStatus.PENDING,
-                    WebhookDelivery.next_attempt_at <= now - timedelta(seconds=grace_s)),
-            sa.and_(WebhookDelivery.status == DeliveryStatus.SENDING, WebhookDelivery.lease_expires_at < now),
-        )).order_by(WebhookDelivery.next_attempt_at).limit(limit)
-    ).scalars())
