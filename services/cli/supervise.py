@@ -8,7 +8,8 @@ What is guaranteed, on Linux:
 - `serve` ends on SIGTERM, SIGINT or SIGHUP (to it or to its process group): it stops the gateway, then every
   child (SIGTERM, SIGKILL after a grace period), and exits 0; a child that died first makes it exit 1.
 - `serve` killed with SIGKILL: every child gets SIGTERM from the kernel (`PR_SET_PDEATHSIG`, set in the child
-  before it runs) and ends on its own; a Celery worker stops its pool processes as it ends.
+  before it runs) and ends on its own. A Celery worker's pool processes die with their worker however it ends
+  (Celery sets `PR_SET_PDEATHSIG` = SIGKILL on them), so a worker killed after the grace period leaves none.
 Elsewhere (no prctl) the children share serve's process group, so a signal to the group still reaches them.
 """
 

@@ -109,32 +109,26 @@ def cleanup() -> Iterator[list[Served]]:
                 process.kill()
 
 
-def stop_and_start_again(tmp_path: Path, cleanup: list[Served], how: str) -> None:
-    port, data_dir = free_port(), tmp_path / "data"
-    first = start(tmp_path, port, data_dir, cleanup)
-    assert upload_status(first) == 202
-    if how == "sigterm-group":
-        os.killpg(first.process.pid, signal.SIGTERM)
-    elif how == "sigterm":
-        first.process.send_signal(signal.SIGTERM)
-    elif how == "sighup":
-        first.process.send_signal(signal.SIGHUP)
+def stop(served: Served, how: str) -> int:
+    if how == "SIGTERM to the process group":
+        os.killpg(served.process.pid, signal.SIGTERM)
+    elif how == "SIGKILL":
+        served.process.kill()
     else:
-        first.process.kill()
-    code = first.process.wait(60)
-    assert code == (-signal.SIGKILL if how == "sigkill" else 0)
-    assert_nothing_left(first)
-
-    second = start(tmp_path, port, data_dir, cleanup)  # the same port and data directory, right away
-    assert upload_status(second) == 202
-    second.process.send_signal(signal.SIGINT)
-    assert second.process.wait(60) == 0
-    assert_nothing_left(second)
+        served.process.send_signal(getattr(signal, how))
+    return served.process.wait(60)
 
 
-@pytest.mark.parametrize("how", ["sigterm-group", "sigterm", "sighup", "sigkill"])
-def test_serve_leaves_no_process_and_starts_again(tmp_path: Path, cleanup: list[Served], how: str) -> None:
-    stop_and_start_again(tmp_path, cleanup, how)
+def test_serve_leaves_no_process_however_it_ends_and_starts_again_at_once(tmp_path: Path,
+                                                                         cleanup: list[Served]) -> None:
+    """One chain, so that each start is also "the next start right after": same port, same data directory."""
+    port, data_dir = free_port(), tmp_path / "data"
+    for how in ("SIGTERM to the process group", "SIGKILL", "SIGHUP", "SIGTERM", "SIGINT"):
+        served = start(tmp_path, port, data_dir, cleanup)
+        assert upload_status(served) == 202, f"upload after a start that followed {how}"
+        code = stop(served, how)
+        assert code == (-signal.SIGKILL if how == "SIGKILL" else 0), f"exit code after {how}"
+        assert_nothing_left(served)
 
 
 def test_serve_exits_non_zero_when_a_component_dies(tmp_path: Path, cleanup: list[Served]) -> None:
