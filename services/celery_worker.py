@@ -8,7 +8,6 @@ from typing import Any
 from celery import Task
 from celery.signals import task_postrun, worker_process_init, worker_process_shutdown
 
-from services.core import events
 from services.core.logging import configure_logging
 from services.core.metrics import TASKS, record_rss
 from services.core.metrics import start_metrics_server as _start_metrics_server
@@ -48,7 +47,6 @@ def run_worker(settings: Settings, *, queues: list[str], concurrency: int | None
                metrics_port: int | None, name: str | None) -> None:
     configure_logging(json=settings.log_json, level=settings.log_level)
     app = make_celery(settings)
-    events.install_dispatch(app)  # webhook deliveries are queued right after the commit that records them
     register_worker_tasks(app, settings)
     register_results_tasks(app, settings)
     app.conf.worker_max_memory_per_child = settings.worker.max_memory_mb * 1024

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import click
 
+from services.cli.root import main
 from services.core.errors import PagemillError
-from services.core.settings import Settings
-from services.runner import parse_locally
+from services.core.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     import pagemill_client
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--server", default=None, help="a pagemill URL; without it the files are parsed in this process")
+@click.option("--api-key", envvar="PAGEMILL_API_KEY", default=None, help="bearer key for --server")
+@click.option("--mode", default=None, type=click.Choice(["fast", "balanced", "accurate"]))
+@click.option("--engine", default=None, help="in-process engine (cpu, vllm, fake)")
+def parse(files: tuple[str, ...], output_dir: str, server: str | None, api_key: str | None, mode: str | None,
+          engine: str | None) -> None:
+    """Parse FILES to Markdown in OUTPUT_DIR, with a progress bar per file."""
+    ok = parse_files([Path(f) for f in files], Path(output_dir), server=server, api_key=api_key, mode=mode,
+                     engine=engine, settings=get_settings())
+    sys.exit(0 if ok else 1)
 
 
 def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_key: str | None,
@@ -37,7 +53,7 @@ def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_
 
 
 def _parse_local(path: Path, settings: Settings, engine: str | None) -> tuple[str, str]:
-    from services.runner import page_inputs
+    from services.runner import page_inputs, parse_locally  # the engines: imported only to parse here
 
     data = path.read_bytes()
     _, pages = page_inputs(data)  # validates first, so a bad file fails before the bar appears

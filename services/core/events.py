@@ -5,7 +5,7 @@
 
 Because the event and its deliveries are written with the state change, an event is never lost: if the
 job is not sent (the process dies between commit and send, Redis is down), the reconciler finds the
-pending delivery and sends it. Jobs are sent only after the commit, by the hook `install_dispatch` sets up.
+pending delivery and sends it. Delivery jobs go through the outbox (`queues.enqueue`): sent after the commit.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
-from celery import Celery
 from sqlalchemy.orm import Session
 
 from services.core.contracts import DocumentEvent, WebhookTask, timestamp, to_dict
@@ -33,10 +32,7 @@ from services.core.db.models import (
     utcnow,
 )
 from services.core.db.session import rowcount
-from services.core.logging import get_logger
-from services.core.queues import Job, JobBatch, Queue, TaskName
-
-log = get_logger(__name__)
+from services.core.queues import Job, Queue, TaskName, enqueue
 
 
 class EventType(StrEnum):
@@ -51,7 +47,6 @@ class EventType(StrEnum):
 FINAL_EVENTS = {DocumentStatus.SUCCEEDED: EventType.SUCCEEDED, DocumentStatus.PARTIAL: EventType.PARTIAL,
                 DocumentStatus.FAILED: EventType.FAILED, DocumentStatus.CANCELLED: EventType.CANCELLED}
 EVENT_TYPES = frozenset(e.value for e in EventType)
-_JOBS_KEY = "pagemill.jobs_after_commit"
 _FINAL = [s.value for s in DOCUMENT_FINAL]
 
 
@@ -85,13 +80,9 @@ def public_payload(event: DocumentEvent, finished_at: datetime | None = None) ->
     }
 
 
-def deliver_job(delivery_id: str) -> Job:
-    return Job(TaskName.DELIVER_WEBHOOK, Queue.WEBHOOKS, to_dict(WebhookTask(delivery_id=delivery_id)))
-
-
-def after_commit(session: Session, job: Job) -> None:
-    """Sends `job` once this session's transaction commits (dropped on rollback)."""
-    session.info.setdefault(_JOBS_KEY, []).append(job)
+def deliver_job(delivery_id: str, *, countdown: float | None = None) -> Job:
+    return Job(TaskName.DELIVER_WEBHOOK, Queue.WEBHOOKS, to_dict(WebhookTask(delivery_id=delivery_id)),
+               countdown=countdown)
 
 
 def _load(session: Session, document_id: str) -> Document | None:
@@ -124,7 +115,7 @@ def record(session: Session, document: Document | str, event_type: EventType) ->
                 event_type=event.type, document_id=loaded.id, body=body, status=DeliveryStatus.PENDING,
                 attempts=0, next_attempt_at=now, created_at=now)
             session.add(delivery)
-            after_commit(session, deliver_job(delivery.id))
+            enqueue(deliver_job(delivery.id))
     session.flush()
     return event
 
@@ -182,30 +173,12 @@ def _record_progress(session: Session, document_id: str, interval_s: float) -> D
     return record(session, document_id, EventType.PROGRESS) if won else None
 
 
-# Sending after commit --------------------------------------------------------------------------------------------
-
-_dispatch_app: Celery | None = None
-
-
-def _send_after_commit(session: Session) -> None:
-    jobs: list[Job] = session.info.pop(_JOBS_KEY, [])
-    if not jobs or _dispatch_app is None:
-        return  # not installed (a script, a unit test): the reconciler sends pending deliveries later
-    batch = JobBatch(jobs)
-    try:
-        batch.send(_dispatch_app)
-    except Exception as exc:  # noqa: BLE001 - the rows are committed; the reconciler sends them later
-        log.warning("events.send_failed", jobs=len(jobs), error=str(exc))
-
-
-def _drop_after_rollback(session: Session) -> None:
-    session.info.pop(_JOBS_KEY, None)
-
-
-def install_dispatch(app: Celery) -> None:
-    """Makes every session of this process send its collected jobs right after it commits."""
-    global _dispatch_app
-    if _dispatch_app is None:
-        sa.event.listen(Session, "after_commit", _send_after_commit)
-        sa.event.listen(Session, "after_soft_rollback", lambda session, _tx: _drop_after_rollback(session))
-    _dispatch_app = app
+def due_deliveries(session: Session, now: datetime, *, grace_s: float = 10.0, limit: int = 1000) -> list[str]:
+    """Deliveries whose task is late or lost: pending past their time, or sending past their lease."""
+    return list(session.execute(
+        sa.select(WebhookDelivery.id).where(sa.or_(
+            sa.and_(WebhookDelivery.status == DeliveryStatus.PENDING,
+                    WebhookDelivery.next_attempt_at <= now - timedelta(seconds=grace_s)),
+            sa.and_(WebhookDelivery.status == DeliveryStatus.SENDING, WebhookDelivery.lease_expires_at < now),
+        )).order_by(WebhookDelivery.next_attempt_at).limit(limit)
+    ).scalars())

@@ -2,7 +2,7 @@
 
 Celery's Redis transport keeps each queue as a Redis list of JSON envelopes; producers `LPUSH` and workers
 `BRPOP`, so the oldest waiting message is the list's last element. Its age comes from the `pagemill_sent_at`
-header `JobBatch.send` stamps on every message, or, for a message sent without it, from the `enqueued_at` of the
+header `queues.send_jobs` stamps on every message, or, for a message sent without it, from the `enqueued_at` of the
 page task inside the body.
 """
 

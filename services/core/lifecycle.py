@@ -28,10 +28,10 @@ from services.core.db.models import (
     DocumentStatus,
     Page,
     PageStatus,
-    UTCDateTime,
     utcnow,
 )
 from services.core.db.session import rowcount
+from services.core.db.types import UTCDateTime
 from services.core.settings import FailurePolicy
 
 _FINAL_PAGE_VALUES = [s.value for s in PAGE_FINAL]

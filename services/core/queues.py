@@ -1,17 +1,25 @@
-"""Queues, task names and the Celery app on Redis. The gateway sends tasks by name; it imports no worker code."""
+"""Queues, task names, the Celery app on Redis, and the one way to send a job: `enqueue(job)` into the outbox.
+
+The gateway sends tasks by name; it imports no worker code. Every producer (the gateway, the worker's tasks,
+the reconciler, webhook retries) calls `enqueue`; the unit of work it runs in (`outbox(app)`) sends the jobs
+after the commit (see `services.core.outbox`), each with its send time and its fair-share priority.
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from celery import Celery
+from celery import Celery, Task
 from kombu.entity import Queue as KombuQueue  # = kombu.Queue, which kombu does not export to type checkers
 
 from services.core import cache
+from services.core import outbox as _outbox
 from services.core.contracts import DocumentTask, PageTask, timestamp, to_dict
 from services.core.db.models import Document
 from services.core.pdf import PDF, PNG
@@ -98,32 +106,43 @@ class Job:
     name: TaskName
     queue: Queue
     payload: dict[str, Any]
-    priority: int = 0
+    priority: int = 0  # the fair-share step (services.core.fairness): 0 is served first
+    countdown: float | None = None  # held back this long (a webhook's next attempt)
 
 
-@dataclass(slots=True)
-class JobBatch:
-    """Jobs collected while a transaction is open, sent only after it commits.
+def send_jobs(app: Celery, jobs: Sequence[Job]) -> None:
+    """The only place a task is sent: one producer for the batch, the send-time header on every message."""
+    with app.producer_or_acquire() as producer:
+        for job in jobs:
+            app.send_task(job.name.value, args=[job.payload], queue=job.queue.value, routing_key=job.queue.value,
+                          producer=producer, priority=job.priority, countdown=job.countdown,
+                          headers={SENT_AT_HEADER: time.time()})
 
-    A job sent before its commit can run before its rows exist; a job never sent is found by the reconciler.
-    """
 
-    jobs: list[Job] = field(default_factory=list)
+def enqueue(job: Job) -> None:
+    """Sends `job` once the current transaction commits; dropped if it rolls back (`services.core.outbox`)."""
+    _outbox.enqueue(job)
 
-    def add(self, job: Job) -> None:
-        self.jobs.append(job)
 
-    def send(self, app: Celery) -> int:
-        if not self.jobs:
-            return 0
-        with app.producer_or_acquire() as producer:
-            for job in self.jobs:
-                app.send_task(job.name.value, args=[job.payload], queue=job.queue.value,
-                              routing_key=job.queue.value, producer=producer, priority=job.priority,
-                              headers={SENT_AT_HEADER: time.time()})
-        sent = len(self.jobs)
-        self.jobs.clear()
-        return sent
+@contextmanager
+def outbox(app: Celery | Callable[[], Celery]) -> Iterator[_outbox.Outbox]:
+    """One unit of work whose jobs go out through `app` (or the app a callable builds on first send)."""
+
+    def send(jobs: Sequence[Job]) -> None:
+        send_jobs(app if isinstance(app, Celery) else app(), jobs)
+
+    with _outbox.open_outbox(send) as box:
+        yield box
+
+
+class OutboxTask(Task):  # type: ignore[misc]  # Celery is untyped
+    """A task that is a unit of work of the outbox: what it enqueues is sent after its commits."""
+
+    abstract = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with outbox(self.app):
+            return super().__call__(*args, **kwargs)
 
 
 # Job builders: the only places task payloads are made, each checked against its proto contract.

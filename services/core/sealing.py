@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 from functools import lru_cache
-from typing import Any
 
-import sqlalchemy as sa
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from sqlalchemy.orm import Session
+
+from services.core.settings import get_settings
 
 PREFIX = "sealed:v1:"
-# The setting `secret_key`, read from the environment here: column types have no settings object at hand.
-ENV = "PAGEMILL_SECRET_KEY"
+ENV = "PAGEMILL_SECRET_KEY"  # the setting `secret_key`, named in error messages
 
 
 class SealingError(RuntimeError):
@@ -37,9 +34,20 @@ def _fernet(keys: str) -> MultiFernet | None:
     return MultiFernet([Fernet(base64.urlsafe_b64encode(hashlib.sha256(k.encode()).digest())) for k in parts])
 
 
+def configured_keys() -> str:
+    """The setting `secret_key`, read through `get_settings()`: a column type has no settings object at hand."""
+    secret = get_settings().secret_key
+    return secret.get_secret_value() if secret is not None else ""
+
+
 def _keys(keys: str | None) -> MultiFernet | None:
     """The given keys, or the configured ones."""
-    return _fernet(os.environ.get(ENV, "") if keys is None else keys)
+    return _fernet(configured_keys() if keys is None else keys)
+
+
+def can_seal() -> bool:
+    """A key is configured."""
+    return _keys(None) is not None
 
 
 def is_sealed(stored: str) -> bool:
@@ -65,30 +73,3 @@ def unseal(stored: str, keys: str | None = None) -> str:
         return fernet.decrypt(stored[len(PREFIX):].encode()).decode()
     except InvalidToken as exc:
         raise SealingError(f"a webhook secret is sealed with a key that is not in {ENV}") from exc
-
-
-class SealedString(sa.types.TypeDecorator[str]):
-    """A string column whose values are sealed on the way in and opened on the way out."""
-
-    impl = sa.String(512)
-    cache_ok = True
-
-    def process_bind_param(self, value: str | None, dialect: Any) -> str | None:
-        return None if value is None else seal(value)
-
-    def process_result_value(self, value: str | None, dialect: Any) -> str | None:
-        return None if value is None else unseal(value)
-
-
-def reseal_all(session: Session) -> int:
-    """Seal every plaintext secret and re-seal every sealed one with the newest key. Returns rows rewritten."""
-    from services.core.db.models import Tenant, WebhookEndpoint
-
-    if _keys(None) is None:
-        raise SealingError(f"set {ENV} first: there is no key to seal with")
-    count = 0
-    for model, column in ((Tenant, Tenant.webhook_secret), (WebhookEndpoint, WebhookEndpoint.secret)):
-        for row_id, secret in session.execute(sa.select(model.id, column)).all():  # opened by the column type
-            session.execute(sa.update(model).where(model.id == row_id).values({column.key: secret}))
-            count += 1
-    return count

@@ -164,7 +164,7 @@ class WorkerSettings(SettingsSection):
     """Retries while the engine's backend is down or busy (pages wait, ~4 h at the capped backoff), before the
     page takes the flagged cpu fallback."""
     retry_backoff_s: float = 2.0
-    """The first retry's wait; it doubles with each retry."""
+    """The first retry's wait; it doubles with each retry (each wait up to 50 % longer at random)."""
     retry_backoff_max_s: float = 120.0
     """The longest wait between retries."""
     max_deliveries: int = Field(default=5, ge=1)
@@ -187,7 +187,7 @@ class WebhookSettings(SettingsSection):
     max_attempts: int = Field(default=8, ge=1)
     """Attempts per message before its delivery ends `failed`."""
     retry_backoff_s: float = Field(default=5.0, ge=0)
-    """The wait after the first failed attempt; it doubles with each attempt."""
+    """The wait after the first failed attempt; it doubles with each attempt (each up to 50 % longer at random)."""
     retry_backoff_max_s: float = Field(default=3600.0, ge=0)
     """The longest wait between attempts."""
     progress_interval_s: float = Field(default=5.0, ge=0)

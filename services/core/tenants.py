@@ -16,7 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from services.core.db.models import DOCUMENT_FINAL, ApiKey, Document, Page, Tenant, new_id, utcnow
+from services.core import sealing
+from services.core.db.models import DOCUMENT_FINAL, ApiKey, Document, Page, Tenant, WebhookEndpoint, new_id, utcnow
 from services.core.errors import NotFound, ValidationFailed
 from services.core.settings import Settings
 from services.core.webhooks import generate_secret
@@ -104,6 +105,17 @@ def find_tenant(session: Session, id_or_name: str) -> Tenant:
     return tenant
 
 
+def list_tenants(session: Session) -> list[Tenant]:
+    """Every tenant, oldest first."""
+    return list(session.execute(sa.select(Tenant).order_by(Tenant.created_at)).scalars())
+
+
+def list_keys(session: Session, tenant: Tenant) -> list[ApiKey]:
+    """The tenant's API keys (revoked ones too), oldest first."""
+    return list(session.execute(sa.select(ApiKey).where(ApiKey.tenant_id == tenant.id)
+                                .order_by(ApiKey.created_at)).scalars())
+
+
 def create_key(session: Session, tenant: Tenant, *, name: str = "") -> tuple[ApiKey, str]:
     """A new key for the tenant: (the stored row, the key itself, which is shown once and never stored)."""
     raw = KEY_PREFIX + secrets.token_urlsafe(30)
@@ -166,3 +178,30 @@ def pages_finished_recently(session: Session, tenant_id: str, seconds: int = 60)
 def lock_tenant(session: Session, tenant_id: str) -> None:
     """Serializes one tenant's submissions (limits and idempotency keys are checked, then written)."""
     session.execute(sa.select(Tenant.id).where(Tenant.id == tenant_id).with_for_update())
+
+
+def ensure_local_key(session: Session, saved_key: str | None, *, tenant_name: str, key_name: str
+                     ) -> tuple[str, bool]:
+    """`pagemill serve` on embedded defaults: `saved_key` while it is valid, else a new key of the tenant
+    `tenant_name` (made if missing). Returns the key and whether it is new."""
+    if saved_key and authenticate(session, saved_key) is not None:
+        return saved_key, False
+    try:
+        tenant = find_tenant(session, tenant_name)
+    except NotFound:
+        tenant = create_tenant(session, tenant_name)
+    _, raw = create_key(session, tenant, name=key_name)
+    return raw, True
+
+
+def reseal_secrets(session: Session) -> int:
+    """Seals every plaintext webhook secret and re-seals every sealed one with the newest key of
+    `PAGEMILL_SECRET_KEY` (`pagemill admin seal-secrets`). Returns the rows rewritten."""
+    if not sealing.can_seal():
+        raise sealing.SealingError(f"set {sealing.ENV} first: there is no key to seal with")
+    count = 0
+    for model, column in ((Tenant, Tenant.webhook_secret), (WebhookEndpoint, WebhookEndpoint.secret)):
+        for row_id, secret in session.execute(sa.select(model.id, column)).all():  # opened by the column type
+            session.execute(sa.update(model).where(model.id == row_id).values({column.key: secret}))
+            count += 1
+    return count

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import redis
 import sqlalchemy as sa
+from celery import Celery
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
@@ -15,14 +16,15 @@ from fastapi.responses import JSONResponse
 from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.core import events
+from services.core import outbox as outbox_module
 from services.core.db.session import get_engine
 from services.core.errors import PagemillError
 from services.core.exporters import scrape_collectors as core_scrape_collectors
 from services.core.logging import bind_request_id, configure_logging, get_logger
 from services.core.metrics import HTTP_LATENCY, HTTP_REQUESTS, UPLOADS_REJECTED, record_rss, render_metrics
-from services.core.queues import get_celery
+from services.core.queues import get_celery, send_jobs
 from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
 from services.gateway.admin.router import router as admin_router
@@ -86,6 +88,30 @@ def route_template(request: Request) -> str:
     return path if isinstance(path, str) else "unmatched"
 
 
+class OutboxMiddleware:
+    """Each request is a unit of work: the jobs it enqueues go out after its transactions commit
+    (`services.core.outbox`). Plain ASGI, so the outbox is in the context every route and dependency sees."""
+
+    def __init__(self, app: ASGIApp, celery: Callable[[], Celery]) -> None:
+        self.app, self.celery = app, celery
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        box = outbox_module.Outbox(lambda jobs: send_jobs(self.celery(), jobs))
+        token = outbox_module.bind(box)
+        try:
+            await self.app(scope, receive, send)
+        except BaseException:
+            box.discard()
+            raise
+        finally:
+            outbox_module.unbind(token)
+        if box.pending:  # enqueued outside a transaction: sent now, off the event loop
+            await run_in_threadpool(box.flush)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(json=settings.log_json, level=settings.log_level)
@@ -126,8 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (documents_router, page_images_router, webhooks_router, usage_router, tenant_router, admin_router):
         app.include_router(router)
     install_docs(app)
-    # Webhook deliveries recorded in a request's transaction are queued right after it commits.
-    events.install_dispatch(get_celery(settings))
+    app.add_middleware(OutboxMiddleware, celery=lambda: get_celery(settings))
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

@@ -22,7 +22,7 @@ from celery import Celery
 from services.core import erasure
 from services.core.db.models import Document, PageStatus, utcnow
 from services.core.db.session import session_scope
-from services.core.events import deliver_job
+from services.core.events import deliver_job, due_deliveries
 from services.core.lifecycle import (
     claim_assembly,
     expired_running_pages,
@@ -33,11 +33,10 @@ from services.core.lifecycle import (
 )
 from services.core.logging import get_logger
 from services.core.metrics import PAGE_RETRIES, record_rss
-from services.core.queues import JobBatch, assemble_job, page_job, split_job
+from services.core.queues import assemble_job, enqueue, outbox, page_job, split_job
 from services.core.settings import Settings
 from services.core.storage import document_prefix, get_store
-from services.results import retention
-from services.results.webhooks import due_deliveries
+from services.reconciler import retention
 
 log = get_logger(__name__)
 
@@ -67,11 +66,16 @@ def redis_was_reset(client: redis.Redis) -> bool:
 
 
 def reconcile_once(settings: Settings, app: Celery, client: redis.Redis) -> ReconcileReport:
+    """One pass, a unit of work of the outbox: the jobs it re-enqueues go out when its transaction commits."""
+    with outbox(app):
+        return _reconcile(settings, client)
+
+
+def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
     report = ReconcileReport(redis_reset=redis_was_reset(client))
     now = utcnow()
     # After a reset every queued message is presumed lost; otherwise only those older than the lease.
     queued_cutoff = None if report.redis_reset else now - timedelta(seconds=settings.worker.queued_lease_s)
-    batch = JobBatch()
     with session_scope(settings.resolved_database_url()) as session:
         documents: dict[str, Document | None] = {}
         expired = expired_running_pages(session, now)
@@ -83,25 +87,24 @@ def reconcile_once(settings: Settings, app: Celery, client: redis.Redis) -> Reco
             if document is None or page.source_key is None:
                 continue
             page.status, page.enqueued_at, page.lease_expires_at = PageStatus.QUEUED, now, None
-            batch.add(page_job(document, page.index, page.source_key, engine=page.engine))
+            enqueue(page_job(document, page.index, page.source_key, engine=page.engine))
             report.pages_requeued += 1
         for document in unsplit_documents(session, queued_cutoff):
             document.split_enqueued_at = now
-            batch.add(split_job(document))
+            enqueue(split_job(document))
             report.splits_requeued += 1
         for document_id in unassembled_documents(session, now, settings.reconciler.assembly_lease_s):
             if claim_assembly(session, document_id, lease_s=settings.reconciler.assembly_lease_s, now=now):
                 document = session.get(Document, document_id)
-                batch.add(assemble_job(document_id, document.request_id if document else None))
+                enqueue(assemble_job(document_id, document.request_id if document else None))
                 report.assemblies += 1
         # A page that was mid-flight when its document was deleted may have written its result afterwards.
         window = timedelta(seconds=settings.worker.page_lease_s + 60)
         recently_deleted = recently_deleted_documents(session, now - window)
         # Webhook messages whose task was lost, never sent, or whose (long) backoff has run out.
         for delivery_id in due_deliveries(session, now, grace_s=0 if report.redis_reset else 10):
-            batch.add(deliver_job(delivery_id))
+            enqueue(deliver_job(delivery_id))
             report.webhooks_requeued += 1
-    batch.send(app)
     if recently_deleted:
         store = get_store(settings)
         for document_id in recently_deleted:

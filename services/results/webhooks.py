@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 
 import httpx
 import sqlalchemy as sa
-from celery import Celery
 from sqlalchemy.orm import Session
 
 from services.core import events
@@ -26,7 +25,8 @@ from services.core.db.session import rowcount, session_scope
 from services.core.errors import ValidationFailed
 from services.core.logging import get_logger
 from services.core.metrics import WEBHOOK_DELIVERIES, WEBHOOK_LATENCY
-from services.core.queues import Queue
+from services.core.queues import enqueue
+from services.core.retry import webhook_policy
 from services.core.settings import Settings
 from services.core.webhooks import check_url, headers
 
@@ -47,9 +47,8 @@ def http_client() -> httpx.Client:
 
 
 def backoff_s(settings: Settings, attempts: int) -> float:
-    """Wait after the `attempts`-th failed attempt: base, 2x base, 4x base… up to the max."""
-    cfg = settings.webhooks
-    return float(min(cfg.retry_backoff_max_s, cfg.retry_backoff_s * 2 ** max(0, attempts - 1)))
+    """Wait after the `attempts`-th failed attempt: base, 2x base, 4x base… up to the max, with jitter."""
+    return webhook_policy(settings).countdown(attempts - 1)
 
 
 def _claim(session: Session, delivery_id: str, now: datetime, lease_s: float) -> bool:
@@ -65,7 +64,7 @@ def _claim(session: Session, delivery_id: str, now: datetime, lease_s: float) ->
     )))
 
 
-def deliver(settings: Settings, delivery_id: str, app: Celery | None = None) -> str:
+def deliver(settings: Settings, delivery_id: str) -> str:
     """One attempt. Returns the outcome: success, retry, failed, or skip (not due / taken / finished)."""
     db = settings.resolved_database_url()
     started_at = utcnow()
@@ -103,9 +102,8 @@ def deliver(settings: Settings, delivery_id: str, app: Celery | None = None) -> 
     WEBHOOK_DELIVERIES.labels(outcome=outcome).inc()
     log.info("webhook.attempt", delivery_id=delivery.id, event=delivery.event_type, outcome=outcome,
              status_code=status_code, error=error, ms=int(duration * 1000))
-    if outcome == "retry" and app is not None and delay <= MAX_COUNTDOWN_S:
-        app.send_task(events.deliver_job(delivery.id).name.value, args=[events.deliver_job(delivery.id).payload],
-                      queue=Queue.WEBHOOKS.value, routing_key=Queue.WEBHOOKS.value, countdown=delay)
+    if outcome == "retry" and delay <= MAX_COUNTDOWN_S:
+        enqueue(events.deliver_job(delivery.id, countdown=delay))  # sent when this task ends (its outbox)
     return outcome
 
 
@@ -135,14 +133,3 @@ def _record(db: str, settings: Settings, delivery: WebhookDelivery, started_at: 
                                                          WebhookDelivery.status == DeliveryStatus.SENDING)
                         .values(**values))
     return outcome, delay
-
-
-def due_deliveries(session: Session, now: datetime, *, grace_s: float = 10.0, limit: int = 1000) -> list[str]:
-    """Deliveries whose task is late or lost: pending past their time, or sending past their lease."""
-    return list(session.execute(
-        sa.select(WebhookDelivery.id).where(sa.or_(
-            sa.and_(WebhookDelivery.status == DeliveryStatus.PENDING,
-                    WebhookDelivery.next_attempt_at <= now - timedelta(seconds=grace_s)),
-            sa.and_(WebhookDelivery.status == DeliveryStatus.SENDING, WebhookDelivery.lease_expires_at < now),
-        )).order_by(WebhookDelivery.next_attempt_at).limit(limit)
-    ).scalars())

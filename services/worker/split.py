@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import sqlalchemy as sa
-from celery import Celery
 
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, utcnow
 from services.core.db.session import session_scope
@@ -14,7 +13,7 @@ from services.core.formats import OFFICE_TYPES
 from services.core.lifecycle import finalize_document
 from services.core.logging import get_logger
 from services.core.pdf import PDF, image_frame_png, split_pdf
-from services.core.queues import JobBatch, page_job, page_queue
+from services.core.queues import enqueue, page_job, page_queue
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, page_source_key
 from services.worker.office import prepare_office_document
@@ -38,8 +37,9 @@ def _page_files(document: Document, data: bytes) -> Iterator[tuple[str, str, byt
             yield "image/png", page_source_key(document.id, index, ".png"), image_frame_png(data, number - 1)
 
 
-def split_document(document_id: str, settings: Settings, store: ObjectStore, app: Celery) -> int:
-    """Writes every pending page's file and queues its job. Returns the pages queued. Safe to run twice."""
+def split_document(document_id: str, settings: Settings, store: ObjectStore) -> int:
+    """Writes every pending page's file and queues its job. Returns the pages queued. Safe to run twice.
+    Each chunk's jobs go out when its transaction commits, so the first pages start while the rest split."""
     db = settings.resolved_database_url()
     with session_scope(db) as session:
         document = session.get(Document, document_id)
@@ -61,8 +61,6 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore, app
     data = converted if converted is not None else store.get(document.source_key)
     queued = 0
     chunk: list[tuple[int, str, str]] = []  # (index, key, engine)
-    send = JobBatch()
-
     def flush() -> None:
         nonlocal queued
         if not chunk:
@@ -87,8 +85,8 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore, app
                     .returning(Page.index)
                 ).scalars().all()
                 for index in sorted(moved):
-                    send.add(page_job(document, index, keys[index], engine=engine))
-        queued += send.send(app)
+                    enqueue(page_job(document, index, keys[index], engine=engine))
+                queued += len(moved)
         chunk.clear()
 
     try:

@@ -24,8 +24,8 @@ from services.core.lifecycle import (
 )
 from services.core.logging import bind_request_id, get_logger
 from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_TOTAL, stage_timer
-from services.core.queues import JobBatch, TaskName, assemble_job
-from services.core.retry import is_retryable
+from services.core.queues import OutboxTask, TaskName, assemble_job, enqueue
+from services.core.retry import engine_outage_policy, is_retryable, page_policy, retry_task
 from services.core.settings import Settings
 from services.core.storage import get_store, page_result_key
 from services.worker import page_cache
@@ -34,10 +34,6 @@ from services.worker.pipeline import PageOutcome, run_fallback, run_page
 from services.worker.split import split_document
 
 log = get_logger(__name__)
-
-
-def backoff_s(settings: Settings, retries: int) -> float:
-    return float(min(settings.worker.retry_backoff_max_s, settings.worker.retry_backoff_s * 2**retries))
 
 
 def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
@@ -67,7 +63,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         if cached.hit:
             log.info("page.cached")
             if cached.due:
-                _send(task.app, assemble_job(job.document_id, job.request_id))
+                enqueue(assemble_job(job.document_id, job.request_id))
             return "cached"
         engine = load_engine(engine_name, settings)
         page = PageInput(job.document_id, job.page_index, job.media_type, data)
@@ -95,6 +91,8 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
                 # A flagged fallback is not this engine's answer: a later upload tries the engine again.
                 cache_key=None if outcome.is_fallback else cached.store_key,
             ))
+            if due:  # this delivery ended the document's last page: sent after this commit
+                enqueue(assemble_job(job.document_id, job.request_id))
         events.record_progress_in_own_transaction(db, job.document_id, settings.webhooks.progress_interval_s)
     except SoftTimeLimitExceeded:
         _fail(settings, job, "page_timeout", f"the page took longer than {settings.worker.page_timeout_s} s")
@@ -102,15 +100,14 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
         # An engine outage has a retry budget of its own: pages wait it out instead of failing.
         unavailable = isinstance(exc, EngineUnavailable)
-        budget = settings.worker.unavailable_max_retries if unavailable else settings.worker.max_retries
-        if is_retryable(exc) and task.request.retries < budget:
+        policy = engine_outage_policy(settings) if unavailable else page_policy(settings)
+        if is_retryable(exc) and policy.allows(task.request.retries):
             reason = getattr(exc, "code", type(exc).__name__)
             PAGE_RETRIES.labels(reason=reason).inc()
             log.warning("page.retry", reason=reason, error=str(exc), retries=task.request.retries)
             with session_scope(db) as session:
                 release_page(session, job.document_id, job.page_index, reason=reason, refund_delivery=unavailable)
-            raise task.retry(countdown=backoff_s(settings, task.request.retries), exc=exc,
-                             max_retries=budget) from exc
+            raise retry_task(task, exc, policy) from exc
         if isinstance(exc, PagemillError):
             _fail(settings, job, exc.code, str(exc))
         else:
@@ -120,8 +117,6 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     PAGES_TOTAL.labels(status="succeeded", engine=output.engine, mode=job.mode or "fast").inc()
     PAGE_LATENCY.labels(engine=output.engine).observe(outcome.latency_ms / 1000)
     log.info("page.parsed", engine=output.engine, ms=outcome.latency_ms, chars=len(output.markdown))
-    if due:
-        _send(task.app, assemble_job(job.document_id, job.request_id))
     return "run"
 
 
@@ -156,17 +151,9 @@ def _fail(settings: Settings, job: PageTask, code: str, message: str) -> None:
         due = finish_page(session, job.document_id, job.page_index,
                           PageFinish(PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
         events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
+        if due:
+            enqueue(assemble_job(job.document_id, job.request_id))
     PAGES_TOTAL.labels(status="failed", engine=job.engine or "unknown", mode=job.mode or "fast").inc()
-    if due:
-        from services.core.queues import get_celery
-
-        _send(get_celery(settings), assemble_job(job.document_id, job.request_id))
-
-
-def _send(app: Celery, job: Any) -> None:
-    batch = JobBatch()
-    batch.add(job)
-    batch.send(app)
 
 
 def _json(message: PageResult) -> bytes:
@@ -178,21 +165,22 @@ def _json(message: PageResult) -> bytes:
 def register_worker_tasks(app: Celery, settings: Settings) -> None:
     limits = {"soft_time_limit": settings.worker.page_timeout_s, "time_limit": settings.worker.page_timeout_s + 30}
 
-    @app.task(name=TaskName.PARSE_PAGE.value, bind=True, acks_late=True, reject_on_worker_lost=True,
-              max_retries=settings.worker.max_retries, **limits)
+    # Every task is a unit of work of the outbox (OutboxTask); retries follow services.core.retry.
+    @app.task(name=TaskName.PARSE_PAGE.value, base=OutboxTask, bind=True, acks_late=True, reject_on_worker_lost=True,
+              max_retries=engine_outage_policy(settings).max_retries, **limits)
     def parse_page_task(self: Task, payload: dict[str, Any]) -> str:
         return parse_page(self, payload, settings)
 
-    @app.task(name=TaskName.SPLIT_DOCUMENT.value, bind=True, acks_late=True, reject_on_worker_lost=True,
-              max_retries=settings.worker.max_retries)
+    @app.task(name=TaskName.SPLIT_DOCUMENT.value, base=OutboxTask, bind=True, acks_late=True,
+              reject_on_worker_lost=True, max_retries=page_policy(settings).max_retries)
     def split_document_task(self: Task, payload: dict[str, Any]) -> int:
         job = from_dict(DocumentTask, payload)
         bind_request_id(job.request_id, document_id=job.document_id)
         try:
-            return split_document(job.document_id, settings, get_store(settings), self.app)
+            return split_document(job.document_id, settings, get_store(settings))
         except Exception as exc:
-            if is_retryable(exc) and self.request.retries < settings.worker.max_retries:
-                raise self.retry(countdown=backoff_s(settings, self.request.retries), exc=exc) from exc
+            if is_retryable(exc) and page_policy(settings).allows(self.request.retries):
+                raise retry_task(self, exc, page_policy(settings)) from exc
             # Anything else would come back forever through the reconciler: end the document with the reason.
             log.exception("document.split_error", error=str(exc))
             with session_scope(settings.resolved_database_url()) as session:

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from services.core import tenants
 from services.core.db.models import Tenant
 from services.core.db.session import get_engine, session_scope
+from services.core.settings import get_settings
 from tests.harness import REPO
 
 KEY, NEXT_KEY = "first-" + "1" * 58, "second-" + "2" * 57
@@ -36,6 +37,7 @@ def test_plaintext_secrets_are_sealed_then_resealed_with_a_rotated_key(
         database: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     url = request.getfixturevalue(database)
     monkeypatch.delenv("PAGEMILL_SECRET_KEY", raising=False)
+    get_settings.cache_clear()  # the key is the setting `secret_key`, read through the cached settings
     with session_scope(url) as session:
         tenant = tenants.create_tenant(session, "acme")
         tenant_id, secret = tenant.id, tenant.webhook_secret
@@ -47,11 +49,15 @@ def test_plaintext_secrets_are_sealed_then_resealed_with_a_rotated_key(
 
     # This process reads the sealed row with the key, and with the rotated pair after the next command.
     monkeypatch.setenv("PAGEMILL_SECRET_KEY", KEY)
+    get_settings.cache_clear()
     with session_scope(url) as session:
         assert session.get(Tenant, tenant_id).webhook_secret == secret  # type: ignore[union-attr]
     seal_secrets(url, f"{NEXT_KEY},{KEY}")
     second = raw_secret(url, tenant_id)
     assert second.startswith("sealed:v1:") and second != first
     monkeypatch.setenv("PAGEMILL_SECRET_KEY", NEXT_KEY)  # the old key is gone: the new seal alone opens it
+    get_settings.cache_clear()
     with session_scope(url) as session:
         assert session.get(Tenant, tenant_id).webhook_secret == secret  # type: ignore[union-attr]
+    monkeypatch.delenv("PAGEMILL_SECRET_KEY")
+    get_settings.cache_clear()

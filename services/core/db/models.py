@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from services.core.sealing import SealedString
+from services.core.db.types import SealedString, UTCDateTime
 
 
 class DocumentStatus(StrEnum):
@@ -50,26 +50,6 @@ def utcnow() -> datetime:
 def new_id(prefix: str) -> str:
     """A time-sortable id (`doc_0192f3a4b5c6d7e8f9a0b1c2d3e4f5a6`): newest-first listing is an index scan."""
     return f"{prefix}_{int(time.time() * 1000):012x}{os.urandom(10).hex()}"
-
-
-class UTCDateTime(sa.TypeDecorator[datetime]):
-    """Timezone-aware UTC on every backend (SQLite stores naive datetimes)."""
-
-    impl = sa.DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 class Base(DeclarativeBase):

@@ -11,6 +11,8 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.core import outbox
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
@@ -74,18 +76,21 @@ def get_autocommit_sessionmaker(url: str) -> sessionmaker[Session]:
 
 @contextmanager
 def session_scope(url: str, *, autocommit: bool = False) -> Iterator[Session]:
-    """One transaction: commits on success, rolls back on error.
+    """One transaction: commits on success, rolls back on error. The jobs enqueued in it
+    (`services.core.queues.enqueue`) are sent after the commit and dropped on rollback.
 
     `autocommit=True` skips BEGIN and COMMIT: for work that is a single atomic statement (or a sequence of
     statements each atomic on its own), it saves two round trips on the page hot path.
     """
     session = (get_autocommit_sessionmaker if autocommit else get_sessionmaker)(url)()
     try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
+        with outbox.transaction():
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
     finally:
         session.close()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from fastapi import APIRouter
 
 from services.core import tenants
@@ -39,8 +38,7 @@ def create_tenant(body: TenantCreate, _: AdminDep, session: SessionDep, settings
 
 @router.get("/tenants", response_model=list[TenantRead])
 def list_tenants(_: AdminDep, session: SessionDep, settings: SettingsDep) -> list[TenantRead]:
-    rows = session.execute(sa.select(Tenant).order_by(Tenant.created_at)).scalars()
-    return [tenant_read(t, settings) for t in rows]
+    return [tenant_read(t, settings) for t in tenants.list_tenants(session)]
 
 
 @router.get("/tenants/{tenant_id}", response_model=TenantRead)
@@ -65,8 +63,7 @@ def create_key(tenant_id: str, _: AdminDep, session: SessionDep, body: KeyCreate
 @router.get("/tenants/{tenant_id}/keys", response_model=list[KeyRead])
 def list_keys(tenant_id: str, _: AdminDep, session: SessionDep) -> list[KeyRead]:
     tenant = tenants.find_tenant(session, tenant_id)
-    rows = session.execute(sa.select(ApiKey).where(ApiKey.tenant_id == tenant.id).order_by(ApiKey.created_at))
-    return [key_read(k) for k in rows.scalars()]
+    return [key_read(k) for k in tenants.list_keys(session, tenant)]
 
 
 @router.delete("/keys/{key_id}", response_model=KeyRead)

@@ -32,7 +32,6 @@ from services.core.errors import IdempotencyConflict, RateLimited, TooManyPages,
 from services.core.fairness import priority_for
 from services.core.metrics import CACHE_LOOKUPS, DOCUMENTS_TOTAL, RATE_LIMITED
 from services.core.pdf import EXTENSIONS
-from services.core.queues import JobBatch
 from services.core.settings import Settings
 from services.core.storage import (
     ObjectNotFound,
@@ -102,7 +101,7 @@ def _check_in_flight(session: Session, tenant: Tenant, limits: TenantLimits, pag
 
 
 def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limits: TenantLimits, upload: Upload,
-           options: SubmitOptions, *, request_id: str | None, jobs: JobBatch) -> Submitted:
+           options: SubmitOptions, *, request_id: str | None) -> Submitted:
     """Objects are written first, outside any transaction; the rows then go in one short transaction that
     holds the tenant's lock, so limits and idempotency keys are exact without serializing uploads."""
     digest = request_hash(upload, options)
@@ -152,7 +151,7 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
             else:
                 in_flight = _check_in_flight(session, tenant, limits, len(accepted.page_numbers))
                 document = service.create_document(
-                    session, store, settings, upload, tenant_id=tenant.id, request_id=request_id, jobs=jobs,
+                    session, store, settings, upload, tenant_id=tenant.id, request_id=request_id,
                     accepted=accepted, priority=priority_for(in_flight, settings), options=doc_options,
                     cache_key=stored_key, document_id=document_id, source_stored=True)
             if webhook_url:
@@ -169,8 +168,7 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
                 session.add(IdempotencyKey(tenant_id=tenant.id, key=key, request_hash=digest,
                                            document_id=document.id, created_at=utcnow(), expires_at=expires))
     except BaseException as exc:
-        store.delete_prefix(document_prefix(document_id))  # nothing refers to these objects
-        jobs.jobs.clear()
+        store.delete_prefix(document_prefix(document_id))  # nothing refers to these objects (its jobs were dropped)
         if isinstance(exc, _Replayed):
             return Submitted(exc.document, replayed=True)
         raise

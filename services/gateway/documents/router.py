@@ -19,7 +19,6 @@ from services.core.db.session import session_scope
 from services.core.errors import FileTooLarge, ResultExpired, ResultNotReady
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
-from services.core.queues import JobBatch, get_celery
 from services.core.storage import ObjectNotFound, document_result_key
 from services.core.tenants import effective_limits
 from services.gateway.deps import CurrentTenant, RateLimiterDep, SessionDep, SettingsDep, StoreDep, public_link
@@ -91,16 +90,13 @@ async def create_document(
         upload = service.Upload(data=data, filename=file.filename or "", pages=pages, metadata=metadata, mode=mode)
         options = intake.SubmitOptions(cache=cache, do_not_cache=do_not_cache, webhook_url=webhook_url or None,
                                        idempotency_key=key)
-        jobs = JobBatch()
-
+        # The split job goes out after the commit (the request's outbox): before it, it would find no rows.
         submitted = await run_in_threadpool(
             lambda: intake.submit(settings.resolved_database_url(), store, settings, tenant, limits, upload, options,
-                                  request_id=request.state.request_id, jobs=jobs))
+                                  request_id=request.state.request_id))
     except Exception as exc:
         UPLOADS_REJECTED.labels(code=getattr(exc, "code", "internal_error")).inc()
         raise
-    # After the commit: a job that ran before its rows existed would find nothing.
-    await run_in_threadpool(jobs.send, get_celery(settings))
     document = submitted.document
     if submitted.replayed:
         response.status_code = 200

@@ -17,7 +17,7 @@ from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, V
 from services.core.formats import OFFICE_TYPES, sniff_office
 from services.core.lifecycle import cancel_document
 from services.core.pdf import EXTENSIONS, IMAGE_TYPES, DocumentInfo, inspect_document
-from services.core.queues import JobBatch, page_job, split_job
+from services.core.queues import enqueue, page_job, split_job
 from services.core.selection import check_page_selection_form, parse_page_selection
 from services.core.settings import EngineKind, Settings
 from services.core.storage import ObjectStore, document_prefix, source_key
@@ -106,11 +106,11 @@ def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None
 
 
 def create_document(session: Session, store: ObjectStore, settings: Settings, upload: Upload, *,
-                    tenant_id: str | None, request_id: str | None, jobs: JobBatch,
+                    tenant_id: str | None, request_id: str | None,
                     accepted: Accepted | None = None, priority: int = 0, options: dict[str, Any] | None = None,
                     cache_key: str | None = None, document_id: str | None = None,
                     source_stored: bool = False) -> Document:
-    """Validates, stores the source and writes the rows; the split job goes into `jobs` for after the commit.
+    """Validates, stores the source and writes the rows; the split job is enqueued, sent after the commit.
 
     With `source_stored`, the caller already stored the source under `document_id`'s key."""
     accepted = accepted or validate_upload(upload, settings)
@@ -133,7 +133,7 @@ def create_document(session: Session, store: ObjectStore, settings: Settings, up
         session.add(document)
         document.split_enqueued_at = now
         session.flush()
-        jobs.add(split_job(document))
+        enqueue(split_job(document))
         return document
     session.add(document)
     session.flush()
@@ -148,10 +148,10 @@ def create_document(session: Session, store: ObjectStore, settings: Settings, up
     if single_image:
         # A plain image is its own page file: no split step.
         document.split_at = now
-        jobs.add(page_job(document, 0, key))
+        enqueue(page_job(document, 0, key))
     else:
         document.split_enqueued_at = now
-        jobs.add(split_job(document))
+        enqueue(split_job(document))
     return document
 
 

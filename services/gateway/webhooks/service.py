@@ -17,6 +17,7 @@ from services.core.db.models import (
     utcnow,
 )
 from services.core.errors import NotFound, ValidationFailed
+from services.core.queues import enqueue
 from services.core.settings import Settings
 from services.core.webhooks import check_url, generate_secret
 
@@ -85,6 +86,6 @@ def redeliver(session: Session, endpoint: WebhookEndpoint, delivery_id: str) -> 
         raise ValidationFailed("an attempt is in progress; try again when it has ended")
     delivery.status, delivery.attempts, delivery.finished_at = DeliveryStatus.PENDING, 0, None
     delivery.next_attempt_at, delivery.lease_expires_at = utcnow(), None
-    events.after_commit(session, events.deliver_job(delivery.id))
+    enqueue(events.deliver_job(delivery.id))
     session.flush()
     return delivery

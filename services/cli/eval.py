@@ -1,0 +1,86 @@
+"""`pagemill eval` and `pagemill specsim`: quality and speculative-decoding figures (pagemill_eval, the
+`[eval]` extra), tools rather than the product."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from services.cli.extras import require_extra
+from services.cli.root import main
+from services.core.settings import get_settings
+
+
+@main.command()
+@click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+              help="write the figures (and per-page detail) here")
+@click.option("--write", "markdown_out", type=click.Path(dir_okay=False), default=None,
+              help="put the table into this Markdown file (e.g. docs/benchmarks.md) between the specsim markers")
+@click.option("-k", "--num-speculative-tokens", "ks", type=click.IntRange(1), multiple=True, default=(4, 8),
+              show_default=True, help="draft lengths to simulate; the first one's figures head the JSON")
+@click.option("--prompt-lookup-min", default=2, show_default=True, type=click.IntRange(1))
+@click.option("--prompt-lookup-max", default=4, show_default=True, type=click.IntRange(1))
+@click.option("--anchor-max-chars", default=6000, show_default=True, type=click.IntRange(0))
+@click.option("--case", "case_patterns", multiple=True, help="only cases whose id matches this glob (repeatable)")
+def specsim(corpus_dir: str, json_out: str | None, markdown_out: str | None, ks: tuple[int, ...],
+            prompt_lookup_min: int, prompt_lookup_max: int, anchor_max_chars: int,
+            case_patterns: tuple[str, ...]) -> None:
+    """Simulate n-gram speculative decoding on CORPUS_DIR's pages with no anchor, text-layer and OCR anchors."""
+    import json
+    import shlex
+
+    require_extra("eval", "`pagemill specsim`")
+    from pagemill_eval.specsim import report
+    from pagemill_eval.specsim.run import PageResult, run_specsim
+
+    if prompt_lookup_min > prompt_lookup_max:
+        raise click.BadParameter("--prompt-lookup-min must not exceed --prompt-lookup-max")
+
+    def progress(page: PageResult) -> None:
+        figures = page.stats[ks[0]]
+        click.echo(f"{page.case_id} p{page.page_number}: {page.target_tokens} tokens, "
+                   + ", ".join(f"{name} {stats.committed_per_step:.2f}" for name, stats in figures.items()), err=True)
+
+    run = run_specsim(Path(corpus_dir), get_settings(), ks=ks, lookup_min=prompt_lookup_min,
+                      lookup_max=prompt_lookup_max, anchor_max_chars=anchor_max_chars, case_patterns=case_patterns,
+                      on_page=progress)
+    if not run.pages:
+        raise click.ClickException("no page with a page-level reference was found")
+    click.echo(report.tables(run))
+    if run.skipped:
+        click.echo("\nskipped: " + "; ".join(f"{case_id} ({reason})" for case_id, reason in run.skipped))
+    if json_out:
+        Path(json_out).write_text(json.dumps(report.to_json(run), indent=1, ensure_ascii=False) + "\n",
+                                  encoding="utf-8")
+    if markdown_out:
+        report.write_section(Path(markdown_out), report.markdown_section(run, shlex.join(["pagemill", *sys.argv[1:]])))
+
+
+@main.command("eval")
+@click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--engine", default=None, help="in-process engine (cpu, vllm, fake); default: settings")
+@click.option("--mode", default=None, type=click.Choice(["fast", "balanced", "accurate"]), help="sent with --server")
+@click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="write the report ({overall, by_kind, cases}) here")
+@click.option("--cases", "patterns", multiple=True, help="only cases whose id matches this glob (repeatable)")
+@click.option("--server", default=None, help="a live pagemill URL instead of parsing in this process")
+@click.option("--api-key", envvar="PAGEMILL_API_KEY", default=None, help="bearer key for --server")
+@click.option("--predictions", default=None, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="score saved outputs (DIR/<case>.json) instead of parsing")
+@click.option("--save-outputs", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="keep each case's per-page Markdown as DIR/<case>.json")
+@click.option("--name", default=None, help="the parser's name in the report")
+@click.option("-q", "--quiet", is_flag=True, help="print only the summary")
+def eval_command(corpus_dir: Path, engine: str | None, mode: str | None, json_out: Path | None,
+                 patterns: tuple[str, ...], server: str | None, api_key: str | None, predictions: Path | None,
+                 save_outputs: Path | None, name: str | None, quiet: bool) -> None:
+    """Parse every case of CORPUS_DIR and score it against its ground truth (docs/evaluation.md)."""
+    require_extra("eval", "`pagemill eval`")
+    from pagemill_eval.cli import run_eval
+
+    run_eval(corpus_dir, settings=get_settings(), engine=engine, mode=mode, json_out=json_out,
+             patterns=list(patterns), server=server, api_key=api_key, predictions=predictions,
+             save_outputs=save_outputs, name=name, quiet=quiet)
