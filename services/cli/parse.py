@@ -65,7 +65,11 @@ def _parse_local(path: Path, settings: Settings, engine: str | None) -> tuple[st
 
 def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None) -> tuple[str, str]:
     """Through the Python SDK (clients/python): retries, an idempotent upload, progress over SSE."""
-    import pagemill_client  # only here: parsing in this process needs no SDK (server images do not ship it)
+    try:  # only here: parsing in this process needs no SDK (server images do not ship it)
+        import pagemill_client
+    except ImportError:
+        raise click.ClickException("`pagemill parse --server` needs the Python SDK: pip install ./clients/python "
+                                   "(make install does)") from None
 
     try:
         with pagemill_client.Client(server, api_key, timeout=120) as client:
