@@ -18,7 +18,8 @@
     │   └── RateLimited            429 rate_limited (with Retry-After)
     ├── PageError (a page cannot be parsed; recorded on the page, never raised to a client)
     │   └── PageTooLarge           page_too_large
-    └── EngineUnavailable (503 engine_unavailable, retryable: the engine's backend is down or busy)
+    ├── EngineUnavailable (503 engine_unavailable, retryable: the engine's backend is down or busy)
+    └── ServiceUnavailable (503 service_unavailable + Retry-After: Redis or another dependency is down)
 """
 
 from __future__ import annotations
@@ -178,3 +179,19 @@ class EngineUnavailable(PagemillError):
     status_code = 503
     code = "engine_unavailable"
     retryable = True
+
+
+class ServiceUnavailable(PagemillError):
+    """A service pagemill depends on (Redis, the database) cannot be reached; try again after Retry-After."""
+
+    status_code = 503
+    code = "service_unavailable"
+    retryable = True
+
+    def __init__(self, message: str | None = None, *, retry_after_s: float = 5.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(max(1, math.ceil(self.retry_after_s)))}

@@ -6,6 +6,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 
+import kombu.exceptions
 import redis
 import sqlalchemy as sa
 from fastapi import FastAPI, Request, Response
@@ -18,7 +19,7 @@ from starlette.routing import Match
 
 from services.core import events
 from services.core.db.session import get_engine
-from services.core.errors import PagemillError
+from services.core.errors import PagemillError, ServiceUnavailable
 from services.core.exporters import scrape_collectors as core_scrape_collectors
 from services.core.logging import bind_request_id, configure_logging, get_logger
 from services.core.metrics import HTTP_LATENCY, HTTP_REQUESTS, UPLOADS_REJECTED, record_rss, render_metrics
@@ -58,6 +59,13 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return error_response(exc.status_code, HTTP_CODES.get(exc.status_code, "error"), str(exc.detail))
+
+    @app.exception_handler(redis.RedisError)
+    @app.exception_handler(kombu.exceptions.OperationalError)
+    async def dependency_down(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("request.dependency_down", error=f"{type(exc).__name__}: {exc}"[:300])
+        unavailable = ServiceUnavailable("a service pagemill depends on (Redis) cannot be reached; try again shortly")
+        return await pagemill_error(_, unavailable)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,13 +22,19 @@ from services.core.settings import EngineKind, Settings
 from services.core.storage import ObjectStore, document_prefix, source_key
 
 MODES = ("fast", "balanced", "accurate")
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+# Page numbers of up to 9 digits: far above any page limit, far below Python's int-string limit.
+_RANGE = re.compile(r"^\s*(\d{1,9})\s*(?:-\s*(\d{1,9})\s*)?$")
+MAX_PAGES_SPEC_CHARS = 4096
+MAX_METADATA_BYTES = 16_384
+MAX_METADATA_DEPTH = 32
 
 
 def parse_page_selection(spec: str | None, page_count: int) -> list[int]:
     """`"1-3,7"` → [1, 2, 3, 7] (1-based, sorted, unique); None or empty selects every page."""
     if spec is None or not spec.strip():
         return list(range(1, page_count + 1))
+    if len(spec) > MAX_PAGES_SPEC_CHARS:
+        raise ValidationFailed(f"pages: at most {MAX_PAGES_SPEC_CHARS} characters")
     selected: set[int] = set()
     for part in spec.split(","):
         match = _RANGE.match(part)
@@ -44,17 +51,47 @@ def parse_page_selection(spec: str | None, page_count: int) -> list[int]:
 
 
 def parse_metadata(raw: str | None) -> dict[str, Any]:
+    """A JSON object of at most 16 KiB and 32 levels, with finite numbers only: what is stored comes back as sent
+    (NaN, Infinity and 1e999 have no JSON form to return)."""
     if raw is None or not raw.strip():
         return {}
+    if len(raw.encode()) > MAX_METADATA_BYTES:
+        raise ValidationFailed(f"metadata: at most {MAX_METADATA_BYTES // 1024} KiB")
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_float=_finite_float, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ValidationFailed(f"metadata: not valid JSON ({exc.msg})") from exc
+    except RecursionError as exc:
+        raise ValidationFailed(f"metadata: nested deeper than {MAX_METADATA_DEPTH} levels") from exc
+    except ValueError as exc:  # a non-finite number, an integer over Python's int-string limit
+        raise ValidationFailed(f"metadata: {exc}"[:300]) from exc
     if not isinstance(value, dict):
         raise ValidationFailed("metadata: must be a JSON object")
-    if len(raw) > 16_384:
-        raise ValidationFailed("metadata: at most 16 KiB")
+    if _depth(value) > MAX_METADATA_DEPTH:
+        raise ValidationFailed(f"metadata: nested deeper than {MAX_METADATA_DEPTH} levels")
     return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def resolve_mode(mode: str | None, settings: Settings) -> str:
