@@ -4,6 +4,7 @@
     ├── InputError (4xx: the request is wrong, retrying it will not help)
     │   ├── UnsupportedMediaType   415 unsupported_media_type
     │   ├── FileTooLarge           413 file_too_large
+    │   ├── RequestTimeout         408 request_timeout (the upload's body stalled or crawled)
     │   ├── TooManyPages           422 too_many_pages
     │   ├── EncryptedPdf           422 encrypted_pdf
     │   ├── CorruptDocument        422 corrupt_document
@@ -62,6 +63,13 @@ class FileTooLarge(InputError):
 
     status_code = 413
     code = "file_too_large"
+
+
+class RequestTimeout(InputError):
+    """The request body arrived too slowly; send it again at a usable rate."""
+
+    status_code = 408
+    code = "request_timeout"
 
 
 class TooManyPages(InputError):

@@ -126,6 +126,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 log.info("http.request", method=request.method, route=route, status=status,
                          ms=round(elapsed * 1000, 1))
         response.headers["X-Request-ID"] = request.state.request_id
+        if status >= 400 and ("content-length" in request.headers or "transfer-encoding" in request.headers):
+            # The body may not have been read (a 401 answers before it, a 413 in the middle): close the
+            # connection rather than let the server read and discard the rest of it.
+            response.headers["Connection"] = "close"
         return response
 
     for router in (documents_router, webhooks_router, usage_router, tenant_router, admin_router):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -111,7 +111,11 @@ def engine_for_mode(mode: str, settings: Settings) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Upload:
-    data: bytes
+    """A received upload: the file on disk (never in memory), its size and SHA-256, and the form fields."""
+
+    source: Path
+    size: int
+    sha256: str
     filename: str
     pages: str | None = None
     metadata: str | None = None
@@ -132,14 +136,14 @@ class Accepted:
 
 def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None = None) -> Accepted:
     """Type, pages, metadata and mode, checked before anything is stored or queued."""
-    info = inspect_document(upload.data)
+    info = inspect_document(upload.source)
     page_numbers = parse_page_selection(upload.pages, info.page_count)
     limit = max_pages or settings.limits.max_pages
     if len(page_numbers) > limit:
         raise TooManyPages(f"the document has {len(page_numbers)} pages to parse; the limit is {limit}")
     mode = resolve_mode(upload.mode, settings)
     return Accepted(info=info, page_numbers=page_numbers, metadata=parse_metadata(upload.metadata), mode=mode,
-                    engine=engine_for_mode(mode, settings), sha256=hashlib.sha256(upload.data).hexdigest())
+                    engine=engine_for_mode(mode, settings), sha256=upload.sha256)
 
 
 def create_document(session: Session, store: ObjectStore, settings: Settings, upload: Upload, *,
@@ -155,11 +159,11 @@ def create_document(session: Session, store: ObjectStore, settings: Settings, up
     document_id = document_id or new_id("doc")
     key = source_key(document_id, EXTENSIONS[info.media_type])
     if not source_stored:
-        store.put(key, upload.data, content_type=info.media_type)
+        store.put_file(key, upload.source, content_type=info.media_type)
     now = utcnow()
     document = Document(
         id=document_id, tenant_id=tenant_id, status=DocumentStatus.QUEUED, filename=upload.filename[:512],
-        media_type=info.media_type, size_bytes=len(upload.data), sha256=accepted.sha256,
+        media_type=info.media_type, size_bytes=upload.size, sha256=accepted.sha256,
         source_key=key, page_numbers=page_numbers, pages_total=len(page_numbers), mode=accepted.mode,
         engine=accepted.engine, metadata_=accepted.metadata, options=options or {}, request_id=request_id,
         created_at=now, updated_at=now, priority=priority, cache_key=cache_key,
