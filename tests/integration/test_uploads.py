@@ -7,14 +7,18 @@ import contextlib
 import json
 import select
 import socket
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.conftest import PlatformFactory
 from tests.harness import Platform
+from tests.pdfs import write_padded_pdf
 from tests.servers import start_redis
 
 pytestmark = pytest.mark.slow
@@ -187,3 +191,56 @@ def test_a_stalled_body_is_cut_off_with_408(gateway: Platform) -> None:
     assert (status, body["error"]["code"]) == (408, "request_timeout"), body
     with gateway.client() as client:  # the gateway still serves
         assert client.get("/healthz").status_code == 200
+
+
+class PeakRss:
+    """The highest resident memory of one process, sampled every 20 ms."""
+
+    def __init__(self, pid: int) -> None:
+        self.process, self.peak, self._stop = psutil.Process(pid), 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(psutil.Error):
+                self.peak = max(self.peak, self.process.memory_info().rss)
+            time.sleep(0.02)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+@pytest.mark.parametrize("store", ["local", "s3"])
+def test_a_200_mib_upload_does_not_sit_in_the_gateway_memory(platform_factory: PlatformFactory, sqlite_url: str,
+                                                            corpus: Path, tmp_path: Path,
+                                                            request: pytest.FixtureRequest, store: str) -> None:
+    s3 = request.getfixturevalue("s3_endpoint") if store == "s3" else None
+    platform = platform_factory(sqlite_url, engine="fake", s3_endpoint=s3, extra_env={
+        "PAGEMILL_LIMITS__MAX_FILE_BYTES": str(256 * MIB)}).start(worker=False)
+    source = tmp_path / "big.pdf"
+    write_padded_pdf(source, 200 * MIB)
+    platform.upload(corpus / ONE_PAGE)  # warm up: imports, pools and first allocations are not the upload's
+
+    def body() -> Iterator[bytes]:  # chunked, as a client streaming from a pipe sends it
+        yield part_head()
+        with source.open("rb") as handle:
+            while block := handle.read(MIB):
+                yield block
+        yield f"\r\n--{BOUNDARY}--\r\n".encode()
+
+    gateway = psutil.Process(platform.processes["gateway"].pid)
+    baseline = gateway.memory_info().rss
+    rss = PeakRss(gateway.pid)
+    with platform.client(timeout=300) as client:
+        response = client.post("/v1/documents", content=body(),
+                               headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"})
+    peak = rss.stop()
+    assert response.status_code == 202, response.text
+    assert response.json()["pages_total"] == 1
+    grew = (peak - baseline) / MIB
+    print(f"\n{store}: {source.stat().st_size / MIB:.0f} MiB upload, gateway RSS {baseline / MIB:.0f} MiB → "
+          f"peak {peak / MIB:.0f} MiB (+{grew:.1f} MiB)")
+    assert grew < 50, f"the gateway's RSS grew by {grew:.1f} MiB during a 200 MiB upload"
