@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -26,6 +27,7 @@ from services.core.metrics import HTTP_LATENCY, HTTP_REQUESTS, UPLOADS_REJECTED,
 from services.core.queues import get_celery
 from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
+from services.gateway import openapi
 from services.gateway.admin.router import router as admin_router
 from services.gateway.documents.router import router as documents_router
 from services.gateway.tenants.router import router as tenant_router
@@ -57,8 +59,12 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(422, "validation_error", f"{where}: {first.get('msg', 'invalid request')}")
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, HTTP_CODES.get(exc.status_code, "error"), str(exc.detail))
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        response = error_response(exc.status_code, HTTP_CODES.get(exc.status_code, "error"), str(exc.detail))
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            response.headers["Allow"] = allowed_methods(request)
+        return response
 
     @app.exception_handler(redis.RedisError)
     @app.exception_handler(kombu.exceptions.OperationalError)
@@ -71,6 +77,22 @@ def install_error_handlers(app: FastAPI) -> None:
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("request.error", error=str(exc))
         return error_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves on this path (Starlette's `Allow` names only the first route's): the
+    documented operations, plus the routes outside the schema (`/metrics`, `/docs`)."""
+    path = request.url.path
+    methods: set[str] = set()
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        pattern = "[^/]+".join(re.escape(part) for part in re.split(r"\{[^}]+\}", template))
+        if re.fullmatch(pattern, path):
+            methods |= {method.upper() for method in operations}
+    for route in request.app.routes:
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(path):
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
 
 
 def scrape_collectors(settings: Settings) -> Iterable[Collector]:
@@ -98,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="pagemill", version="1.0", summary="PDFs and page images in, Markdown out.")
     app.state.settings = settings
     install_error_handlers(app)
+    openapi.install(app, settings)
 
     @app.middleware("http")
     async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
