@@ -132,11 +132,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             declared = request.headers.get("content-length", "")
             # Refuse an oversized upload from its header, before a byte of the body is spooled to disk.
+            names = [name for name, _ in request.query_params.multi_items()]
             if declared.isdigit() and int(declared) > settings.limits.max_file_bytes + 1024 * 1024:
                 limit = settings.limits.max_file_bytes
                 UPLOADS_REJECTED.labels(code="file_too_large").inc()
                 response: Response = error_response(413, "file_too_large",
                                                      f"the file is over the {limit} byte limit")
+            elif len(names) != len(set(names)):  # no parameter takes several values: which one was meant?
+                twice = sorted({name for name in names if names.count(name) > 1})
+                response = error_response(422, "validation_error", f"{', '.join(twice)}: given more than once")
             else:
                 response = await call_next(request)
             status = response.status_code

@@ -4,7 +4,8 @@ give (in the one error shape), the `Retry-After` header, and the limits the serv
     401  every /v1 route (tenant key, or the admin key on /v1/admin)
     403  /v1/admin (a tenant's key, or the admin API switched off)
     404  routes with a path parameter
-    400, 422, 503  every /v1 route (a malformed request, a field out of bounds, Redis unreachable)
+    400, 422, 503  every /v1 route (a malformed request, a field out of bounds or a query parameter given twice,
+                   Redis unreachable)
     429  where a tenant's limits are counted (uploads)
 """
 
@@ -27,7 +28,9 @@ DESCRIPTIONS = {400: "Bad request", 401: "No, unknown or revoked key", 403: "For
 RETRY_AFTER = {"Retry-After": {"description": "seconds to wait before trying again",
                                "schema": {"type": "string", "pattern": "^[0-9]+$"}}}
 # `from`/`to` of /v1/usage: an ISO 8601 date or date-time (services/gateway/usage/router.py `parse_moment`).
-MOMENT = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$",
+# Empty means the default (the 1st of the month, now).
+MOMENT = {"type": "string",
+          "pattern": r"^(\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?)?$",
           "examples": ["2026-11-01", "2026-11-01T00:00:00Z"]}
 
 
@@ -58,6 +61,11 @@ def complete(schema: dict[str, Any], settings: Settings) -> dict[str, Any]:
             for parameter in operation.get("parameters", []):
                 if path == "/v1/usage" and parameter["name"] in ("from", "to"):
                     parameter["schema"] = {"anyOf": [MOMENT, {"type": "null"}]}
+    upload = schema.get("paths", {}).get("/v1/documents", {}).get("post")
+    if upload is not None and "202" in upload["responses"]:  # an Idempotency-Key replay: the original document
+        upload["responses"]["200"] = {**upload["responses"]["202"], "description": "Idempotency-Key replay",
+                                      "headers": {"Idempotent-Replayed": {"schema": {"type": "string",
+                                                                                     "enum": ["true"]}}}}
     if path_readyz := schema.get("paths", {}).get("/readyz", {}).get("get"):
         path_readyz["responses"]["503"] = {"description": "a dependency is down",
                                            "content": {"application/json": {"schema": {"type": "object"}}}}
