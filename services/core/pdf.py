@@ -274,6 +274,13 @@ def _pypdf_limits(max_output: int) -> contextlib.AbstractContextManager[Any]:
                  run_length_maximum_output_length=max_output, array_based_stream_maximum_output_length=max_output)
 
 
+def open_page_pdf(pdf_bytes: bytes) -> pdfium.PdfDocument:
+    """Opens a single-page PDF (a page job's input) after `check_page_budget`: every reader of a page's
+    content goes through here, so no code path lets pdfium inflate a bomb."""
+    check_page_budget(pdf_bytes)
+    return open_pdf(pdf_bytes)
+
+
 def pdf_text_layer(pdf_bytes: bytes) -> str:
     """The embedded text of page 0 of a (single-page) PDF, in pdfium's order."""
     check_page_budget(pdf_bytes)
