@@ -14,7 +14,7 @@
     │   ├── ResultNotReady         409 result_not_ready
     │   ├── ResultExpired          410 result_expired
     │   ├── Unauthorized           401 unauthorized (no, unknown or revoked API key)
-    │   ├── Forbidden              403 forbidden (the admin API is switched off)
+    │   ├── Forbidden              403 forbidden (the admin API is off, or a tenant's key on it)
     │   ├── IdempotencyConflict    409 idempotency_conflict
     │   └── RateLimited            429 rate_limited (with Retry-After)
     ├── PageError (a page cannot be parsed; recorded on the page, never raised to a client)
