@@ -166,6 +166,23 @@ def test_over_the_size_limit_answers_413_while_the_body_streams(gateway: Platfor
     assert spooled(gateway.workdir.parent / "spool") == []
 
 
+def test_a_file_that_is_no_document_answers_415_from_its_first_bytes(gateway: Platform) -> None:
+    upload = RawUpload(gateway, gateway.api_key)
+    try:
+        upload.send(part_head(filename="movie.pdf") + b"GIF89a")
+        block = b"x" * (64 * 1024)
+        while upload.sent < 256 * MIB and upload.send(block):
+            pass
+        if upload.sent >= 256 * MIB:
+            upload.finish()
+        status, body = upload.response(timeout=60)
+    finally:
+        upload.close()
+    assert (status, body["error"]["code"]) == (415, "unsupported_media_type"), body
+    assert upload.sent < 24 * MIB, upload.sent
+    assert spooled(gateway.workdir.parent / "spool") == []
+
+
 def test_a_slow_body_is_cut_off_with_408(gateway: Platform) -> None:
     upload = RawUpload(gateway, gateway.api_key)
     try:

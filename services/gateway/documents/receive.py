@@ -2,8 +2,8 @@
 
 Nothing is read before the route runs, so the API key and the rate limit are checked before the first byte of
 the body; the size limit is checked while it streams (413 as soon as it is passed, not after the whole body
-arrived), and a body that stalls or crawls gets 408. The file never sits in memory: at most one batch of
-`BATCH_BYTES` does.
+arrived), so is the file's type (415 from its first KiB), and a body that stalls or crawls gets 408. The file
+never sits in memory: at most one batch of `BATCH_BYTES` does.
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ from python_multipart.multipart import MultipartParser, MultipartState, parse_op
 from starlette.requests import ClientDisconnect, Request
 
 from services.core.errors import FileTooLarge, InputError, RequestTimeout, ValidationFailed
+from services.core.pdf import sniff_media_type
 
 FILE_FIELD = "file"
 MAX_FIELD_BYTES = 64 * 1024  # a form field (pages, metadata, webhook_url, ...); metadata itself is ≤ 16 KiB
 MAX_PARTS = 32
 FORM_OVERHEAD_BYTES = MAX_PARTS * (MAX_FIELD_BYTES // 8) + 64 * 1024  # what a body may carry beside the file
+SNIFF_BYTES = 1024  # what `sniff_media_type` reads
 BATCH_BYTES = 1024 * 1024  # the parser runs in a thread once per batch, not once per network read
 
 
@@ -65,6 +67,7 @@ class _Form:
         self.filename = ""
         self.size = 0
         self.digest = hashlib.sha256()
+        self.head = bytearray()  # the file's first KiB, enough to tell what it is
         self.parts = 0
         self._headers: dict[bytes, bytes] = {}
         self._header_name = bytearray()
@@ -117,6 +120,10 @@ class _Form:
                 raise FileTooLarge(f"the file is larger than the {self.max_file_bytes} byte limit")
             self.digest.update(chunk)
             self.file.write(chunk)
+            if len(self.head) < SNIFF_BYTES:
+                self.head += chunk[:SNIFF_BYTES - len(self.head)]
+                if len(self.head) == SNIFF_BYTES:  # not a PDF or an image: 415 now, not after the whole body
+                    sniff_media_type(bytes(self.head))
             return
         self._value += chunk
         if len(self._value) > MAX_FIELD_BYTES:
