@@ -38,9 +38,8 @@ from services.gateway.documents.upload_schema import MAX_IDEMPOTENCY_KEY_CHARS, 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 log = get_logger(__name__)
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorResponse} for code in (401, 404, 409, 410, 413, 415, 422, 429)
-}
+# What the routes that read documents can answer (the upload has its own list, in upload_schema.py).
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 404, 409, 410, 422)}
 MAX_WAIT_S = 60.0
 
 
