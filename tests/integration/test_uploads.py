@@ -160,6 +160,7 @@ def test_over_the_size_limit_answers_413_while_the_body_streams(gateway: Platfor
         status, body = upload.response(timeout=60)
     finally:
         upload.close()
+    print(f"\n413 after {upload.sent / MIB:.1f} MiB sent of {total / MIB:.0f} MiB (limit {limit / MIB:.0f} MiB)")
     assert (status, body["error"]["code"]) == (413, "file_too_large"), body
     # it stopped near the limit (socket buffers hold a few MiB), far from the 256 MiB the client meant to send
     assert upload.sent < limit + 24 * MIB, upload.sent
