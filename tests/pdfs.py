@@ -74,3 +74,103 @@ def make_pdf(*, lines: list[str] | None = None, symbol_lines: list[str] | None =
 
 def text_page(count: int = 12) -> bytes:
     return make_pdf(lines=[f"{number}. {SENTENCE}" for number in range(1, count + 1)])
+
+
+def _raw_pdf(objects: list[bytes]) -> bytes:
+    """A PDF written byte by byte from object bodies (object 1 is the catalog), with a correct xref table."""
+    out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+_ONE_PAGE_TREE = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>"]
+
+
+def write_padded_pdf(path: Path, pad_bytes: int) -> None:
+    """A valid one-page PDF of about `pad_bytes` bytes: the page is empty, the bulk an unused stream object
+    (written in blocks, so a 200 MiB file never sits in the test's memory either)."""
+    head = _raw_pdf([*_ONE_PAGE_TREE, b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"])
+    body, _, _ = head.partition(b"xref\n")
+    with path.open("wb") as handle:
+        handle.write(body)
+        pad_offset = handle.tell()
+        handle.write(f"4 0 obj\n<< /Length {pad_bytes} >>\nstream\n".encode())
+        block = b"\0" * (1024 * 1024)
+        left = pad_bytes
+        while left > 0:
+            handle.write(block[:min(left, len(block))])
+            left -= len(block)
+        handle.write(b"\nendstream\nendobj\n")
+        xref = handle.tell()
+        offsets = [int(line.split()[0]) for line in head.partition(b"xref\n")[2].splitlines()[2:5]]
+        handle.write(b"xref\n0 5\n0000000000 65535 f \n")
+        handle.write(b"".join(f"{offset:010d} 00000 n \n".encode() for offset in [*offsets, pad_offset]))
+        handle.write(f"trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
+
+
+def flate_bomb_pdf(expanded_bytes: int) -> bytes:
+    """A one-page PDF whose content stream is a few MiB of FlateDecode that inflate to `expanded_bytes` of
+    spaces: a zip bomb for anything that decompresses content streams whole.
+
+    Built in a second, not by deflating gigabytes: one block is deflated with a full flush (byte-aligned, no
+    reference to earlier data), repeated, then closed with an empty final block and the Adler-32 of the whole."""
+    import zlib
+
+    block = b" " * (16 * 1024 * 1024)
+    compressor = zlib.compressobj(9)
+    segment = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    header, body = segment[:2], segment[2:]
+    repeats = max(1, expanded_bytes // len(block))
+    checksum = 1
+    for _ in range(repeats):
+        checksum = zlib.adler32(block, checksum)
+    stream = header + body * repeats + b"\x03\x00" + checksum.to_bytes(4, "big")
+    return _raw_pdf([*_ONE_PAGE_TREE,
+                     b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+                     f"<< /Length {len(stream)} /Filter /FlateDecode >>\nstream\n".encode() + stream +
+                     b"\nendstream"])
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header declares `width` x `height` pixels over a few bytes of (deflated) data."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 1024)) + \
+        chunk(b"IEND", b"")
+
+
+def jpeg_claiming(width: int, height: int) -> bytes:
+    """A small real JPEG whose frame header is patched to declare `width` x `height` pixels."""
+    buffer = io.BytesIO()
+    Image.new("L", (8, 8), 255).save(buffer, "JPEG")
+    data = bytearray(buffer.getvalue())
+    sof = data.index(b"\xff\xc0")
+    data[sof + 5:sof + 9] = height.to_bytes(2, "big") + width.to_bytes(2, "big")
+    return bytes(data)
+
+
+def image_bomb_pdf(width: int, height: int) -> bytes:
+    """A one-page PDF that draws an image XObject declaring `width` x `height` pixels (Flate, a few KiB)."""
+    import zlib
+
+    pixels = zlib.compress(b"\0" * (1024 * 1024), 9)
+    content = b"q 612 0 0 792 0 0 cm /Im0 Do Q"
+    return _raw_pdf([*_ONE_PAGE_TREE,
+                     b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+                     b"/Resources << /XObject << /Im0 5 0 R >> >> >>",
+                     f"<< /Length {len(content)} >>\nstream\n".encode() + content + b"\nendstream",
+                     f"<< /Type /XObject /Subtype /Image /Width {width} /Height {height} /ColorSpace /DeviceGray "
+                     f"/BitsPerComponent 8 /Filter /FlateDecode /Length {len(pixels)} >>\nstream\n".encode() +
+                     pixels + b"\nendstream"])

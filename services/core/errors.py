@@ -4,6 +4,7 @@
     ├── InputError (4xx: the request is wrong, retrying it will not help)
     │   ├── UnsupportedMediaType   415 unsupported_media_type
     │   ├── FileTooLarge           413 file_too_large
+    │   ├── RequestTimeout         408 request_timeout (the upload's body stalled or crawled)
     │   ├── TooManyPages           422 too_many_pages
     │   ├── EncryptedPdf           422 encrypted_pdf
     │   ├── CorruptDocument        422 corrupt_document
@@ -13,7 +14,7 @@
     │   ├── ResultNotReady         409 result_not_ready
     │   ├── ResultExpired          410 result_expired
     │   ├── Unauthorized           401 unauthorized (no, unknown or revoked API key)
-    │   ├── Forbidden              403 forbidden (the admin API is switched off)
+    │   ├── Forbidden              403 forbidden (the admin API is off, or a tenant's key on it)
     │   ├── IdempotencyConflict    409 idempotency_conflict
     │   ├── RateLimited            429 rate_limited (with Retry-After)
     │   └── UnsafeDocument         422 (an office document refused before or by its conversion)
@@ -24,7 +25,8 @@
     │       └── ConversionFailed   422 conversion_failed
     ├── PageError (a page cannot be parsed; recorded on the page, never raised to a client)
     │   └── PageTooLarge           page_too_large
-    └── EngineUnavailable (503 engine_unavailable, retryable: the engine's backend is down or busy)
+    ├── EngineUnavailable (503 engine_unavailable, retryable: the engine's backend is down or busy)
+    └── ServiceUnavailable (503 service_unavailable + Retry-After: Redis or another dependency is down)
 """
 
 from __future__ import annotations
@@ -67,6 +69,13 @@ class FileTooLarge(InputError):
 
     status_code = 413
     code = "file_too_large"
+
+
+class RequestTimeout(InputError):
+    """The request body arrived too slowly; send it again at a usable rate."""
+
+    status_code = 408
+    code = "request_timeout"
 
 
 class TooManyPages(InputError):
@@ -221,3 +230,19 @@ class EngineUnavailable(PagemillError):
     status_code = 503
     code = "engine_unavailable"
     retryable = True
+
+
+class ServiceUnavailable(PagemillError):
+    """A service pagemill depends on (Redis, the database) cannot be reached; try again after Retry-After."""
+
+    status_code = 503
+    code = "service_unavailable"
+    retryable = True
+
+    def __init__(self, message: str | None = None, *, retry_after_s: float = 5.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(max(1, math.ceil(self.retry_after_s)))}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from pathlib import Path
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -41,9 +42,13 @@ _MAIL_HEADER = re.compile(rb"^(?:From|To|Subject|Date|Received|Return-Path|Messa
                           rb"Content-Type|Delivered-To|X-[A-Za-z-]+):[ \t]", re.IGNORECASE | re.MULTILINE)
 
 
-def sniff_office(data: bytes) -> str | None:
-    """The media type of an office, web or e-mail document, or None when `data` is none of them."""
-    head = data[:4096]
+def sniff_office(data: bytes | Path) -> str | None:
+    """The media type of an office, web or e-mail document (bytes or a file), or None when it is none of them."""
+    if isinstance(data, Path):
+        with data.open("rb") as handle:
+            head = handle.read(4096)
+    else:
+        head = data[:4096]
     if head[:4] == b"PK\x03\x04":
         return _zip_type(data)
     if head[:8] == _OLE2:
@@ -58,9 +63,9 @@ def sniff_office(data: bytes) -> str | None:
     return None
 
 
-def _zip_type(data: bytes) -> str | None:
+def _zip_type(data: bytes | Path) -> str | None:
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
+        archive = zipfile.ZipFile(data if isinstance(data, Path) else io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError):
         return None
     with archive:
@@ -85,12 +90,12 @@ def _zip_type(data: bytes) -> str | None:
     return None
 
 
-def _ole2_type(data: bytes) -> str | None:
+def _ole2_type(data: bytes | Path) -> str | None:
     """Word, Excel or PowerPoint 97–2003 by the streams of the compound file (olefile reads the directory)."""
     import olefile
 
     try:
-        with olefile.OleFileIO(io.BytesIO(data)) as ole:
+        with olefile.OleFileIO(str(data) if isinstance(data, Path) else io.BytesIO(data)) as ole:
             streams = {"/".join(entry).lower() for entry in ole.listdir()}
     except (OSError, ValueError, IndexError):
         return None

@@ -5,11 +5,17 @@ pdfium is not thread-safe, so every call into it holds `PDFIUM_LOCK`.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
+import mmap
+import os
 import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -62,8 +68,9 @@ class DocumentInfo:
     page_count: int
 
 
-def open_pdf(data: bytes) -> pdfium.PdfDocument:
-    """Opens a PDF, turning pdfium's failures into the error codes the API promises."""
+def open_pdf(data: bytes | Path) -> pdfium.PdfDocument:
+    """Opens a PDF (bytes, or a file pdfium reads as it needs), turning pdfium's failures into the error codes
+    the API promises."""
     with PDFIUM_LOCK:
         try:
             return pdfium.PdfDocument(data)
@@ -81,25 +88,40 @@ def open_pdf(data: bytes) -> pdfium.PdfDocument:
 _PAGE_OBJECT = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
 
 
-def _has_no_pages(data: bytes) -> bool:
+def _has_no_pages(source: bytes | Path) -> bool:
     """Second opinion on a PDF pdfium refuses: well-formed but without pages (`/Count 0`, no page tree)?
 
-    A file without even a catalog is corrupt, not empty.
+    A file without even a catalog is corrupt, not empty. A file is mapped, not read into memory.
     """
+    if isinstance(source, bytes):
+        return _no_pages_in(source, io.BytesIO(source))
+    with source.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            return False
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return _no_pages_in(mapped, handle)
+
+
+def _no_pages_in(data: bytes | mmap.mmap, stream: IO[bytes]) -> bool:
     import pypdf
 
-    if b"/Catalog" not in data:
+    if data.find(b"/Catalog") < 0:
         return False
     try:
-        return len(pypdf.PdfReader(io.BytesIO(data), strict=False).pages) == 0
+        return len(pypdf.PdfReader(stream, strict=False).pages) == 0
     except Exception:  # noqa: BLE001 - any parse failure: fall back to looking for page objects
         # Page objects can hide in compressed object streams; only a file without them can be called empty.
-        return b"/ObjStm" not in data and _PAGE_OBJECT.search(data) is None
+        return data.find(b"/ObjStm") < 0 and _PAGE_OBJECT.search(data) is None
 
 
-def inspect_document(data: bytes) -> DocumentInfo:
-    """Media type and page count; raises a typed `InputError` for anything unusable."""
-    media_type = sniff_media_type(data[:1024])
+def inspect_document(data: bytes | Path) -> DocumentInfo:
+    """Media type and page count of bytes or of a file; raises a typed `InputError` for anything unusable."""
+    if isinstance(data, Path):
+        with data.open("rb") as handle:
+            head = handle.read(1024)
+    else:
+        head = data[:1024]
+    media_type = sniff_media_type(head)
     if media_type == PDF:
         pdf = open_pdf(data)
         with PDFIUM_LOCK:
@@ -113,11 +135,14 @@ def inspect_document(data: bytes) -> DocumentInfo:
     return DocumentInfo(media_type, _image_frame_count(data))
 
 
-def _image_frame_count(data: bytes) -> int:
+def _image_frame_count(data: bytes | Path) -> int:
+    def source() -> io.BytesIO | Path:
+        return data if isinstance(data, Path) else io.BytesIO(data)
+
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with Image.open(source()) as image:
             image.verify()
-        with Image.open(io.BytesIO(data)) as image:
+        with Image.open(source()) as image:
             if image.width <= 0 or image.height <= 0:
                 raise EmptyDocument("the image has no pixels")
             return int(getattr(image, "n_frames", 1))
@@ -156,8 +181,110 @@ def image_frame_png(data: bytes, frame: int) -> bytes:
         return buffer.getvalue()
 
 
+# What one page may inflate to before pdfium is let at it: pdfium decodes a content stream whole, so a few MiB of
+# FlateDecode that expand to gigabytes (a zip bomb) would take the worker's memory with them.
+MAX_PAGE_CONTENT_BYTES = 64 * 1024 * 1024
+MAX_PAGE_IMAGE_BYTES = 256 * 1024 * 1024  # an image drawn on the page, decoded (a 1-bit 35,000 px square passes)
+_COMPONENTS = {"/DeviceGray": 1, "/CalGray": 1, "/Indexed": 1, "/DeviceRGB": 3, "/CalRGB": 3, "/Lab": 3,
+               "/DeviceCMYK": 4}
+_MAX_XOBJECT_DEPTH = 8
+
+
+@functools.lru_cache(maxsize=8)  # the text layer and the render of one page check it once
+def check_page_budget(pdf_bytes: bytes) -> None:
+    """Raises `PageTooLarge` when page 0's content streams (its own and its form XObjects') inflate beyond
+    `MAX_PAGE_CONTENT_BYTES`, or an image on it declares more than `MAX_PAGE_IMAGE_BYTES` of pixels.
+
+    Decoded by pypdf with a bounded output (it stops at the budget, never inflates the bomb whole). Any other
+    trouble reading the page is pdfium's to judge, as before."""
+    import pypdf
+    from pypdf.errors import LimitReachedError
+
+    try:
+        page = pypdf.PdfReader(io.BytesIO(pdf_bytes), strict=False).pages[0]
+    except Exception:  # noqa: BLE001 - unreadable for pypdf: pdfium decides
+        return
+    budget = [MAX_PAGE_CONTENT_BYTES]
+
+    def spend(stream: Any) -> None:
+        try:
+            data = stream.get_data()
+        except LimitReachedError as exc:
+            raise PageTooLarge(f"the page's content inflates beyond {MAX_PAGE_CONTENT_BYTES >> 20} MiB") from exc
+        except Exception:  # noqa: BLE001 - a broken stream: pdfium skips or refuses it
+            return
+        budget[0] -= len(data)
+        if budget[0] < 0:
+            raise PageTooLarge(f"the page's content inflates beyond {MAX_PAGE_CONTENT_BYTES >> 20} MiB")
+
+    def walk(resources: Any, depth: int, seen: set[int]) -> None:
+        try:
+            xobjects = resources.get("/XObject") if resources is not None else None
+            items = list(xobjects.get_object().values()) if xobjects is not None else []
+        except Exception:  # noqa: BLE001
+            return
+        for ref in items:
+            if id(ref) in seen or depth > _MAX_XOBJECT_DEPTH:
+                continue
+            seen.add(id(ref))
+            try:
+                xobject = ref.get_object()
+                subtype = xobject.get("/Subtype")
+                width, height = int(xobject.get("/Width", 0)), int(xobject.get("/Height", 0))
+                decoded = width * height * _bits_per_pixel(xobject) // 8
+            except Exception:  # noqa: BLE001
+                continue
+            if subtype == "/Image" and decoded > MAX_PAGE_IMAGE_BYTES:
+                raise PageTooLarge(f"an image on the page declares {width} x {height} pixels ({decoded >> 20} MiB "
+                                   f"decoded), above the {MAX_PAGE_IMAGE_BYTES >> 20} MiB limit")
+            if subtype == "/Form":
+                spend(xobject)
+                walk(xobject.get("/Resources"), depth + 1, seen)
+
+    with _pypdf_limits(MAX_PAGE_CONTENT_BYTES):
+        contents = page.get("/Contents")
+        if contents is not None:
+            streams = contents.get_object()
+            for stream in (streams if isinstance(streams, list) else [streams]):
+                spend(stream.get_object() if hasattr(stream, "get_object") else stream)
+        walk(page.get("/Resources"), 0, set())
+
+
+def _bits_per_pixel(image: Any) -> int:
+    if image.get("/ImageMask"):
+        return 1
+    space = image.get("/ColorSpace")
+    space = space.get_object() if hasattr(space, "get_object") else space
+    if isinstance(space, list) and space:
+        name = str(space[0])
+        components = int(space[1].get_object().get("/N", 3)) if name == "/ICCBased" else _COMPONENTS.get(name, 3)
+    else:
+        components = _COMPONENTS.get(str(space), 3)
+    return components * int(image.get("/BitsPerComponent", 8))
+
+
+def _pypdf_limits(max_output: int) -> contextlib.AbstractContextManager[Any]:
+    """pypdf's own decompression bounds, set to ours (pypdf ≥ 6 has them as a context; older ones keep their
+    75 MB module defaults, as close)."""
+    import pypdf
+
+    apply = getattr(pypdf, "apply_configuration", None)
+    if apply is None:
+        return contextlib.nullcontext()
+    return apply(zlib_maximum_output_length=max_output, lzw_maximum_output_length=max_output,  # type: ignore[no-any-return]
+                 run_length_maximum_output_length=max_output, array_based_stream_maximum_output_length=max_output)
+
+
+def open_page_pdf(pdf_bytes: bytes) -> pdfium.PdfDocument:
+    """Opens a single-page PDF (a page job's input) after `check_page_budget`: every reader of a page's
+    content goes through here, so no code path lets pdfium inflate a bomb."""
+    check_page_budget(pdf_bytes)
+    return open_pdf(pdf_bytes)
+
+
 def pdf_text_layer(pdf_bytes: bytes) -> str:
     """The embedded text of page 0 of a (single-page) PDF, in pdfium's order."""
+    check_page_budget(pdf_bytes)
     with PDFIUM_LOCK:
         pdf = open_pdf(pdf_bytes)
         try:
@@ -187,6 +314,8 @@ def render_scale(width_pt: float, height_pt: float, *, longest_side: int, max_pi
 def render_pdf_page(pdf_bytes: bytes, *, longest_side: int, max_pixels: int = 40_000_000,
                     max_side_pt: float = 14400.0, index: int = 0, rotation: int = 0) -> Image.Image:
     """Renders one page to RGB pixels with /Rotate applied (plus `rotation` degrees clockwise)."""
+    if index == 0:
+        check_page_budget(pdf_bytes)
     with PDFIUM_LOCK:
         pdf = open_pdf(pdf_bytes)
         try:

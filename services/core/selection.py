@@ -6,13 +6,17 @@ import re
 
 from services.core.errors import ValidationFailed
 
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+# Page numbers of up to 9 digits: far above any page limit, far below Python's int-string limit.
+_RANGE = re.compile(r"^\s*(\d{1,9})\s*(?:-\s*(\d{1,9})\s*)?$")
+MAX_PAGES_SPEC_CHARS = 4096
 
 
 def parse_page_selection(spec: str | None, page_count: int) -> list[int]:
     """`"1-3,7"` → [1, 2, 3, 7] (1-based, sorted, unique); None or empty selects every page."""
     if spec is None or not spec.strip():
         return list(range(1, page_count + 1))
+    if len(spec) > MAX_PAGES_SPEC_CHARS:
+        raise ValidationFailed(f"pages: at most {MAX_PAGES_SPEC_CHARS} characters")
     selected: set[int] = set()
     for part in spec.split(","):
         match = _RANGE.match(part)
@@ -30,6 +34,8 @@ def parse_page_selection(spec: str | None, page_count: int) -> list[int]:
 
 def check_page_selection_form(spec: str | None) -> None:
     """The selection's form alone, for a document whose page count is not known yet (it is converted first)."""
+    if spec and len(spec) > MAX_PAGES_SPEC_CHARS:
+        raise ValidationFailed(f"pages: at most {MAX_PAGES_SPEC_CHARS} characters")
     for part in (spec or "").split(",") if spec and spec.strip() else []:
         match = _RANGE.match(part)
         if not match:

@@ -136,6 +136,10 @@ class LimitSettings(SettingsSection):
     """Larger uploads get `413 file_too_large` (200 MiB)."""
     max_pages: int = Field(default=2000, ge=1)
     """Documents with more selected pages get `422 too_many_pages`."""
+    upload_idle_timeout_s: float = Field(default=30.0, gt=0)
+    """An upload whose body stops arriving for this long gets `408 request_timeout` (slow-loris clients)."""
+    upload_min_bytes_per_s: int = Field(default=10_240, ge=0)
+    """After its first `upload_idle_timeout_s`, an upload slower than this on average gets `408 request_timeout`."""
     max_page_side_pt: float = 14400.0
     """A page bigger than this (PDF points, either side) fails as `page_too_large` instead of eating memory."""
     max_render_pixels: int = 40_000_000

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 
+import kombu.exceptions
 import redis
 import sqlalchemy as sa
 from celery import Celery
@@ -20,13 +22,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.core import outbox as outbox_module
 from services.core.db.session import get_engine
-from services.core.errors import PagemillError
+from services.core.errors import PagemillError, ServiceUnavailable
 from services.core.exporters import scrape_collectors as core_scrape_collectors
 from services.core.logging import bind_request_id, configure_logging, get_logger
 from services.core.metrics import HTTP_LATENCY, HTTP_REQUESTS, UPLOADS_REJECTED, record_rss, render_metrics
 from services.core.queues import get_celery, send_jobs
 from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
+from services.gateway import openapi
 from services.gateway.admin.router import router as admin_router
 from services.gateway.docs import install_docs
 from services.gateway.documents.images import router as page_images_router
@@ -60,13 +63,40 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(422, "validation_error", f"{where}: {first.get('msg', 'invalid request')}")
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, HTTP_CODES.get(exc.status_code, "error"), str(exc.detail))
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        response = error_response(exc.status_code, HTTP_CODES.get(exc.status_code, "error"), str(exc.detail))
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            response.headers["Allow"] = allowed_methods(request)
+        return response
+
+    @app.exception_handler(redis.RedisError)
+    @app.exception_handler(kombu.exceptions.OperationalError)
+    async def dependency_down(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("request.dependency_down", error=f"{type(exc).__name__}: {exc}"[:300])
+        unavailable = ServiceUnavailable("a service pagemill depends on (Redis) cannot be reached; try again shortly")
+        return await pagemill_error(_, unavailable)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("request.error", error=str(exc))
         return error_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves on this path (Starlette's `Allow` names only the first route's): the
+    documented operations, plus the routes outside the schema (`/metrics`, `/docs`)."""
+    path = request.url.path
+    methods: set[str] = set()
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        pattern = "[^/]+".join(re.escape(part) for part in re.split(r"\{[^}]+\}", template))
+        if re.fullmatch(pattern, path):
+            methods |= {method.upper() for method in operations}
+    for route in request.app.routes:
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(path):
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
 
 
 def scrape_collectors(settings: Settings) -> Iterable[Collector]:
@@ -119,6 +149,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   docs_url=None, redoc_url=None)  # served offline by install_docs
     app.state.settings = settings
     install_error_handlers(app)
+    openapi.install(app, settings)
 
     @app.middleware("http")
     async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -130,11 +161,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             declared = request.headers.get("content-length", "")
             # Refuse an oversized upload from its header, before a byte of the body is spooled to disk.
+            names = [name for name, _ in request.query_params.multi_items()]
             if declared.isdigit() and int(declared) > settings.limits.max_file_bytes + 1024 * 1024:
                 limit = settings.limits.max_file_bytes
                 UPLOADS_REJECTED.labels(code="file_too_large").inc()
                 response: Response = error_response(413, "file_too_large",
                                                      f"the file is over the {limit} byte limit")
+            elif len(names) != len(set(names)):  # no parameter takes several values: which one was meant?
+                twice = sorted({name for name in names if names.count(name) > 1})
+                response = error_response(422, "validation_error", f"{', '.join(twice)}: given more than once")
             else:
                 response = await call_next(request)
             status = response.status_code
@@ -147,6 +182,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 log.info("http.request", method=request.method, route=route, status=status,
                          ms=round(elapsed * 1000, 1))
         response.headers["X-Request-ID"] = request.state.request_id
+        if status >= 400 and ("content-length" in request.headers or "transfer-encoding" in request.headers):
+            # The body may not have been read (a 401 answers before it, a 413 in the middle): close the
+            # connection rather than let the server read and discard the rest of it.
+            response.headers["Connection"] = "close"
         return response
 
     for router in (documents_router, page_images_router, webhooks_router, usage_router, tenant_router, admin_router):

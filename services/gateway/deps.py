@@ -75,6 +75,10 @@ def require_admin(settings: SettingsDep, credentials: Annotated[BearerCredential
         raise Forbidden("the admin API is off; set PAGEMILL_ADMIN_KEY to turn it on")
     given = credentials.credentials.strip() if credentials else ""
     if not hmac.compare_digest(given.encode(), settings.admin_key.get_secret_value().encode()):
+        if given.startswith("pm_"):
+            with session_scope(settings.resolved_database_url()) as session:
+                if authenticate(session, given) is not None:
+                    raise Forbidden("this is a tenant's API key; the admin API needs PAGEMILL_ADMIN_KEY")
         raise Unauthorized("the admin key is missing or wrong")
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 
-from services.core.errors import RateLimited
+from services.core.errors import RateLimited, ServiceUnavailable
 from services.core.metrics import RATE_LIMITED
 
 _GCRA = """
@@ -40,7 +40,10 @@ class RateLimiter:
 
     def check(self, tenant_id: str, per_minute: int) -> None:
         """Counts one request; raises `RateLimited` (429, Retry-After) when the tenant is over its rate."""
-        allowed, wait_ms = self.script(keys=[f"pagemill:ratelimit:{tenant_id}"], args=[60_000, per_minute])
+        try:
+            allowed, wait_ms = self.script(keys=[f"pagemill:ratelimit:{tenant_id}"], args=[60_000, per_minute])
+        except redis.RedisError as exc:  # the limit cannot be checked: refuse for now rather than let it through
+            raise ServiceUnavailable("the rate limiter (Redis) cannot be reached; try again shortly") from exc
         if not int(allowed):
             RATE_LIMITED.labels(limit="requests_per_minute").inc()
             raise RateLimited(f"more than {per_minute} submissions per minute; retry in {int(wait_ms) / 1000:.1f} s",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import pypdfium2.raw as pdfium_c
 
-from services.core.pdf import PDF, PDFIUM_LOCK, open_pdf
+from services.core.pdf import PDF, PDFIUM_LOCK, open_page_pdf
 from services.core.settings import EngineKind
 from services.worker.quality import usable_text_layer
 
@@ -56,7 +56,7 @@ def hard_reasons(traits: PageTraits) -> tuple[str, ...]:
 def pdf_page_traits(pdf_bytes: bytes) -> PageTraits:
     """What page 0 of a single-page PDF is made of."""
     with PDFIUM_LOCK:
-        pdf = open_pdf(pdf_bytes)
+        pdf = open_page_pdf(pdf_bytes)
         try:
             page = pdf[0]
             width, height = page.get_size()

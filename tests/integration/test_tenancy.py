@@ -103,7 +103,8 @@ def test_two_tenants_keys_isolation_events_usage_redirect_and_retention(
             assert (response.status_code, response.json()["error"]["code"]) == (401, "unauthorized"), path
             assert response.headers["www-authenticate"] == "Bearer"
         assert client.get("/v1/documents", headers={"Authorization": "Bearer pm_madeup"}).status_code == 401
-        assert client.get("/v1/admin/tenants", headers={"Authorization": f"Bearer {a.key}"}).status_code == 401
+        # a tenant's key is a key, just not the admin one: 403 says what happened (issue 13, defect 7)
+        assert client.get("/v1/admin/tenants", headers={"Authorization": f"Bearer {a.key}"}).status_code == 403
         assert client.get("/v1/admin/tenants").status_code == 401
     with get_engine(postgres_url).connect() as connection:
         rows = connection.execute(sa.text("SELECT id, prefix, key_hash FROM api_keys")).all()

@@ -64,3 +64,29 @@ def test_render_scale_respects_the_longest_side_and_the_pixel_cap() -> None:
         render_scale(595, 2**31, longest_side=1288, max_pixels=10**9, max_side_pt=14400)
     with pytest.raises(PageTooLarge):
         render_scale(0, 792, longest_side=1288, max_pixels=10**9, max_side_pt=14400)
+
+
+@pytest.mark.parametrize("spec", ["9" * 5000, "1-" + "9" * 5000, "1," * 3000 + "1"])
+def test_huge_page_selections_are_validation_errors(spec: str) -> None:
+    # 5,000 digits pass Python's int-string limit (4,300): a ValueError that used to answer 500
+    with pytest.raises(ValidationFailed):
+        parse_page_selection(spec, 9)
+
+
+@pytest.mark.parametrize("raw", [
+    '{"a": ' + "[" * 5000 + "]" * 5000 + "}",  # RecursionError inside json.loads
+    '{"a": ' + "[" * 40 + "]" * 40 + "}",  # parses, but deeper than the documented bound
+    '{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}', '{"a": 1e999}', '{"a": -1e999}',
+    '{"a": ' + "9" * 5000 + "}",  # int-string limit inside the JSON
+])
+def test_metadata_that_cannot_come_back_untouched_is_refused(raw: str) -> None:
+    with pytest.raises(ValidationFailed):
+        parse_metadata(raw)
+
+
+def test_metadata_within_the_bounds_comes_back_as_sent() -> None:
+    nested = '{"a": ' + "[" * 30 + "1.5e300" + "]" * 30 + "}"
+    value = parse_metadata(nested)["a"]
+    for _ in range(30):
+        value = value[0]
+    assert value == 1.5e300

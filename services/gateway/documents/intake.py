@@ -64,7 +64,7 @@ class Submitted:
 
 def request_hash(upload: Upload, options: SubmitOptions) -> str:
     """What "the same request" means for an Idempotency-Key: the file and every form field."""
-    fields = {"file": hashlib.sha256(upload.data).hexdigest(), "filename": upload.filename, "pages": upload.pages,
+    fields = {"file": upload.sha256, "filename": upload.filename, "pages": upload.pages,
               "metadata": upload.metadata, "mode": upload.mode, "cache": options.cache,
               "do_not_cache": options.do_not_cache, "webhook_url": options.webhook_url}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
@@ -138,7 +138,7 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
     if copied is None:
         with session_scope(db) as session:  # refuse early, before storing the file; checked again below
             _check_in_flight(session, tenant, limits, len(accepted.page_numbers))
-        store.put(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.data,
+        store.put_file(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.source,
                   content_type=accepted.info.media_type)
     try:
         with session_scope(db) as session:
@@ -193,7 +193,7 @@ class _Copied:
 def _copy_objects(store: ObjectStore, upload: Upload, accepted: Accepted, source: Document, pages: list[Page],
                   document_id: str) -> _Copied:
     """The earlier document's results, copied under the new document's keys (server-side on S3)."""
-    store.put(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.data,
+    store.put_file(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.source,
               content_type=accepted.info.media_type)
     for page in pages:
         store.copy(page.result_key or "", page_result_key(document_id, page.index))
@@ -213,7 +213,7 @@ def _insert_cached(session: Session, tenant: Tenant, upload: Upload, accepted: A
     source, document_id = copied.source, copied.document_id
     document = Document(
         id=document_id, tenant_id=tenant.id, status=DocumentStatus.SUCCEEDED, filename=upload.filename[:512],
-        media_type=accepted.info.media_type, size_bytes=len(upload.data), sha256=accepted.sha256,
+        media_type=accepted.info.media_type, size_bytes=upload.size, sha256=accepted.sha256,
         source_key=source_key(document_id, EXTENSIONS[accepted.info.media_type]),
         page_numbers=accepted.page_numbers, pages_total=len(copied.pages), pages_done=len(copied.pages),
         pages_failed=0, mode=accepted.mode, engine=accepted.engine, metadata_=accepted.metadata,

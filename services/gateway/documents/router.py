@@ -10,19 +10,19 @@ import json
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Header, Query, Request, Response, UploadFile
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
-from services.core.errors import FileTooLarge, ResultExpired, ResultNotReady
+from services.core.errors import ResultExpired, ResultNotReady, ValidationFailed
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
 from services.core.storage import ObjectNotFound, document_result_key
 from services.core.tenants import effective_limits
 from services.gateway.deps import CurrentTenant, RateLimiterDep, SessionDep, SettingsDep, StoreDep, public_link
-from services.gateway.documents import intake, service, sse
+from services.gateway.documents import intake, receive, service, sse
 from services.gateway.documents.schemas import (
     DocumentCreated,
     DocumentDeleted,
@@ -32,15 +32,14 @@ from services.gateway.documents.schemas import (
     ErrorResponse,
     PageRead,
 )
+from services.gateway.documents.upload_schema import MAX_IDEMPOTENCY_KEY_CHARS, UPLOAD_ERRORS, UPLOAD_REQUEST_BODY
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 log = get_logger(__name__)
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorResponse} for code in (401, 404, 409, 410, 413, 415, 422, 429)
-}
+# What the routes that read documents can answer (the upload has its own list, in upload_schema.py).
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 404, 409, 410, 422)}
 MAX_WAIT_S = 60.0
-CHUNK = 1024 * 1024
 
 
 def to_read(document: Document) -> DocumentRead:
@@ -54,18 +53,22 @@ def to_read(document: Document) -> DocumentRead:
     )
 
 
-async def read_limited(upload: UploadFile, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await upload.read(CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise FileTooLarge(f"the file is larger than the {limit} byte limit")
-        chunks.append(chunk)
-    return b"".join(chunks)
+FORM_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+FORM_FALSE = frozenset({"0", "false", "f", "no", "n", "off"})
 
 
-@router.post("", status_code=202, response_model=DocumentCreated, responses=ERRORS)
+def form_bool(fields: dict[str, str], name: str, default: bool) -> bool:
+    raw = fields.get(name)
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip().lower()
+    if value not in FORM_TRUE | FORM_FALSE:
+        raise ValidationFailed(f"{name}: must be true or false")
+    return value in FORM_TRUE
+
+
+@router.post("", status_code=202, response_model=DocumentCreated, responses=UPLOAD_ERRORS,
+             openapi_extra={"requestBody": UPLOAD_REQUEST_BODY})
 async def create_document(
     request: Request,
     response: Response,
@@ -73,23 +76,27 @@ async def create_document(
     store: StoreDep,
     tenant: CurrentTenant,
     limiter: RateLimiterDep,
-    file: Annotated[UploadFile, File(description="PDF, PNG, JPEG, TIFF or WebP")],
-    pages: Annotated[str | None, Form(description="1-based pages to parse, e.g. '1-3,7'")] = None,
-    metadata: Annotated[str | None, Form(description="a JSON object, returned untouched")] = None,
-    mode: Annotated[str | None, Form(description="fast, balanced or accurate")] = None,
-    cache: Annotated[bool, Form(description="false: do not answer from the result cache")] = True,
-    do_not_cache: Annotated[bool, Form(description="true: never answer later uploads with this one")] = False,
-    webhook_url: Annotated[str | None, Form(description="receives this document's events, signed")] = None,
-    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", min_length=1,
+                                                  max_length=MAX_IDEMPOTENCY_KEY_CHARS)] = None,
 ) -> DocumentCreated:
+    """Multipart `file` plus optional fields (see the request body). The key, the rate limit and the size limit
+    are checked before or while the body streams; the file is spooled to disk, never held in memory."""
     limits = effective_limits(tenant, settings)
+    received = None
     try:
         key = intake.validate_idempotency_key(idempotency_key)
         await run_in_threadpool(limiter.check, tenant.id, limits.requests_per_minute)
-        data = await read_limited(file, limits.max_file_bytes)
-        upload = service.Upload(data=data, filename=file.filename or "", pages=pages, metadata=metadata, mode=mode)
-        options = intake.SubmitOptions(cache=cache, do_not_cache=do_not_cache, webhook_url=webhook_url or None,
-                                       idempotency_key=key)
+        received = await receive.receive_upload(
+            request, max_file_bytes=min(limits.max_file_bytes, settings.limits.max_file_bytes),
+            idle_timeout_s=settings.limits.upload_idle_timeout_s,
+            min_bytes_per_s=settings.limits.upload_min_bytes_per_s)
+        fields = received.fields
+        upload = service.Upload(source=received.path, size=received.size, sha256=received.sha256,
+                                filename=received.filename, pages=fields.get("pages"),
+                                metadata=fields.get("metadata"), mode=fields.get("mode"))
+        options = intake.SubmitOptions(cache=form_bool(fields, "cache", True),
+                                       do_not_cache=form_bool(fields, "do_not_cache", False),
+                                       webhook_url=fields.get("webhook_url") or None, idempotency_key=key)
         # The split job goes out after the commit (the request's outbox): before it, it would find no rows.
         submitted = await run_in_threadpool(
             lambda: intake.submit(settings.resolved_database_url(), store, settings, tenant, limits, upload, options,
@@ -97,6 +104,9 @@ async def create_document(
     except Exception as exc:
         UPLOADS_REJECTED.labels(code=getattr(exc, "code", "internal_error")).inc()
         raise
+    finally:
+        if received is not None:
+            await run_in_threadpool(received.discard)
     document = submitted.document
     if submitted.replayed:
         response.status_code = 200

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
+import math
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,20 +24,52 @@ from services.core.settings import EngineKind, Settings
 from services.core.storage import ObjectStore, document_prefix, source_key
 
 MODES = ("fast", "balanced", "accurate")
+MAX_METADATA_BYTES = 16_384
+MAX_METADATA_DEPTH = 32
 
 
 def parse_metadata(raw: str | None) -> dict[str, Any]:
+    """A JSON object of at most 16 KiB and 32 levels, with finite numbers only: what is stored comes back as sent
+    (NaN, Infinity and 1e999 have no JSON form to return)."""
     if raw is None or not raw.strip():
         return {}
+    if len(raw.encode()) > MAX_METADATA_BYTES:
+        raise ValidationFailed(f"metadata: at most {MAX_METADATA_BYTES // 1024} KiB")
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_float=_finite_float, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ValidationFailed(f"metadata: not valid JSON ({exc.msg})") from exc
+    except RecursionError as exc:
+        raise ValidationFailed(f"metadata: nested deeper than {MAX_METADATA_DEPTH} levels") from exc
+    except ValueError as exc:  # a non-finite number, an integer over Python's int-string limit
+        raise ValidationFailed(f"metadata: {exc}"[:300]) from exc
     if not isinstance(value, dict):
         raise ValidationFailed("metadata: must be a JSON object")
-    if len(raw) > 16_384:
-        raise ValidationFailed("metadata: at most 16 KiB")
+    if _depth(value) > MAX_METADATA_DEPTH:
+        raise ValidationFailed(f"metadata: nested deeper than {MAX_METADATA_DEPTH} levels")
     return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def resolve_mode(mode: str | None, settings: Settings) -> str:
@@ -56,7 +89,11 @@ def engine_for_mode(mode: str, settings: Settings) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Upload:
-    data: bytes
+    """A received upload: the file on disk (never in memory), its size and SHA-256, and the form fields."""
+
+    source: Path
+    size: int
+    sha256: str
     filename: str
     pages: str | None = None
     metadata: str | None = None
@@ -87,7 +124,7 @@ def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None
 
     An office document's pages are known only once it is converted: its page selection is checked for form
     here and applied (with the page limit) by the worker after the conversion."""
-    office_type = sniff_office(upload.data)
+    office_type = sniff_office(upload.source)
     if office_type is not None:
         if not office_accepted(settings):
             raise UnsupportedMediaType("office documents need LibreOffice, which this deployment does not run "
@@ -95,14 +132,14 @@ def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None
         check_page_selection_form(upload.pages)
         info, page_numbers = DocumentInfo(office_type, 0), []
     else:
-        info = inspect_document(upload.data)
+        info = inspect_document(upload.source)
         page_numbers = parse_page_selection(upload.pages, info.page_count)
     limit = max_pages or settings.limits.max_pages
     if len(page_numbers) > limit:
         raise TooManyPages(f"the document has {len(page_numbers)} pages to parse; the limit is {limit}")
     mode = resolve_mode(upload.mode, settings)
     return Accepted(info=info, page_numbers=page_numbers, metadata=parse_metadata(upload.metadata), mode=mode,
-                    engine=engine_for_mode(mode, settings), sha256=hashlib.sha256(upload.data).hexdigest())
+                    engine=engine_for_mode(mode, settings), sha256=upload.sha256)
 
 
 def create_document(session: Session, store: ObjectStore, settings: Settings, upload: Upload, *,
@@ -118,11 +155,11 @@ def create_document(session: Session, store: ObjectStore, settings: Settings, up
     document_id = document_id or new_id("doc")
     key = source_key(document_id, EXTENSIONS[info.media_type])
     if not source_stored:
-        store.put(key, upload.data, content_type=info.media_type)
+        store.put_file(key, upload.source, content_type=info.media_type)
     now = utcnow()
     document = Document(
         id=document_id, tenant_id=tenant_id, status=DocumentStatus.QUEUED, filename=upload.filename[:512],
-        media_type=info.media_type, size_bytes=len(upload.data), sha256=accepted.sha256,
+        media_type=info.media_type, size_bytes=upload.size, sha256=accepted.sha256,
         source_key=key, page_numbers=page_numbers, pages_total=len(page_numbers), mode=accepted.mode,
         engine=accepted.engine, metadata_=accepted.metadata, options=options or {}, request_id=request_id,
         created_at=now, updated_at=now, priority=priority, cache_key=cache_key,

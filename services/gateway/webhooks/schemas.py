@@ -5,21 +5,29 @@ from __future__ import annotations
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
+
+from services.core.events import EventType
+
+# What `check_url` enforces, said in the schema (it also refuses private addresses, which a schema cannot say).
+URL_SCHEMA: JsonDict = {"format": "uri", "pattern": r"^\s*[hH][tT][tT][pP][sS]?://[^\s/?#@]+"}
+EVENTS_SCHEMA: JsonDict = {"items": {"type": "string", "enum": [e.value for e in EventType]}}
 
 
 class WebhookCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(min_length=1, max_length=2048)
-    events: list[str] = Field(default_factory=list, description="event types to receive; empty: all")
+    url: str = Field(min_length=1, max_length=2048, json_schema_extra=URL_SCHEMA)
+    events: list[str] = Field(default_factory=list, description="event types to receive; empty: all",
+                              json_schema_extra=EVENTS_SCHEMA)
     description: str = Field(default="", max_length=256)
 
 
 class WebhookUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    url: str | None = Field(default=None, min_length=1, max_length=2048)
-    events: list[str] | None = None
+    url: str | None = Field(default=None, min_length=1, max_length=2048, json_schema_extra=URL_SCHEMA)
+    events: list[str] | None = Field(default=None, json_schema_extra=EVENTS_SCHEMA)
     description: str | None = Field(default=None, max_length=256)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from services.core.pdf import PDFIUM_LOCK, open_pdf
+from services.core.pdf import PDFIUM_LOCK, open_page_pdf
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import is_rtl_text, visual_to_logical
 from services.worker.engines.cpu.mathtext import Glyph, alphabet_of, is_math_font, word_latex
@@ -72,7 +72,7 @@ class _Transform:
 def read_page(pdf_bytes: bytes) -> PageText:
     """Page 0 of a (single-page) PDF as lines of styled words, ruling lines and text-layer health signals."""
     with PDFIUM_LOCK:
-        pdf = open_pdf(pdf_bytes)
+        pdf = open_page_pdf(pdf_bytes)
         try:
             page = pdf[0]
             try:
