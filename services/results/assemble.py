@@ -13,6 +13,7 @@ from services.core.db.session import session_scope
 from services.core.lifecycle import final_status, finalize_document
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
+from services.core.pages import DocumentResult, page_read
 from services.core.settings import Settings
 from services.core.storage import ObjectNotFound, ObjectStore, document_result_key
 from services.results.render.markdown import render_markdown
@@ -25,17 +26,8 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def page_entry(page: Page, result: dict[str, Any] | None) -> dict[str, Any]:
-    result = result or {}
-    error = {"code": page.error_code, "message": page.error_message} if page.error_code else None
-    return {
-        "index": page.index, "page_number": page.page_number, "status": page.status,
-        "markdown": result.get("markdown", ""), "engine": page.engine, "model": page.model,
-        "attempts": page.attempts, "latency_ms": page.latency_ms, "is_fallback": page.is_fallback,
-        "fallback_reason": result.get("fallback_reason") or None, "confidence": page.confidence,
-        "signals": result.get("signals", {}), "finish_reason": result.get("finish_reason") or None,
-        "prompt_tokens": result.get("prompt_tokens", 0), "completion_tokens": result.get("completion_tokens", 0),
-        "rotation": result.get("rotation", 0), "error": error,
-    }
+    """The page as the JSON result lists it: the same schema as `GET /v1/documents/{id}/pages/{n}`."""
+    return page_read(page, result).model_dump(mode="json")
 
 
 def assemble_document(document_id: str, settings: Settings, store: ObjectStore) -> str | None:
@@ -66,12 +58,12 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     done = sum(1 for e in entries if e["status"] == "succeeded")
     failed = len(entries) - done
     status = final_status(done, failed, settings.worker.on_page_failure)
-    body = {
+    body = DocumentResult.model_validate({
         "id": document.id, "status": status.value, "filename": document.filename,
         "pages_total": document.pages_total, "pages_done": done, "pages_failed": failed,
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
         "pages": entries,
-    }
+    }).model_dump(mode="json")
     store.put(document_result_key(document_id, "markdown"), render_markdown(entries).encode(),
               content_type="text/markdown; charset=utf-8")
     store.put(document_result_key(document_id, "json"), json.dumps(body, ensure_ascii=False).encode(),
