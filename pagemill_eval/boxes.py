@@ -1,0 +1,244 @@
+"""Box IoU of table elements against ground truth that has boxes (docs/benchmarks.md, "Element boxes").
+
+Ground truth: ICDAR-2013 table regions (`*-reg.xml`: PDF coordinates, origin bottom left, converted here to
+top-left points) with each region's cells from `*-str.xml`; PubTabNet cell boxes (`*.pubtabnet.json`, image
+pixels = points for an image page), the table's box being the union of its cells' boxes.
+
+Two figures per table: the cpu engine's table element (best one-to-one match on the page), and the box the
+aligner gives the ground-truth table's HTML when it is aligned to the page's words as if a model had answered
+it (`services/worker/align.py`, words from the cpu engine's reading of the page: text layer or OCR).
+
+    .venv/bin/python -m pagemill_eval.boxes ../shared/corpus/dev ../shared/corpus/wide --json boxes.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pagemill_eval.corpus import Case, load_cases
+from services.core.elements import BBox, ElementType
+from services.core.pdf import PDF, open_pdf, split_pdf
+from services.core.settings import Settings
+from services.worker.align import align
+from services.worker.answer_blocks import split_answer
+from services.worker.engines.base import PageInput, PageOutput
+from services.worker.engines.cpu import CpuEngine
+
+_IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp",
+                ".tif": "image/tiff", ".tiff": "image/tiff"}
+
+
+@dataclass(frozen=True, slots=True)
+class TruthTable:
+    page: int  # 1-based
+    bbox: BBox  # top-left points
+    html: str  # the table's cells, for the aligned measurement
+
+
+@dataclass(slots=True)
+class TableScore:
+    case_id: str
+    page: int
+    truth: BBox
+    cpu: BBox | None
+    cpu_iou: float
+    aligned: BBox | None
+    aligned_iou: float
+    alignment: float | None
+
+
+def iou(a: BBox | None, b: BBox | None) -> float:
+    if a is None or b is None:
+        return 0.0
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    if width <= 0 or height <= 0:
+        return 0.0
+    inter = width * height
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def match(predicted: list[BBox], truth: list[BBox]) -> list[tuple[BBox | None, float]]:
+    """For each truth box, the predicted box it is paired with (greedy one-to-one by IoU) and their IoU."""
+    pairs = sorted(((iou(p, t), pi, ti) for pi, p in enumerate(predicted) for ti, t in enumerate(truth)),
+                   reverse=True)
+    result: list[tuple[BBox | None, float]] = [(None, 0.0)] * len(truth)
+    used_p: set[int] = set()
+    used_t: set[int] = set()
+    for score, pi, ti in pairs:
+        if score <= 0 or pi in used_p or ti in used_t:
+            continue
+        used_p.add(pi)
+        used_t.add(ti)
+        result[ti] = (predicted[pi], score)
+    return result
+
+
+# Ground truth -------------------------------------------------------------------------------------------------
+
+
+def truth_tables(case: Case) -> list[TruthTable]:
+    regions = next((p for p in case.ground_truth if p.name.endswith("-reg.xml")), None)
+    if regions is not None:
+        return _icdar_tables(case, regions)
+    pubtabnet = next((p for p in case.ground_truth if p.name.endswith(".pubtabnet.json")), None)
+    if pubtabnet is not None:
+        return _pubtabnet_tables(case, pubtabnet)
+    return []
+
+
+def _page_frames(pdf_path: Path) -> list[tuple[float, float, float, float, int]]:
+    """Each page's crop box (left, bottom, right, top) and /Rotate: the frame the cpu engine's boxes are in."""
+    pdf = open_pdf(pdf_path.read_bytes())
+    try:
+        frames = []
+        for index in range(len(pdf)):
+            page = pdf[index]
+            left, bottom, right, top = page.get_cropbox()
+            frames.append((left, bottom, right, top, page.get_rotation() % 360))
+            page.close()
+        return frames
+    finally:
+        pdf.close()
+
+
+def _to_top_left(x1: float, y1: float, x2: float, y2: float, frame: tuple[float, float, float, float, int]) -> BBox:
+    left, bottom, right, top, rotation = frame
+    if rotation:  # none of the corpus' ICDAR pages is turned; a turned one would need the full transform
+        raise ValueError(f"page with /Rotate {rotation}: not supported by the box benchmark")
+    return (min(x1, x2) - left, top - max(y1, y2), max(x1, x2) - left, top - min(y1, y2))
+
+
+def _icdar_tables(case: Case, regions_path: Path) -> list[TruthTable]:
+    frames = _page_frames(case.input_path)
+    structure_path = regions_path.with_name(regions_path.name.replace("-reg.xml", "-str.xml"))
+    cells: dict[tuple[str, str], str] = {}
+    if structure_path.is_file():
+        for table in ET.parse(structure_path).getroot().iter("table"):
+            for region in table.iter("region"):
+                cells[(table.get("id", ""), region.get("id", ""))] = _region_html(region)
+    tables: list[TruthTable] = []
+    for table in ET.parse(regions_path).getroot().iter("table"):
+        for region in table.iter("region"):
+            box = region.find("bounding-box")
+            if box is None:
+                continue
+            page = int(region.get("page", "1"))
+            x1, y1, x2, y2 = (float(box.get(k, "0")) for k in ("x1", "y1", "x2", "y2"))
+            tables.append(TruthTable(page, _to_top_left(x1, y1, x2, y2, frames[page - 1]),
+                                     cells.get((table.get("id", ""), region.get("id", "")), "")))
+    return tables
+
+
+def _region_html(region: ET.Element) -> str:
+    """The region's cells as an HTML table, row by row (spans do not matter for alignment)."""
+    rows: dict[int, list[tuple[int, str]]] = {}
+    for cell in region.iter("cell"):
+        content = " ".join((cell.findtext("content") or "").split())
+        rows.setdefault(int(cell.get("start-row", "0")), []).append((int(cell.get("start-col", "0")), content))
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(text)}</td>" for _, text in sorted(cells)) + "</tr>"
+                   for _, cells in sorted(rows.items()))
+    return f"<table>{body}</table>"
+
+
+def _pubtabnet_tables(case: Case, path: Path) -> list[TruthTable]:
+    record = json.loads(path.read_text(encoding="utf-8"))
+    boxes = [cell["bbox"] for cell in record["html"]["cells"] if cell.get("bbox")]
+    if not boxes:
+        return []
+    union = (float(min(b[0] for b in boxes)), float(min(b[1] for b in boxes)), float(max(b[2] for b in boxes)),
+             float(max(b[3] for b in boxes)))
+    derived = next((p for p in case.ground_truth if p.name.endswith(".derived.tables.html")), None)
+    text = re.sub(r"<!--.*?-->", "", derived.read_text(encoding="utf-8"), flags=re.DOTALL) if derived else ""
+    found = re.search(r"<table\b.*?</table>", text, re.IGNORECASE | re.DOTALL)
+    return [TruthTable(1, union, found.group(0) if found else "")]
+
+
+# Measuring ----------------------------------------------------------------------------------------------------
+
+
+def _parse_page(engine: CpuEngine, case: Case, page: int) -> PageOutput:
+    path = case.png_variant or case.input_path
+    data = path.read_bytes()
+    if path.suffix.lower() == ".pdf":
+        return engine.parse(PageInput(case.case_id, page - 1, PDF, next(split_pdf(data, [page]))))
+    return engine.parse(PageInput(case.case_id, 0, _IMAGE_TYPES[path.suffix.lower()], data))
+
+
+def score_case(engine: CpuEngine, case: Case) -> list[TableScore]:
+    scores: list[TableScore] = []
+    truth = truth_tables(case)
+    for page in sorted({t.page for t in truth}):
+        on_page = [t for t in truth if t.page == page]
+        output = _parse_page(engine, case, page)
+        predicted = [e.bbox for e in output.elements if e.type == ElementType.TABLE and e.bbox is not None]
+        paired = match(predicted, [t.bbox for t in on_page])
+        # The page's ground-truth tables as a model's answer, one block each, aligned to the page's words.
+        answer = "\n\n".join(" ".join(t.html.split()) for t in on_page)
+        aligned = [e for e in align(split_answer(answer, page=page), output.words) if e.type == ElementType.TABLE]
+        for index, table in enumerate(on_page):
+            element = aligned[index] if index < len(aligned) else None
+            box = element.bbox if element is not None else None
+            scores.append(TableScore(case.case_id, page, table.bbox, paired[index][0], round(paired[index][1], 4),
+                                     box, round(iou(box, table.bbox), 4),
+                                     element.alignment if element is not None else None))
+    return scores
+
+
+def measure(corpus_dirs: list[Path], settings: Settings | None = None,
+            patterns: list[str] | None = None) -> dict[str, Any]:
+    engine = CpuEngine(settings or Settings())
+    report: dict[str, Any] = {"splits": {}, "tables": []}
+    everything: list[TableScore] = []
+    for corpus_dir in corpus_dirs:
+        split: list[TableScore] = []
+        for case in load_cases(corpus_dir, patterns):
+            split.extend(score_case(engine, case))
+        everything.extend(split)
+        report["splits"][corpus_dir.name] = summary(split)
+        report["tables"].extend({"split": corpus_dir.name, **asdict(s)} for s in split)
+    report["overall"] = summary(everything)
+    return report
+
+
+def summary(scores: list[TableScore]) -> dict[str, Any]:
+    count = len(scores)
+    return {"tables": count,
+            "cpu_mean_iou": round(sum(s.cpu_iou for s in scores) / count, 4) if count else None,
+            "aligned_mean_iou": round(sum(s.aligned_iou for s in scores) / count, 4) if count else None,
+            "cpu_found": sum(1 for s in scores if s.cpu is not None),
+            "aligned_boxed": sum(1 for s in scores if s.aligned is not None)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pagemill_eval.boxes", description=__doc__.split("\n")[0])
+    parser.add_argument("corpus_dirs", nargs="+", type=Path)
+    parser.add_argument("--json", type=Path, default=None, help="write the per-table report here")
+    parser.add_argument("--case", action="append", default=[], help="glob of case ids to keep")
+    args = parser.parse_args(argv)
+    report = measure(args.corpus_dirs, patterns=args.case or None)
+    print(f"{'case':<34} {'page':>4} {'cpu IoU':>8} {'aligned':>8} {'align':>6}")
+    for row in report["tables"]:
+        alignment = "-" if row["alignment"] is None else f"{row['alignment']:.2f}"
+        print(f"{row['case_id'][:34]:<34} {row['page']:>4} {row['cpu_iou']:>8.3f} {row['aligned_iou']:>8.3f} "
+              f"{alignment:>6}")
+    for name, figures in [*report["splits"].items(), ("overall", report["overall"])]:
+        print(f"{name:<10} tables={figures['tables']} cpu_mean_iou={figures['cpu_mean_iou']} "
+              f"aligned_mean_iou={figures['aligned_mean_iou']} cpu_found={figures['cpu_found']} "
+              f"aligned_boxed={figures['aligned_boxed']}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
