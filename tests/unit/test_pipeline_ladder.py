@@ -111,3 +111,15 @@ def test_no_anchor_when_switched_off() -> None:
     model = ScriptedModel([(GOOD, "stop")])
     outcome = run_page(model, pdf_page(), settings(anchor="none"))
     assert model.calls[0]["anchor"] is None and outcome.details["anchor_source"] == "none"
+
+
+def test_a_good_answer_becomes_elements_boxed_by_the_page_words() -> None:
+    answer = "# Kapitel eins\n\n" + SENTENCE + "\n"
+    outcome = run_page(ScriptedModel([(answer, "stop")]), pdf_page(), settings())
+    heading, paragraph = outcome.output.elements
+    assert heading.type == "title" and heading.bbox is None  # nothing on the page says so: no box
+    assert paragraph.type == "paragraph" and paragraph.alignment is not None and paragraph.alignment > 0.8
+    assert paragraph.bbox is not None and outcome.output.width > 0
+    x0, y0, x1, y1 = paragraph.bbox
+    assert 0 <= x0 < x1 <= outcome.output.width and 0 <= y0 < y1 <= outcome.output.height
+    assert outcome.output.markdown == answer and outcome.details["elements_boxed"] == 1
