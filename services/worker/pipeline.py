@@ -199,7 +199,9 @@ def _anchor(text_layer: str, cpu: _Hypothesis, settings: Settings) -> tuple[str 
 def with_elements(output: PageOutput, cpu: _Hypothesis, page: PageInput) -> PageOutput:
     """A model's answer as the page's element tree: its blocks, each boxed by the page words it matches (the
     cpu engine's reading: the text layer, or OCR for a scan). The page's Markdown becomes the blocks' rendering
-    (the same text, one blank line between blocks)."""
+    (the same text, one blank line between blocks). A model that boxed its answer itself keeps its boxes."""
+    if output.elements:
+        return replace(output, markdown=_rendered(output.elements))
     blocks = split_answer(output.markdown, page=page.index + 1)
     try:
         reading = cpu.output()
