@@ -144,6 +144,12 @@ def test_health_readiness_metrics_and_openapi(api: Platform, corpus: Path) -> No
         assert 'pagemill_documents{status="succeeded"} 1.0' in metrics
         assert 'pagemill_queue_depth{queue="pages.cpu"} 0.0' in metrics
         assert "pagemill_page_latency_seconds_bucket" in metrics
-        assert "/v1/documents" in client.get("/openapi.json").json()["paths"]
+        schema = client.get("/openapi.json").json()
+        assert "/v1/documents" in schema["paths"]
+        # One page schema: the JSON result's pages and the page endpoint are the same PageRead.
+        page_ref = {"$ref": "#/components/schemas/PageRead"}
+        assert schema["components"]["schemas"]["DocumentResult"]["properties"]["pages"]["items"] == page_ref
+        assert schema["paths"]["/v1/documents/{document_id}/pages/{n}"]["get"]["responses"]["200"]["content"][
+            "application/json"]["schema"] == page_ref
         assert client.get("/docs").status_code == 200
         assert client.get("/nowhere").json()["error"]["code"] == "not_found"
