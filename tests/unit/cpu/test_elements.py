@@ -61,3 +61,16 @@ def test_ocr_boxes_turn_back_to_the_page_as_displayed() -> None:
     assert pixel_map(200, 400, 90, 200, 100)(box) == (10, 85, 30, 95)
     # Turned 270 clockwise (90 counter-clockwise): the turned image's top-left was the page's top-right.
     assert pixel_map(200, 400, 270, 200, 100)(box) == (170, 5, 190, 15)
+
+
+def test_pictures_become_figures_in_their_column_without_markdown() -> None:
+    blocks = [block("Left column text", 100), block("Right column top", 100, x0=320),
+              block("Right column below the chart", 400, x0=320)]
+    images = [Box(320, 150, 560, 300), Box(320, 300, 560, 380),  # one chart drawn as two tiles
+              Box(50, 700, 60, 710)]  # a bullet icon: no figure
+    elements = to_elements(blocks, page=1, height=792, body_size=10, images=images, width=612)
+    assert [e.type for e in elements] == [ElementType.PARAGRAPH, ElementType.PARAGRAPH, ElementType.FIGURE,
+                                          ElementType.PARAGRAPH]
+    figure = elements[2]
+    assert figure.bbox == (320, 150, 560, 380) and figure.markdown == ""
+    assert page_markdown(elements) + "\n" == render(blocks) and elements[2].id == "p1-e3"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from services.core.elements import BBox, Element, ElementType, element_id
+from services.core.elements import FURNITURE, BBox, Element, ElementType, element_id
 from services.worker.engines.base import PageWord
 from services.worker.engines.cpu.markdown import block_markdown, join_lines
 from services.worker.engines.cpu.model import Block, BlockKind, Box
@@ -61,8 +61,9 @@ def block_text(block: Block) -> str:
 
 
 def to_elements(blocks: list[Block], *, page: int, height: float, body_size: float,
-                to_page: BoxMap = identity) -> list[Element]:
-    """The elements of a page from its blocks in reading order (furniture last, as `lay_out` returns it).
+                to_page: BoxMap = identity, images: list[Box] | None = None, width: float = 0.0) -> list[Element]:
+    """The elements of a page from its blocks in reading order (furniture last, as `lay_out` returns it), with
+    figures where the page draws pictures (`images`, text-layer pages; no Markdown of their own).
 
     Adjacent list items of one column become one list element; rendering the elements with `page_markdown`
     gives the same Markdown the blocks render to."""
@@ -113,7 +114,41 @@ def to_elements(blocks: list[Block], *, page: int, height: float, body_size: flo
             add(_paragraph_type(block, text, markdown, height, body_size), block.box, text, markdown,
                 **_formula_fields(markdown))
     close_list()
-    return elements
+    for figure in _figures(images or [], width, height):
+        _insert_in_reading_order(elements, Element(id="", type=ElementType.FIGURE, page=page, bbox=to_page(figure)))
+    return [e.model_copy(update={"id": element_id(page, n)}) for n, e in enumerate(elements, 1)]
+
+
+def _figures(images: list[Box], width: float, height: float) -> list[Box]:
+    """Pictures big enough to be figures (not rules, bullets or logos, not a whole-page scan), tiles merged."""
+    page_area = max(1.0, width * height)
+    merged: list[Box] = []
+    for box in sorted(images, key=lambda b: (b.y0, b.x0)):
+        for index, other in enumerate(merged):
+            if box.x_overlap(other) > 0 and box.y_overlap(other) > 0 or (
+                    box.x_overlap(other) > 0 and -1 <= box.y0 - other.y1 <= 1):
+                merged[index] = other.union(box)
+                break
+        else:
+            merged.append(Box(box.x0, box.y0, box.x1, box.y1))
+    return [b for b in merged if min(b.width, b.height) >= 24 and 0.01 * page_area <= b.width * b.height
+            <= 0.8 * page_area]
+
+
+def _insert_in_reading_order(elements: list[Element], figure: Element) -> None:
+    """Before the first element of the figure's column that starts below the figure's top; else after the page's
+    content (furniture stays last)."""
+    assert figure.bbox is not None
+    x0, y0, x1, _ = figure.bbox
+    position = next((i for i, e in enumerate(elements) if e.type in FURNITURE), len(elements))
+    for index, element in enumerate(elements[:position]):
+        if element.bbox is None:
+            continue
+        ex0, ey0, ex1, _ = element.bbox
+        if ey0 >= y0 and min(x1, ex1) > max(x0, ex0):
+            position = index
+            break
+    elements.insert(position, figure)
 
 
 def _same_list(previous: Block, block: Block) -> bool:

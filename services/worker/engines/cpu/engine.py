@@ -73,7 +73,7 @@ class CpuEngine:
         text = textlayer.read_page(page.data)
         blocks = lay_out(text.lines, text.width, text.height, rules=text.rules, margin_lines=text.margin_lines)
         tree = elements.to_elements(blocks, page=page.index + 1, height=text.height,
-                                    body_size=layout.body_size(text.lines))
+                                    body_size=layout.body_size(text.lines), images=text.images, width=text.width)
         body = _markdown(tree)
         # Judged on the words themselves, not on Markdown syntax or escaped link targets.
         signals = confidence.text_layer_signals(text, "\n".join(line.text for line in text.lines))
