@@ -28,6 +28,19 @@ _INLINE_MARKUP = re.compile(r"[*_`~]+|\\(?=[\\`*_{}\[\]()#+\-.!|$])")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 
 
+# olmOCR names a figure after where it sits in the rendered image: page_{x}_{y}_{width}_{height}.png (pixels).
+_FIGURE_PLACE = re.compile(r"page_(\d+(?:\.\d+)?)_(\d+(?:\.\d+)?)_(\d+(?:\.\d+)?)_(\d+(?:\.\d+)?)\.png")
+
+
+def figure_pixels(markdown: str) -> tuple[float, float, float, float] | None:
+    """The box, in pixels of the image the model saw, that a figure's file name gives, or None."""
+    match = _FIGURE_PLACE.search(markdown)
+    if match is None:
+        return None
+    x, y, width, height = (float(v) for v in match.groups())
+    return (x, y, x + width, y + height) if width > 0 and height > 0 else None
+
+
 def plain_text(markdown: str) -> str:
     """The words a reader sees: tags, emphasis and link targets gone, entities decoded."""
     text = _LINK.sub(r"\1", markdown)

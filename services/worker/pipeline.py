@@ -15,16 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from services.core.elements import Element, page_markdown
+from services.core.elements import Element, ElementType, page_markdown
 from services.core.errors import PagemillError
 from services.core.logging import get_logger
 from services.core.metrics import FALLBACK_PAGES, PAGE_RETRIES, stage_timer
 from services.core.pdf import load_image, pdf_text_layer, png_bytes, render_pdf_page
 from services.core.settings import EngineKind, Settings
 from services.worker.align import align
-from services.worker.answer_blocks import split_answer
+from services.worker.answer_blocks import figure_pixels, split_answer
 from services.worker.engines import load_engine
 from services.worker.engines.base import Engine, PageInput, PageOutput
+from services.worker.engines.cpu.elements import pixel_map
+from services.worker.engines.cpu.model import Box
 from services.worker.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
 
 log = get_logger(__name__)
@@ -208,11 +210,23 @@ def with_elements(output: PageOutput, cpu: _Hypothesis, page: PageInput) -> Page
     except Exception as exc:  # noqa: BLE001 - no words to align to is no reason to lose the model's answer
         log.warning("page.align_failed", document_id=page.document_id, index=page.index, error=str(exc))
         return replace(output, elements=blocks, markdown=_rendered(blocks))
-    elements = align(blocks, reading.words)
+    elements = _place_figures(align(blocks, reading.words), output, reading)
     boxed = sum(1 for e in elements if e.bbox is not None)
     details = {**output.details, "elements_boxed": boxed, "elements": len(elements)}
     return replace(output, elements=elements, markdown=_rendered(elements), width=reading.width,
                    height=reading.height, details=details)
+
+
+def _place_figures(elements: list[Element], output: PageOutput, reading: PageOutput) -> list[Element]:
+    """Figures the model placed itself (olmOCR's page_x_y_w_h.png names, in pixels of the image it saw)."""
+    placed: list[Element] = []
+    for element in elements:
+        pixels = figure_pixels(element.markdown) if element.type == ElementType.FIGURE else None
+        if pixels is not None and output.width_px and reading.width:
+            to_page = pixel_map(output.width_px, output.height_px, output.rotation, reading.width, reading.height)
+            element = element.model_copy(update={"bbox": to_page(Box(*pixels))})
+        placed.append(element)
+    return placed
 
 
 def _rendered(elements: list[Element]) -> str:
