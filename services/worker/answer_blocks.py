@@ -86,7 +86,9 @@ def _block_end(lines: list[str], start: int) -> tuple[int, str]:
         for end in range(start + 1, len(lines)):
             if lines[end].strip().endswith(closer):
                 return end + 1, "formula"
-        return len(lines), "formula"
+            if not lines[end].strip():
+                break
+        return start + 1, "paragraph"  # never closed: text that happens to start with $$
     if _TABLE_OPEN.match(line):
         for end in range(start, len(lines)):
             if _TABLE_CLOSE.search(lines[end]):

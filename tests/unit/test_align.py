@@ -83,3 +83,9 @@ def test_a_block_that_barely_matches_gets_no_box() -> None:
     page = words("the quick brown fox jumps over the lazy dog", 100)
     [block] = align(split_answer("completely different words about the weather and nothing else at all"), page)
     assert block.bbox is None and block.alignment is not None and block.alignment < 0.3
+
+
+def test_text_starting_with_dollars_is_not_a_formula_swallowing_the_page() -> None:
+    blocks = split_answer("$$x$$ costs more\n\nnext paragraph\n\n$$\na+b\n$$")
+    assert [b.type for b in blocks] == [ElementType.PARAGRAPH, ElementType.PARAGRAPH, ElementType.FORMULA]
+    assert blocks[2].latex == "a+b"
