@@ -28,7 +28,7 @@ def test_table_boxes_match_the_ground_truth() -> None:
     assert len(rows) == 5  # eu-018 has two tables
     for row in rows:
         assert row["cpu_iou"] >= 0.8, row
-        assert row["aligned_iou"] >= 0.9 and row["alignment"] >= 0.9, row
+        assert row["aligned_iou"] >= 0.9 and row["alignment"] >= 0.9 and row["whole_page_iou"] >= 0.9, row
     assert report["overall"]["cpu_mean_iou"] >= 0.85 and report["overall"]["aligned_mean_iou"] >= 0.95
 
 
