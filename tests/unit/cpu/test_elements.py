@@ -74,3 +74,11 @@ def test_pictures_become_figures_in_their_column_without_markdown() -> None:
     figure = elements[2]
     assert figure.bbox == (320, 150, 560, 380) and figure.markdown == ""
     assert page_markdown(elements) + "\n" == render(blocks) and elements[2].id == "p1-e3"
+
+
+def test_running_heads_open_the_reading_order_and_feet_close_it() -> None:
+    blocks = [block("Body text here.", 300), block("Journal of Things", 20, BlockKind.FURNITURE),
+              block("12", 770, BlockKind.FURNITURE)]
+    elements = to_elements(blocks, page=4, height=792, body_size=10)
+    assert [e.type for e in elements] == [ElementType.PAGE_HEADER, ElementType.PARAGRAPH, ElementType.PAGE_FOOTER]
+    assert [e.id for e in elements] == ["p4-e1", "p4-e2", "p4-e3"] and page_markdown(elements) == "Body text here."

@@ -62,7 +62,8 @@ def block_text(block: Block) -> str:
 
 def to_elements(blocks: list[Block], *, page: int, height: float, body_size: float,
                 to_page: BoxMap = identity, images: list[Box] | None = None, width: float = 0.0) -> list[Element]:
-    """The elements of a page from its blocks in reading order (furniture last, as `lay_out` returns it), with
+    """The elements of a page from its blocks in reading order (`lay_out` puts furniture last; here running
+    heads come first and running feet last), with
     figures where the page draws pictures (`images`, text-layer pages; no Markdown of their own).
 
     Adjacent list items of one column become one list element; rendering the elements with `page_markdown`
@@ -116,7 +117,11 @@ def to_elements(blocks: list[Block], *, page: int, height: float, body_size: flo
     close_list()
     for figure in _figures(images or [], width, height):
         _insert_in_reading_order(elements, Element(id="", type=ElementType.FIGURE, page=page, bbox=to_page(figure)))
-    return [e.model_copy(update={"id": element_id(page, n)}) for n, e in enumerate(elements, 1)]
+    # Running heads open the page's reading order and running feet close it.
+    ordered = ([e for e in elements if e.type == ElementType.PAGE_HEADER]
+               + [e for e in elements if e.type not in FURNITURE]
+               + [e for e in elements if e.type == ElementType.PAGE_FOOTER])
+    return [e.model_copy(update={"id": element_id(page, n)}) for n, e in enumerate(ordered, 1)]
 
 
 def _figures(images: list[Box], width: float, height: float) -> list[Box]:
