@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from services.core.elements import BBox, Element, ElementType
 from services.worker.engines.base import PageWord
 
-_TOKEN = re.compile(r"\w+")
+# Words, except in scripts written without spaces (Chinese, Japanese), where each character is a token: a model
+# and a text layer rarely cut such a line into the same runs.
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(f"[{_UNSPACED}]|[^\\W{_UNSPACED}]+")
 _LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
 # Below this the words a block matched are too few or too scattered to say where it is.
 MIN_ALIGNMENT = 0.3

@@ -89,3 +89,10 @@ def test_text_starting_with_dollars_is_not_a_formula_swallowing_the_page() -> No
     blocks = split_answer("$$x$$ costs more\n\nnext paragraph\n\n$$\na+b\n$$")
     assert [b.type for b in blocks] == [ElementType.PARAGRAPH, ElementType.PARAGRAPH, ElementType.FORMULA]
     assert blocks[2].latex == "a+b"
+
+
+def test_unspaced_scripts_match_character_by_character() -> None:
+    # The text layer cut the line in two runs; the model wrote it as one.
+    page = [PageWord("東京都に", (50, 100, 90, 110)), PageWord("住む人々", (90, 100, 130, 110))]
+    [block] = align(split_answer("東京都に住む人々"), page)
+    assert block.bbox == (50, 100, 130, 110) and block.alignment == 1.0
