@@ -125,6 +125,9 @@ bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written 
 bench-serve: $(STAMP) ## pages/s of `pagemill serve` (cpu engine) over the dev corpus, into docs/benchmarks.md
 	$(BIN)/python -m bench.serve_corpus $(PAGEMILL_CORPUS)/dev --write docs/benchmarks.md
 
+bench-boxes: $(STAMP) ## table box IoU (cpu engine, aligned ground truth) over dev and wide, into docs/benchmarks.md
+	$(BIN)/python -m pagemill_eval.boxes $(PAGEMILL_CORPUS)/dev $(PAGEMILL_CORPUS)/wide --write docs/benchmarks.md
+
 bench-fair: $(STAMP) ## fair share between tenants (a 1-page upload beside a 2,000-page one), to docs/fair-share.md
 	$(BIN)/python -m bench.fair_share --write docs/fair-share.md
 
@@ -148,4 +151,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.core.elements import renumber
 from services.core.errors import PagemillError
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
@@ -47,13 +48,15 @@ def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = 
     _, pages = page_inputs(data)
     entries: list[dict[str, Any]] = []
     for index, (number, media_type, page_bytes) in enumerate(pages):
-        entry: dict[str, Any] = {"index": index, "page_number": number}
+        entry: dict[str, Any] = {"page": index + 1, "page_number": number}
         try:
             outcome = run_page(engine, PageInput("local", index, media_type, page_bytes), settings)
             entry.update(status="succeeded", markdown=outcome.output.markdown, engine=outcome.output.engine,
                          model=outcome.output.model, latency_ms=outcome.latency_ms,
                          confidence=outcome.output.confidence, is_fallback=outcome.is_fallback,
-                         signals=outcome.output.signals)
+                         signals=outcome.output.signals, width=outcome.output.width,
+                         height=outcome.output.height,
+                         elements=[e.model_dump(mode="json") for e in renumber(outcome.output.elements, number)])
         except PagemillError as exc:
             entry.update(status="failed", error={"code": exc.code, "message": str(exc)})
         except Exception as exc:  # noqa: BLE001 - one bad page must not lose the others

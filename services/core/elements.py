@@ -11,6 +11,7 @@ Page headers and footers stay in the tree, typed, but are left out of the Markdo
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,13 +51,37 @@ class Element(BaseModel):
     html: str | None = Field(default=None, description="tables: the table as HTML")
     latex: str | None = Field(default=None, description="formulas: the LaTeX source, without delimiters")
     level: int | None = Field(default=None, description="headings: 1 (top) to 6")
-    items: list[str] | None = Field(default=None, description="lists: the items' Markdown, in order")
+    items: list[str] | None = Field(default=None, description="lists: the items' Markdown, in order, without markers")
+    ordered: bool | None = Field(default=None, description="lists: numbered (1. 2. …) rather than bulleted")
     alignment: float | None = Field(
         default=None, description="0..1: how well the element's text matched the page's words (vLLM answers)")
 
 
 def element_id(page: int, n: int) -> str:
     return f"p{page}-e{n}"
+
+
+def renumber(elements: list[Element], page: int) -> list[Element]:
+    """The elements stamped with their page number and ids `p{page}-e{n}` in list order."""
+    return [e.model_copy(update={"page": page, "id": element_id(page, n)}) for n, e in enumerate(elements, 1)]
+
+
+def to_wire(element: Element) -> dict[str, Any]:
+    """The element as the page result's `PageElement` message in JSON form (no box: no `bbox` field)."""
+    wire = element.model_dump(mode="json", exclude_none=True)
+    if element.bbox is None:
+        wire.pop("bbox", None)
+    return wire
+
+
+def from_wire(raw: dict[str, Any]) -> Element:
+    """An element read back from a page result (`PageElement` JSON: an empty `bbox` is no box, an empty
+    `items` on anything but a list is no items)."""
+    data = dict(raw)
+    data["bbox"] = tuple(data["bbox"]) if data.get("bbox") else None
+    if data.get("type") != ElementType.LIST and not data.get("items"):
+        data.pop("items", None)
+    return Element.model_validate(data)
 
 
 def page_markdown(elements: list[Element]) -> str:

@@ -125,6 +125,10 @@ def _count_page(counter: str) -> sa.Update:
 COUNT_DONE, COUNT_FAILED = _count_page("pages_done"), _count_page("pages_failed")
 
 
+# A document starts when its first page does (not when it was split, nor when a page first ended).
+MARK_STARTED = sa.update(_documents).where(_documents.c.id == _p("b_document"),
+                                           _documents.c.started_at.is_(None)).values(started_at=_at("now"))
+
 EXTEND_LEASE = sa.update(_pages).where(
     *_THIS_PAGE, _pages.c.status == PageStatus.RUNNING.value, _pages.c.lease_owner == _p("owner"),
 ).values(lease_expires_at=_at("lease_until"))
@@ -155,6 +159,8 @@ def claim_page(session: Session, document_id: str, index: int, *, lease_s: int, 
               "lease_until": now + timedelta(seconds=lease_s)}
     row = session.execute(CLAIM, {**params, "max_deliveries": max_deliveries}).one_or_none()
     if row is not None:
+        if row.deliveries == 1:  # a page's first delivery may be its document's first page to start
+            session.execute(MARK_STARTED, {"b_document": document_id, "now": now})
         return PageClaim(Claim.RUN, row.deliveries, row.page_number, row.source_key)
     # Not takeable as is: find out why (rare path).
     page = session.get(Page, (document_id, index))

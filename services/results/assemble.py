@@ -14,6 +14,7 @@ from services.core.formats import OFFICE_TYPES
 from services.core.lifecycle import final_status, finalize_document
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
+from services.core.pages import DocumentResult, page_read
 from services.core.settings import Settings
 from services.core.storage import ObjectNotFound, ObjectStore, document_prefix, document_result_key
 from services.results.render.markdown import render_charts, render_markdown, render_sheets
@@ -26,17 +27,19 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def page_entry(page: Page, result: dict[str, Any] | None) -> dict[str, Any]:
-    result = result or {}
-    error = {"code": page.error_code, "message": page.error_message} if page.error_code else None
-    return {
-        "index": page.index, "page_number": page.page_number, "status": page.status,
-        "markdown": result.get("markdown", ""), "engine": page.engine, "model": page.model,
-        "attempts": page.attempts, "latency_ms": page.latency_ms, "is_fallback": page.is_fallback,
-        "fallback_reason": result.get("fallback_reason") or None, "confidence": page.confidence,
-        "signals": result.get("signals", {}), "finish_reason": result.get("finish_reason") or None,
-        "prompt_tokens": result.get("prompt_tokens", 0), "completion_tokens": result.get("completion_tokens", 0),
-        "rotation": result.get("rotation", 0), "error": error,
-    }
+    """The page as the JSON result lists it: the same schema as `GET /v1/documents/{id}/pages/{n}`."""
+    return page_read(page, result).model_dump(mode="json")
+
+
+def _conversion(document: Document, store: ObjectStore) -> dict[str, Any] | None:
+    """What an office document's conversion found: warnings, the sheets' cells, charts, attachments."""
+    if document.media_type not in OFFICE_TYPES:
+        return None
+    try:
+        found: dict[str, Any] = json.loads(store.get(f"{document_prefix(document.id)}conversion.json"))
+    except ObjectNotFound:
+        return None
+    return found
 
 
 def assemble_document(document_id: str, settings: Settings, store: ObjectStore) -> str | None:
@@ -67,17 +70,12 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     done = sum(1 for e in entries if e["status"] == "succeeded")
     failed = len(entries) - done
     status = final_status(done, failed, settings.worker.on_page_failure)
-    body: dict[str, Any] = {
+    body = DocumentResult.model_validate({
         "id": document.id, "status": status.value, "filename": document.filename,
         "pages_total": document.pages_total, "pages_done": done, "pages_failed": failed,
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
-        "pages": entries,
-    }
-    if document.media_type in OFFICE_TYPES:  # what the conversion found: warnings, the sheets' cells, attachments
-        try:
-            body["conversion"] = json.loads(store.get(f"{document_prefix(document_id)}conversion.json"))
-        except ObjectNotFound:
-            body["conversion"] = None
+        "pages": entries, "conversion": _conversion(document, store),
+    }).model_dump(mode="json", exclude_none=False)
     conversion: dict[str, Any] = body.get("conversion") or {}
     markdown = render_sheets(conversion["sheets"]) if conversion.get("sheets") else render_markdown(entries)
     if conversion.get("charts"):

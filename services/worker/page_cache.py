@@ -14,6 +14,7 @@ from services.core import cache, events
 from services.core.contracts import PageTask
 from services.core.db.models import PageStatus
 from services.core.db.session import session_scope
+from services.core.elements import from_wire, renumber, to_wire
 from services.core.lifecycle import PageFinish, finish_page
 from services.core.metrics import CACHE_LOOKUPS
 from services.core.settings import Settings
@@ -46,6 +47,9 @@ def lookup(settings: Settings, store: ObjectStore, job: PageTask, page_number: i
     except ObjectNotFound:  # deleted meanwhile: parse it after all
         return miss
     result.update(document_id=job.document_id, page_index=job.page_index, page_number=page_number)
+    # The same page may sit at another page number of this upload: its elements' ids and page follow it.
+    elements = renumber([from_wire(raw) for raw in result.get("elements") or []], page_number)
+    result["elements"] = [to_wire(e) for e in elements]
     destination = page_result_key(job.document_id, job.page_index)
     store.put(destination, json.dumps(result, ensure_ascii=False).encode(), content_type="application/json")
     with session_scope(db) as session:

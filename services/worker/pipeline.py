@@ -15,13 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from services.core.elements import Element, ElementType, page_markdown
 from services.core.errors import PagemillError
 from services.core.logging import get_logger
 from services.core.metrics import FALLBACK_PAGES, PAGE_RETRIES, stage_timer
 from services.core.pdf import load_image, pdf_text_layer, png_bytes, render_pdf_page
 from services.core.settings import EngineKind, Settings
+from services.worker.align import align
+from services.worker.answer_blocks import figure_pixels, split_answer
 from services.worker.engines import load_engine
 from services.worker.engines.base import Engine, PageInput, PageOutput
+from services.worker.engines.cpu.elements import pixel_map
+from services.worker.engines.cpu.model import Box
 from services.worker.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
 
 log = get_logger(__name__)
@@ -132,6 +137,8 @@ def _run_generative(engine: Engine, page: PageInput, settings: Settings, started
                          "completion_tokens": output.completion_tokens, "invalid": problem,
                          "ms": output.details.get("request_ms")})
         if problem is None:
+            with stage_timer("align", engine.name):
+                output = with_elements(output, cpu, page)
             details = _details(output, attempts, spent, anchor_source, anchor)
             return PageOutcome(output=_with_tokens(output, spent), attempts=len(attempts),
                                latency_ms=_ms(started), details=details)
@@ -191,6 +198,42 @@ def _anchor(text_layer: str, cpu: _Hypothesis, settings: Settings) -> tuple[str 
         if has_words(hypothesis.markdown, 1):
             return clip_anchor(hypothesis.markdown, budget), "ocr"
     return None, "none"
+
+
+def with_elements(output: PageOutput, cpu: _Hypothesis, page: PageInput) -> PageOutput:
+    """A model's answer as the page's element tree: its blocks, each boxed by the page words it matches (the
+    cpu engine's reading: the text layer, or OCR for a scan). The page's Markdown becomes the blocks' rendering
+    (the same text, one blank line between blocks). A model that boxed its answer itself keeps its boxes."""
+    if output.elements:
+        return replace(output, markdown=_rendered(output.elements))
+    blocks = split_answer(output.markdown, page=page.index + 1)
+    try:
+        reading = cpu.output()
+    except Exception as exc:  # noqa: BLE001 - no words to align to is no reason to lose the model's answer
+        log.warning("page.align_failed", document_id=page.document_id, index=page.index, error=str(exc))
+        return replace(output, elements=blocks, markdown=_rendered(blocks))
+    elements = _place_figures(align(blocks, reading.words), output, reading)
+    boxed = sum(1 for e in elements if e.bbox is not None)
+    details = {**output.details, "elements_boxed": boxed, "elements": len(elements)}
+    return replace(output, elements=elements, markdown=_rendered(elements), width=reading.width,
+                   height=reading.height, details=details)
+
+
+def _place_figures(elements: list[Element], output: PageOutput, reading: PageOutput) -> list[Element]:
+    """Figures the model placed itself (olmOCR's page_x_y_w_h.png names, in pixels of the image it saw)."""
+    placed: list[Element] = []
+    for element in elements:
+        pixels = figure_pixels(element.markdown) if element.type == ElementType.FIGURE else None
+        if pixels is not None and output.width_px and reading.width:
+            to_page = pixel_map(output.width_px, output.height_px, output.rotation, reading.width, reading.height)
+            element = element.model_copy(update={"bbox": to_page(Box(*pixels))})
+        placed.append(element)
+    return placed
+
+
+def _rendered(elements: list[Element]) -> str:
+    body = page_markdown(elements)
+    return body + "\n" if body else ""
 
 
 def _rotation_correction(engine: Engine, output: PageOutput) -> int:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.worker.layout_answer import layout_markdown, read_layout
+
 
 @dataclass(frozen=True, slots=True)
 class ParsedAnswer:
@@ -24,6 +26,7 @@ class ParsedAnswer:
     rotation_valid: bool = True
     rotation_correction: int = 0  # degrees clockwise the page should be turned before reading it again
     meta: dict[str, Any] = field(default_factory=dict)  # language, is_table, is_diagram, …
+    layout: list[dict[str, Any]] | None = None  # layout cells with boxes, from models that answer them
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,16 @@ def parse_deepseek(text: str) -> ParsedAnswer:
     return ParsedAnswer(markdown=body + "\n" if body else "", meta={"blocks": blocks})
 
 
+def parse_dots_layout(text: str) -> ParsedAnswer:
+    """dots.ocr's layout JSON: the Markdown of its cells, and the cells (with their boxes) for the element tree.
+    An answer that is not the layout JSON is read as plain Markdown."""
+    cells = read_layout(text)
+    if cells is None:
+        return parse_plain(text)
+    body = layout_markdown(cells)
+    return ParsedAnswer(markdown=body + "\n" if body else "", layout=cells)
+
+
 # The table ---------------------------------------------------------------------------------------------------
 
 GENERIC_PROMPT = (
@@ -174,6 +187,24 @@ OLMOCR_ANCHOR = (
     "\nBelow is some raw textual content that was previously extracted for it.\nRAW_TEXT_START\n{anchor}\nRAW_TEXT_END"
 )
 
+# dots.ocr's own layout prompt (dots_ocr/utils/prompts.py, prompt_layout_all_en).
+DOTS_LAYOUT_PROMPT = (
+    "Please output the layout information from the PDF image, including each layout element's bbox, its category, "
+    "and the corresponding text content within the bbox.\n\n"
+    "1. Bbox format: [x1, y1, x2, y2]\n\n"
+    "2. Layout Categories: The possible categories are ['Caption', 'Footnote', 'Formula', 'List-item', "
+    "'Page-footer', 'Page-header', 'Picture', 'Section-header', 'Table', 'Text', 'Title'].\n\n"
+    "3. Text Extraction & Formatting Rules:\n"
+    "    - Picture: For the 'Picture' category, the text field should be omitted.\n"
+    "    - Formula: Format its text as LaTeX.\n"
+    "    - Table: Format its text as HTML.\n"
+    "    - All Others (Text, Title, etc.): Format their text as Markdown.\n\n"
+    "4. Constraints:\n"
+    "    - The output text must be the original text from the image, with no translation.\n"
+    "    - All layout elements must be sorted according to human reading order.\n\n"
+    "5. Final Output: The entire output must be a single JSON object.\n"
+)
+
 PRESETS: dict[str, Preset] = {
     preset.name: preset
     for preset in (
@@ -196,9 +227,17 @@ PRESETS: dict[str, Preset] = {
             name="dots_ocr", model="rednote-hilab/dots.ocr", prompt="Extract the text content from this image.",
             anchor_template=GENERIC_ANCHOR, parse=parse_plain, max_tokens=8192, max_model_len=24000,
             serve_args=("--trust-remote-code",),
-            notes="dots.ocr with its plain-OCR prompt (prompt_ocr). Its layout prompts answer JSON with boxes, "
-                  "which this preset does not parse. dots.ocr was not trained with an anchor: measure before "
+            notes="dots.ocr with its plain-OCR prompt (prompt_ocr); `dots_ocr_layout` asks for its layout JSON "
+                  "with boxes instead. dots.ocr was not trained with an anchor: measure before "
                   "keeping PAGEMILL_ENGINE__ANCHOR=auto.",
+        ),
+        Preset(
+            name="dots_ocr_layout", model="rednote-hilab/dots.ocr", prompt=DOTS_LAYOUT_PROMPT,
+            anchor_template="", parse=parse_dots_layout, max_tokens=16384, max_model_len=24000,
+            serve_args=("--trust-remote-code",),
+            notes="dots.ocr with its layout prompt (prompt_layout_all_en): a JSON list of cells with a box, a "
+                  "category and the text (tables HTML, formulas LaTeX). The boxes become the elements' boxes "
+                  "directly (no alignment); headers and footers stay in the tree, out of the Markdown. No anchor.",
         ),
         Preset(
             name="paddleocr_vl", model="PaddlePaddle/PaddleOCR-VL", prompt="OCR:", anchor_template="",

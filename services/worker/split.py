@@ -73,7 +73,7 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore) -> 
             now = utcnow()
             session.execute(sa.update(Document).where(Document.id == document_id,
                                                       Document.status == DocumentStatus.QUEUED)
-                            .values(status=DocumentStatus.RUNNING, started_at=now))
+                            .values(status=DocumentStatus.RUNNING))  # started_at: its first page's claim
             keys = {index: key for index, key, _ in chunk}
             for engine in sorted({engine for _, _, engine in chunk}):
                 # one statement per engine and chunk: only pages still pending move (a second split skips them)

@@ -9,9 +9,10 @@ from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
 
 from services.core import events
-from services.core.contracts import DocumentTask, PageResult, PageTask, from_dict, to_datetime, to_dict
+from services.core.contracts import DocumentTask, PageElement, PageResult, PageTask, from_dict, to_datetime, to_dict
 from services.core.db.models import DocumentStatus, PageStatus, utcnow
 from services.core.db.session import is_postgres, session_scope
+from services.core.elements import renumber, to_wire
 from services.core.errors import EngineUnavailable, PagemillError
 from services.core.lifecycle import (
     Claim,
@@ -76,6 +77,8 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
             confidence=output.confidence or 0.0, signals=output.signals, finish_reason=output.finish_reason,
             prompt_tokens=output.prompt_tokens, completion_tokens=output.completion_tokens,
             width_px=output.width_px, height_px=output.height_px, rotation=output.rotation,
+            width=output.width, height=output.height,
+            elements=[from_dict(PageElement, to_wire(e)) for e in renumber(output.elements, claim.page_number)],
         )
         key = page_result_key(job.document_id, job.page_index)
         with stage_timer("store", engine_name):

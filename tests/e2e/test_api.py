@@ -46,7 +46,7 @@ def test_upload_poll_result_and_pages(api: Platform, corpus: Path) -> None:
     assert state["pages_done"] == 3 and state["pages_failed"] == 0 and state["error"] is None
     with api.client() as client:
         page = client.get(f"/v1/documents/{created['id']}/pages/2").json()
-        assert page["index"] == 2 and page["page_number"] == 3 and page["status"] == "succeeded"
+        assert page["page"] == 2 and page["page_number"] == 3 and page["status"] == "succeeded"
         assert page["engine"] == "fake" and page["attempts"] == 1 and page["is_fallback"] is False
         assert page["latency_ms"] >= 200 and "## Page 2" in page["markdown"]
         assert error_of(client.get(f"/v1/documents/{created['id']}/pages/4")) == (404, "not_found")
@@ -56,6 +56,10 @@ def test_upload_poll_result_and_pages(api: Platform, corpus: Path) -> None:
             ["<!-- page 2 -->", "<!-- page 3 -->", "<!-- page 5 -->"]
         document = client.get(f"/v1/documents/{created['id']}/result", params={"format": "json"}).json()
         assert [p["page_number"] for p in document["pages"]] == [2, 3, 5]
+        # One page schema: the JSON result's page is the page endpoint's page, 1-based `page` in both.
+        assert [p["page"] for p in document["pages"]] == [1, 2, 3]
+        assert set(document["pages"][1]) == set(page) and document["pages"][1]["markdown"] == page["markdown"]
+        assert "finish_reason" in page and "signals" in page and "finish_reason" not in page["details"]
 
 
 @pytest.mark.parametrize(("fields", "content", "expected"), [
@@ -140,6 +144,12 @@ def test_health_readiness_metrics_and_openapi(api: Platform, corpus: Path) -> No
         assert 'pagemill_documents{status="succeeded"} 1.0' in metrics
         assert 'pagemill_queue_depth{queue="pages.cpu"} 0.0' in metrics
         assert "pagemill_page_latency_seconds_bucket" in metrics
-        assert "/v1/documents" in client.get("/openapi.json").json()["paths"]
+        schema = client.get("/openapi.json").json()
+        assert "/v1/documents" in schema["paths"]
+        # One page schema: the JSON result's pages and the page endpoint are the same PageRead.
+        page_ref = {"$ref": "#/components/schemas/PageRead"}
+        assert schema["components"]["schemas"]["DocumentResult"]["properties"]["pages"]["items"] == page_ref
+        assert schema["paths"]["/v1/documents/{document_id}/pages/{n}"]["get"]["responses"]["200"]["content"][
+            "application/json"]["schema"] == page_ref
         assert client.get("/docs").status_code == 200
         assert client.get("/nowhere").json()["error"]["code"] == "not_found"

@@ -36,7 +36,7 @@ def running_page_owner(platform: Platform, document_id: str, timeout: float = 60
 
 def assert_each_page_once(platform: Platform, document_id: str, pages: int) -> None:
     document = platform.result(document_id, "json")
-    assert [p["index"] for p in document["pages"]] == list(range(pages))
+    assert [p["page"] for p in document["pages"]] == list(range(1, pages + 1))
     markdown = platform.result(document_id)
     for number in range(1, pages + 1):
         assert markdown.count(f"<!-- page {number} -->") == 1

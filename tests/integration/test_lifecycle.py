@@ -87,3 +87,20 @@ def test_claims_skip_live_leases_and_stop_after_max_deliveries(postgres_url: str
     with session_scope(postgres_url) as session:
         statuses = session.execute(sa.select(Page.status).where(Page.document_id == document_id)).scalars().all()
         assert statuses == ["running"]
+
+
+@pytest.mark.parametrize("database", ["postgres_url", "sqlite_url"])
+def test_document_started_at_is_its_first_page_start(database: str, request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue(database)
+    document_id = make_document(url, pages=2)
+    first = utcnow() - timedelta(minutes=5)
+    with session_scope(url) as session:
+        assert claim_page(session, document_id, 0, lease_s=60, max_deliveries=3, now=first).outcome == Claim.RUN
+    with session_scope(url) as session:
+        assert session.get(Document, document_id).started_at == first  # type: ignore[union-attr]
+        assert claim_page(session, document_id, 1, lease_s=60, max_deliveries=3).outcome == Claim.RUN
+    for index in (0, 1):  # pages ending later do not move it
+        with session_scope(url) as session:
+            finish_page(session, document_id, index, PageFinish(PageStatus.SUCCEEDED))
+    with session_scope(url) as session:
+        assert session.get(Document, document_id).started_at == first  # type: ignore[union-attr]

@@ -40,6 +40,12 @@ def test_corpus_documents_end_to_end_on_postgres_and_s3(platform_factory: Platfo
         assert document["metadata"] == {"case": case}
         assert [p["page_number"] for p in document["pages"]] == list(range(1, created["pages_total"] + 1))
         assert all(p["engine"] == "cpu" and p["status"] == "succeeded" for p in document["pages"])
+        # Every page has its element tree, boxed in its own points, numbered after its page.
+        for page in document["pages"]:
+            assert page["width"] > 0 and page["height"] > 0 and page["elements"], page
+            assert all(e["page"] == page["page_number"] and e["id"].startswith(f"p{page['page_number']}-e")
+                       for e in page["elements"])
+            assert all(0 <= e["bbox"][0] < e["bbox"][2] <= page["width"] + 1 for e in page["elements"])
     # The objects really live in the S3 API, under derived keys.
     import boto3
 

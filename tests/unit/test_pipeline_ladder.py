@@ -49,6 +49,7 @@ class ScriptedModel:
         parsed = self.preset.parse(raw)
         return PageOutput(markdown=parsed.markdown, engine=self.name, model=self.model, finish_reason=finish,
                           prompt_tokens=100, completion_tokens=len(raw.split()), rotation=page.rotation,
+                          width_px=width, height_px=height,
                           details={"rotation_valid": parsed.rotation_valid,
                                    "rotation_correction": parsed.rotation_correction})
 
@@ -111,3 +112,24 @@ def test_no_anchor_when_switched_off() -> None:
     model = ScriptedModel([(GOOD, "stop")])
     outcome = run_page(model, pdf_page(), settings(anchor="none"))
     assert model.calls[0]["anchor"] is None and outcome.details["anchor_source"] == "none"
+
+
+def test_a_good_answer_becomes_elements_boxed_by_the_page_words() -> None:
+    answer = "# Kapitel eins\n\n" + SENTENCE + "\n"
+    outcome = run_page(ScriptedModel([(answer, "stop")]), pdf_page(), settings())
+    heading, paragraph = outcome.output.elements
+    assert heading.type == "title" and heading.bbox is None  # nothing on the page says so: no box
+    assert paragraph.type == "paragraph" and paragraph.alignment is not None and paragraph.alignment > 0.8
+    assert paragraph.bbox is not None and outcome.output.width > 0
+    x0, y0, x1, y1 = paragraph.bbox
+    assert 0 <= x0 < x1 <= outcome.output.width and 0 <= y0 < y1 <= outcome.output.height
+    assert outcome.output.markdown == answer and outcome.details["elements_boxed"] == 1
+
+
+def test_a_figure_the_model_placed_keeps_its_place_in_points() -> None:
+    model = ScriptedModel([(SENTENCE + "\n\n![a chart](page_10_20_100_50.png)\n", "stop")])
+    outcome = run_page(model, pdf_page(), settings())
+    figure = outcome.output.elements[1]
+    width, height = model.calls[0]["size"]  # type: ignore[misc]
+    sx, sy = outcome.output.width / width, outcome.output.height / height
+    assert figure.type == "figure" and figure.bbox == pytest.approx((10 * sx, 20 * sy, 110 * sx, 70 * sy), abs=0.1)

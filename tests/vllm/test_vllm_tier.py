@@ -71,7 +71,7 @@ def pages_of(platform: Platform, document_id: str) -> list[dict[str, Any]]:
     pages: list[dict[str, Any]] = platform.result(document_id, "json")["pages"]
     with platform.client() as client:
         for page in pages:
-            page["details"] = client.get(f"/v1/documents/{document_id}/pages/{page['index'] + 1}").json()["details"]
+            page["details"] = client.get(f"/v1/documents/{document_id}/pages/{page['page']}").json()["details"]
     return pages
 
 

@@ -14,11 +14,11 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.core.contracts.pagemill.v1.document_event_pb2 import DocumentEvent
-from services.core.contracts.pagemill.v1.page_result_pb2 import PageError, PageResult
+from services.core.contracts.pagemill.v1.page_result_pb2 import PageElement, PageError, PageResult
 from services.core.contracts.pagemill.v1.page_task_pb2 import DocumentTask, PageTask
 from services.core.contracts.pagemill.v1.webhook_task_pb2 import WebhookTask
 
-__all__ = ["DocumentEvent", "DocumentTask", "PageError", "PageResult", "PageTask", "WebhookTask",
+__all__ = ["DocumentEvent", "DocumentTask", "PageElement", "PageError", "PageResult", "PageTask", "WebhookTask",
            "from_dict", "timestamp", "to_dict", "to_datetime"]
 
 M = TypeVar("M", bound=Message)

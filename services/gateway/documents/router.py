@@ -14,6 +14,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 
+from services.core import pages
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
 from services.core.errors import ResultExpired, ResultNotReady, ValidationFailed
@@ -174,7 +175,8 @@ def _load_visible(db: str, document_id: str, tenant_id: str) -> Document:
         return service.get_document(session, document_id, tenant_id)
 
 
-@router.get("/{document_id}/result", responses={**ERRORS, 200: {"content": {"text/markdown": {}}},
+@router.get("/{document_id}/result", responses={**ERRORS, 200: {"model": pages.DocumentResult,
+                                                                 "content": {"text/markdown": {}}},
                                                 307: {"description": "redirect=true with the S3 store"}})
 def get_result(
     document_id: str, session: SessionDep, store: StoreDep, settings: SettingsDep, tenant: CurrentTenant,
@@ -208,22 +210,13 @@ def get_page(document_id: str, n: int, session: SessionDep, store: StoreDep, ten
 
 
 def page_read(page: Page, store: Any) -> PageRead:
-    markdown = None
-    fallback_reason = None
+    result = None
     if page.result_key:
         try:
             result = json.loads(store.get(page.result_key))
-            markdown, fallback_reason = result.get("markdown", ""), result.get("fallback_reason") or None
         except ObjectNotFound:
-            markdown = None
-    error = ErrorBody(code=page.error_code, message=page.error_message or "") if page.error_code else None
-    details = dict(page.details)
-    return PageRead(
-        document_id=page.document_id, index=page.index + 1, page_number=page.page_number, status=page.status,
-        markdown=markdown, engine=page.engine, model=page.model, attempts=page.attempts,
-        latency_ms=page.latency_ms, is_fallback=page.is_fallback, fallback_reason=fallback_reason,
-        confidence=page.confidence, details=details, error=error,
-    )
+            result = None
+    return pages.page_read(page, result)
 
 
 @router.delete("/{document_id}", response_model=DocumentDeleted, responses=ERRORS)

@@ -7,6 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from services.core.pages import PageRead
+
+__all__ = ["DocumentCreated", "DocumentDeleted", "DocumentList", "DocumentRead", "ErrorBody", "ErrorResponse",
+           "PageRead"]
+
 
 class ErrorBody(BaseModel):
     code: str
@@ -49,23 +54,6 @@ class DocumentRead(BaseModel):
 class DocumentList(BaseModel):
     data: list[DocumentRead]
     next_cursor: str | None
-
-
-class PageRead(BaseModel):
-    document_id: str
-    index: int  # 1-based position in the document, as in the URL
-    page_number: int  # 1-based page number in the uploaded file
-    status: str
-    markdown: str | None
-    engine: str | None
-    model: str | None
-    attempts: int
-    latency_ms: int | None
-    is_fallback: bool
-    fallback_reason: str | None
-    confidence: float | None
-    details: dict[str, Any]
-    error: ErrorBody | None
 
 
 class DocumentDeleted(BaseModel):

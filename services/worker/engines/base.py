@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from services.core.elements import BBox, Element
 from services.core.pdf import PDF
 
 
@@ -24,6 +25,14 @@ class PageInput:
         return self.media_type == PDF
 
 
+@dataclass(frozen=True, slots=True)
+class PageWord:
+    """One word of the page, boxed in top-left page points: what a model's answer is aligned to."""
+
+    text: str
+    bbox: BBox
+
+
 @dataclass(slots=True)
 class PageOutput:
     markdown: str
@@ -38,6 +47,11 @@ class PageOutput:
     width_px: int = 0
     height_px: int = 0
     details: dict[str, Any] = field(default_factory=dict)
+    # The page as displayed, in PDF points (image uploads: pixels, 1 px = 1 pt); 0 when the engine cannot tell.
+    width: float = 0.0
+    height: float = 0.0
+    elements: list[Element] = field(default_factory=list)  # reading order; `markdown` is their rendering
+    words: list[PageWord] = field(default_factory=list)  # the page's words in reading order (not stored)
 
 
 class Engine(Protocol):

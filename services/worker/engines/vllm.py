@@ -19,6 +19,7 @@ from services.core.logging import get_logger
 from services.core.metrics import ENGINE_IN_FLIGHT, ENGINE_REQUESTS, ENGINE_TOKENS
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput, PageOutput
+from services.worker.layout_answer import layout_elements, page_size
 from services.worker.presets import Preset, get_preset
 
 log = get_logger(__name__)
@@ -118,6 +119,12 @@ class VllmEngine:
         self._count("length" if finish_reason == "length" else "ok")
         parsed = self.preset.parse(text)
         width, height = _png_size(page.image or b"")
+        boxed: dict[str, Any] = {}
+        if parsed.layout is not None:  # the model gave boxes itself: they are the elements' boxes
+            size = page_size(page.data, page.media_type)
+            boxed = {"width": size[0], "height": size[1], "elements": layout_elements(
+                parsed.layout, image_size=(width, height), rotation=page.rotation, page_size=size,
+                page=page.index + 1)}
         return PageOutput(
             markdown=parsed.markdown, engine=self.name, model=str(answer.get("model") or self.model),
             finish_reason=finish_reason, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
@@ -126,6 +133,7 @@ class VllmEngine:
                      "rotation_valid": parsed.rotation_valid, "rotation_correction": parsed.rotation_correction,
                      **({"empty": True} if parsed.empty else {}),
                      **({"page_meta": parsed.meta} if parsed.meta else {})},
+            **boxed,
         )
 
     # Health and bookkeeping ---------------------------------------------------------------------------------

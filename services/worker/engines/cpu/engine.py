@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
+from services.core.elements import Element, page_markdown
 from services.core.pdf import load_image, render_pdf_page
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput, PageOutput
-from services.worker.engines.cpu import confidence, layout, markdown, ocr, tables, textlayer, tuning
+from services.worker.engines.cpu import confidence, elements, layout, ocr, tables, textlayer, tuning
 from services.worker.engines.cpu.model import Block, BlockKind, Line, PageText, Segment
 
 # A text layer with fewer characters than this over a page that is mostly picture is a scan with a stray label.
@@ -66,50 +67,62 @@ class CpuEngine:
     def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
         if not page.is_pdf:
             image = load_image(page.image or page.data)
+            size = float(image.width), float(image.height)  # an image's page is its pixels, 1 px = 1 pt
             if page.rotation:
                 image = image.rotate(-page.rotation, expand=True)
-            return self._ocr_page(image)
+            return self._ocr_page(image, page, size)
         text = textlayer.read_page(page.data)
         blocks = lay_out(text.lines, text.width, text.height, rules=text.rules, margin_lines=text.margin_lines)
-        body = markdown.render(blocks)
+        tree = elements.to_elements(blocks, page=page.index + 1, height=text.height,
+                                    body_size=layout.body_size(text.lines), images=text.images, width=text.width)
+        body = _markdown(tree)
         # Judged on the words themselves, not on Markdown syntax or escaped link targets.
         signals = confidence.text_layer_signals(text, "\n".join(line.text for line in text.lines))
         verdict = _text_layer_verdict(text, signals)
+        text_output = PageOutput(markdown=body, engine=self.name, model="text-layer",
+                                 confidence=confidence.text_layer_confidence(signals), signals=signals,
+                                 details={"source": "text_layer"}, width=text.width, height=text.height,
+                                 elements=tree, words=elements.page_words(blocks))
         if verdict == "use":
-            return self._text_output(body, signals)
+            return text_output
         image = self._render(page)
-        scanned = self._ocr_page(image)
+        scanned = self._ocr_page(image, page, (text.width, text.height))
         if verdict == "verify":
             agreement = confidence.agreement(body, scanned.markdown)
             scanned.signals["text_layer_agreement"] = round(agreement, 4)
             if agreement >= _AGREEMENT_TO_KEEP_LAYER:
                 signals["text_layer_agreement"] = round(agreement, 4)
-                return self._text_output(body, signals)
+                text_output.confidence = confidence.text_layer_confidence(signals)
+                return text_output
         scanned.signals.update({f"rejected_{k}": v for k, v in signals.items() if k.startswith("text_layer")})
         return scanned
-
-    def _text_output(self, body: str, signals: dict[str, float]) -> PageOutput:
-        return PageOutput(markdown=body, engine=self.name, model="text-layer",
-                          confidence=confidence.text_layer_confidence(signals), signals=signals,
-                          details={"source": "text_layer"})
 
     def _render(self, page: PageInput) -> Image.Image:
         return render_pdf_page(page.data, longest_side=ocr_longest_side(self.settings), rotation=page.rotation,
                                max_pixels=self.settings.limits.max_render_pixels,
                                max_side_pt=self.settings.limits.max_page_side_pt)
 
-    def _ocr_page(self, image: Image.Image) -> PageOutput:
+    def _ocr_page(self, image: Image.Image, page: PageInput, size: tuple[float, float]) -> PageOutput:
+        """OCR of the page's pixels; boxes are turned back and scaled to the page's `size` in points."""
         scanned = ocr.read_image(np.asarray(image.convert("RGB")))
         blocks = lay_out(scanned.lines, float(scanned.width), float(scanned.height), from_ocr=True)
-        body = markdown.render(blocks)
+        to_page = elements.pixel_map(scanned.width, scanned.height, page.rotation + scanned.rotation, *size)
+        tree = elements.to_elements(blocks, page=page.index + 1, height=float(scanned.height),
+                                    body_size=layout.body_size(scanned.lines), to_page=to_page)
         signals = confidence.ocr_signals(scanned.scores, [line.text for line in scanned.lines], scanned.boxes_found)
-        return PageOutput(markdown=body, engine=self.name, model="rapidocr-ppocrv6",
+        return PageOutput(markdown=_markdown(tree), engine=self.name, model="rapidocr-ppocrv6",
                           confidence=confidence.ocr_confidence(signals), signals=signals,
                           rotation=scanned.rotation, width_px=scanned.width, height_px=scanned.height,
-                          details={"source": "ocr"})
+                          details={"source": "ocr"}, width=size[0], height=size[1], elements=tree,
+                          words=elements.page_words(blocks, to_page))
 
     def check_health(self) -> None:
         return None
+
+
+def _markdown(tree: list[Element]) -> str:
+    body = page_markdown(tree)
+    return body + "\n" if body else ""
 
 
 def _text_layer_verdict(text: PageText, signals: dict[str, float]) -> str:

@@ -137,3 +137,4 @@ class PageText:
     unmapped_chars: int = 0  # glyphs with no Unicode mapping
     invisible_chars: int = 0  # render mode 3: an OCR layer laid over a scan
     image_coverage: float = 0.0  # share of the page covered by images
+    images: list[Box] = field(default_factory=list)  # the images drawn on the page (figures, logos, a scan)

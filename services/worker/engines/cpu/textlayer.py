@@ -88,7 +88,7 @@ def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage) -> PageText:
     transform = _Transform(left, bottom, right, top, page.get_rotation())
     result = PageText(width=transform.width, height=transform.height)
     links = _links(pdf, page, transform)
-    result.rules, result.image_coverage = _graphics(page, transform)
+    result.rules, result.image_coverage = _graphics(page, transform, result.images)
     textpage = page.get_textpage()
     try:
         chars, rotated = _chars(textpage, transform, links, result)
@@ -266,8 +266,9 @@ def _link_at(links: list[tuple[Box, str]], box: Box) -> str:
     return ""
 
 
-def _graphics(page: pdfium.PdfPage, transform: _Transform) -> tuple[list[Segment], float]:
-    """Straight ruling lines (strokes, hairline fills, rectangle edges) and the share of the page under images."""
+def _graphics(page: pdfium.PdfPage, transform: _Transform, images: list[Box]) -> tuple[list[Segment], float]:
+    """Straight ruling lines (strokes, hairline fills, rectangle edges) and the share of the page under images
+    (whose boxes go into `images`)."""
     rules: list[Segment] = []
     image_area = 0.0
     page_area = max(1.0, transform.width * transform.height)
@@ -290,6 +291,7 @@ def _graphics(page: pdfium.PdfPage, transform: _Transform) -> tuple[list[Segment
             box = transform.box(left.value, bottom.value, right.value, top.value)
             if kind == pdfium_c.FPDF_PAGEOBJ_IMAGE:
                 image_area += max(0.0, box.width) * max(0.0, box.height)
+                images.append(box)
                 continue
             if box.width * box.height > 0.5 * page_area:
                 continue  # a page background, not a rule

@@ -1,0 +1,92 @@
+"""One page, one schema: what `GET /v1/documents/{id}/pages/{n}` answers and what each entry of the JSON result
+(`result?format=json`, `document.json`) holds, built by one function from the page row and its stored result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from services.core.db.models import Page
+from services.core.elements import Element, from_wire
+
+# Keys of the page row's `details` that the page shows at its top level, not again under `details`.
+_PROMOTED = ("finish_reason", "prompt_tokens", "completion_tokens", "signals", "fallback_reason")
+
+
+class PageErrorRead(BaseModel):
+    code: str
+    message: str
+
+
+class PageRead(BaseModel):
+    """A page of a document: its status, its Markdown and element tree, and how it was made."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str
+    page: int = Field(description="1-based position in the document, as in `/pages/{n}` (a `pages` selection "
+                                  "of '3-4' has pages 1 and 2)")
+    page_number: int = Field(description="1-based page number in the uploaded file")
+    status: str
+    markdown: str | None = Field(description="null until the page has succeeded")
+    width: float | None = Field(default=None, description="the page as displayed (after /Rotate) in PDF points; "
+                                                          "image uploads: pixels (1 px = 1 pt, 72 dpi)")
+    height: float | None = None
+    elements: list[Element] = Field(default_factory=list, description="the element tree in reading order; "
+                                                                      "`markdown` is its rendering")
+    engine: str | None
+    model: str | None
+    attempts: int
+    latency_ms: int | None
+    is_fallback: bool
+    fallback_reason: str | None = None
+    confidence: float | None
+    signals: dict[str, float] = Field(default_factory=dict, description="what `confidence` was computed from")
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rotation: int = Field(default=0, description="degrees the page was turned before recognition")
+    details: dict[str, Any] = Field(default_factory=dict, description="engine diagnostics: attempt log, "
+                                                                      "anchor, cache hit, …")
+    error: PageErrorRead | None = None
+
+
+def page_read(page: Page, result: dict[str, Any] | None) -> PageRead:
+    """The page from its row and its stored result (`documents/{id}/pages/{n}.json`; None when not stored)."""
+    details = dict(page.details or {})
+    promoted = {key: details.pop(key) for key in _PROMOTED if key in details}
+    source = {**promoted, **(result or {})}  # the stored result wins over the row's copy
+    error = PageErrorRead(code=page.error_code, message=page.error_message or "") if page.error_code else None
+    return PageRead(
+        document_id=page.document_id, page=page.index + 1, page_number=page.page_number, status=page.status,
+        markdown=result.get("markdown", "") if result is not None else None,
+        width=(result or {}).get("width") or None, height=(result or {}).get("height") or None,
+        elements=[from_wire(raw) for raw in (result or {}).get("elements") or []],
+        engine=page.engine, model=page.model, attempts=page.attempts, latency_ms=page.latency_ms,
+        is_fallback=page.is_fallback, fallback_reason=source.get("fallback_reason") or None,
+        confidence=page.confidence, signals=source.get("signals") or {},
+        finish_reason=source.get("finish_reason") or None, prompt_tokens=int(source.get("prompt_tokens") or 0),
+        completion_tokens=int(source.get("completion_tokens") or 0), rotation=int(source.get("rotation") or 0),
+        details=details, error=error,
+    )
+
+
+class DocumentResult(BaseModel):
+    """`result?format=json` (`document.json`): the document and every page in order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: str
+    filename: str
+    pages_total: int
+    pages_done: int
+    pages_failed: int
+    mode: str
+    metadata: dict[str, Any]
+    created_at: str | None = Field(description="ISO 8601, UTC")
+    pages: list[PageRead]
+    conversion: dict[str, Any] | None = Field(
+        default=None, description="office documents: what the conversion found — `warnings`, `sheets` (every sheet's "
+                                  "cells and HTML table), `charts` (kind, title, data), `attachments` (e-mail)")

@@ -1,0 +1,183 @@
+"""Blocks to the page's element tree: each laid-out block typed (title, heading, list, table, formula, caption,
+footnote, code, page header/footer), boxed in page points, with the Markdown the page is rendered from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from services.core.elements import FURNITURE, BBox, Element, ElementType, element_id
+from services.worker.engines.base import PageWord
+from services.worker.engines.cpu.markdown import block_markdown, join_lines
+from services.worker.engines.cpu.model import Block, BlockKind, Box
+
+_CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|scheme|plate|listing|algorithm)\s*[\dIVX]+[:.\s]",
+                      re.IGNORECASE)
+_FOOTNOTE_MARK = re.compile(r"^(?:\d{1,2}|[*†‡§¶])(?:\s|[A-Z])")
+_DISPLAY_MATH = re.compile(r"^\$(?P<latex>[^$]+)\$[.,;:]?$")
+_LIST_MARKER = re.compile(r"^(?:\d+\.|-)\s")
+
+# Maps a box in the engine's frame (text-layer points, or OCR pixels) to top-left page points.
+BoxMap = Callable[[Box], BBox]
+
+
+def identity(box: Box) -> BBox:
+    return _rounded((box.x0, box.y0, box.x1, box.y1))
+
+
+def _rounded(box: BBox) -> BBox:
+    return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
+
+
+def pixel_map(image_width: int, image_height: int, rotation: int, page_width: float, page_height: float) -> BoxMap:
+    """OCR pixel boxes on an image turned `rotation` degrees clockwise back to the page as displayed, in points.
+
+    `image_width`/`image_height` are the size of the turned image the boxes were read on."""
+    turn = rotation % 360
+    # The size of the image before it was turned.
+    width0, height0 = (image_height, image_width) if turn in (90, 270) else (image_width, image_height)
+    scale_x, scale_y = page_width / max(1, width0), page_height / max(1, height0)
+
+    def back(x: float, y: float) -> tuple[float, float]:
+        if turn == 90:  # turned clockwise: the old top-left corner went to the top-right
+            return y, height0 - x
+        if turn == 180:
+            return width0 - x, height0 - y
+        if turn == 270:
+            return width0 - y, x
+        return x, y
+
+    def to_page(box: Box) -> BBox:
+        xa, ya = back(box.x0, box.y0)
+        xb, yb = back(box.x1, box.y1)
+        return _rounded((min(xa, xb) * scale_x, min(ya, yb) * scale_y, max(xa, xb) * scale_x,
+                         max(ya, yb) * scale_y))
+
+    return to_page
+
+
+def block_text(block: Block) -> str:
+    return join_lines([line.text for line in block.lines])
+
+
+def to_elements(blocks: list[Block], *, page: int, height: float, body_size: float,
+                to_page: BoxMap = identity, images: list[Box] | None = None, width: float = 0.0) -> list[Element]:
+    """The elements of a page from its blocks in reading order (`lay_out` puts furniture last; here running
+    heads come first and running feet last), with
+    figures where the page draws pictures (`images`, text-layer pages; no Markdown of their own).
+
+    Adjacent list items of one column become one list element; rendering the elements with `page_markdown`
+    gives the same Markdown the blocks render to."""
+    elements: list[Element] = []
+    pending: list[Block] = []  # list items waiting to be closed into one list
+
+    def add(kind: ElementType, box: Box, text: str, markdown: str, **extra: object) -> None:
+        elements.append(Element(id=element_id(page, len(elements) + 1), type=kind, page=page, bbox=to_page(box),
+                                text=text, markdown=markdown, **extra))  # type: ignore[arg-type]
+
+    def close_list() -> None:
+        if not pending:
+            return
+        rendered = [text for text in (block_markdown(b).strip() for b in pending) if text]
+        if not rendered:
+            pending.clear()
+            return
+        box = pending[0].box
+        for item in pending[1:]:
+            box = box.union(item.box)
+        items = [_LIST_MARKER.sub("", text, count=1) for text in rendered]
+        add(ElementType.LIST, box, "\n".join(block_text(b) for b in pending), "\n\n".join(rendered),
+            items=items, ordered=rendered[0][:1].isdigit())
+        pending.clear()
+
+    for block in blocks:
+        if block.kind == BlockKind.LIST_ITEM:
+            if pending and not _same_list(pending[-1], block):
+                close_list()
+            pending.append(block)
+            continue
+        close_list()
+        markdown = block_markdown(block)
+        text = block_text(block)
+        if block.kind == BlockKind.FURNITURE:
+            kind = ElementType.PAGE_HEADER if block.box.cy < height / 2 else ElementType.PAGE_FOOTER
+            add(kind, block.box, text, text)
+        elif block.kind == BlockKind.TABLE:
+            add(ElementType.TABLE, block.box, "\n".join(line.text for line in block.lines), markdown,
+                html=block.html)
+        elif block.kind == BlockKind.CODE:
+            add(ElementType.CODE, block.box, "\n".join(line.text for line in block.lines), markdown)
+        elif block.kind == BlockKind.HEADING:
+            level = max(1, min(6, block.level))
+            title = page == 1 and level == 1 and not any(e.type == ElementType.TITLE for e in elements)
+            add(ElementType.TITLE if title else ElementType.HEADING, block.box, text, markdown, level=level)
+        else:
+            add(_paragraph_type(block, text, markdown, height, body_size), block.box, text, markdown,
+                **_formula_fields(markdown))
+    close_list()
+    for figure in _figures(images or [], width, height):
+        _insert_in_reading_order(elements, Element(id="", type=ElementType.FIGURE, page=page, bbox=to_page(figure)))
+    # Running heads open the page's reading order and running feet close it.
+    ordered = ([e for e in elements if e.type == ElementType.PAGE_HEADER]
+               + [e for e in elements if e.type not in FURNITURE]
+               + [e for e in elements if e.type == ElementType.PAGE_FOOTER])
+    return [e.model_copy(update={"id": element_id(page, n)}) for n, e in enumerate(ordered, 1)]
+
+
+def _figures(images: list[Box], width: float, height: float) -> list[Box]:
+    """Pictures big enough to be figures (not rules, bullets or logos, not a whole-page scan), tiles merged."""
+    page_area = max(1.0, width * height)
+    merged: list[Box] = []
+    for box in sorted(images, key=lambda b: (b.y0, b.x0)):
+        for index, other in enumerate(merged):
+            if box.x_overlap(other) > 0 and box.y_overlap(other) > 0 or (
+                    box.x_overlap(other) > 0 and -1 <= box.y0 - other.y1 <= 1):
+                merged[index] = other.union(box)
+                break
+        else:
+            merged.append(Box(box.x0, box.y0, box.x1, box.y1))
+    return [b for b in merged if min(b.width, b.height) >= 24 and 0.01 * page_area <= b.width * b.height
+            <= 0.8 * page_area]
+
+
+def _insert_in_reading_order(elements: list[Element], figure: Element) -> None:
+    """Before the first element of the figure's column that starts below the figure's top; else after the page's
+    content (furniture stays last)."""
+    assert figure.bbox is not None
+    x0, y0, x1, _ = figure.bbox
+    position = next((i for i, e in enumerate(elements) if e.type in FURNITURE), len(elements))
+    for index, element in enumerate(elements[:position]):
+        if element.bbox is None:
+            continue
+        ex0, ey0, ex1, _ = element.bbox
+        if ey0 >= y0 and min(x1, ex1) > max(x0, ex0):
+            position = index
+            break
+    elements.insert(position, figure)
+
+
+def _same_list(previous: Block, block: Block) -> bool:
+    """The next item of the same list: right under the previous one, in the same column."""
+    height = max(1.0, previous.lines[-1].box.height)
+    return 0 <= block.box.y0 - previous.box.y1 < 2.5 * height and abs(block.box.x0 - previous.box.x0) < 3 * height
+
+
+def _paragraph_type(block: Block, text: str, markdown: str, height: float, body_size: float) -> ElementType:
+    if _DISPLAY_MATH.match(markdown.strip()):
+        return ElementType.FORMULA
+    if _CAPTION.match(text):
+        return ElementType.CAPTION
+    if block.box.y0 > 0.7 * height and block.size < 0.9 * body_size and _FOOTNOTE_MARK.match(text):
+        return ElementType.FOOTNOTE
+    return ElementType.PARAGRAPH
+
+
+def _formula_fields(markdown: str) -> dict[str, object]:
+    match = _DISPLAY_MATH.match(markdown.strip())
+    return {"latex": match.group("latex").strip()} if match else {}
+
+
+def page_words(blocks: list[Block], to_page: BoxMap = identity) -> list[PageWord]:
+    """Every word of the page in the blocks' reading order (lines top to bottom within a block)."""
+    return [PageWord(word.text, to_page(word.box)) for block in blocks for line in block.lines
+            for word in line.words]
