@@ -26,6 +26,8 @@ log = get_logger(__name__)
 KATEX_PROJECT = Path(__file__).with_name("katex")
 KATEX_DIST = KATEX_PROJECT / "node_modules" / "katex" / "dist"
 TIMEOUT_S = 60.0
+CACHE_SIZE = 4096
+_rendered: dict[tuple[str, bool], str | None] = {}
 _FONT_FACE = re.compile(r"@font-face\{[^}]*\}")
 _FAMILY = re.compile(r"font-family:\s*(KaTeX_\w+)")
 _WOFF2 = re.compile(r"url\((fonts/[\w-]+\.woff2)\)")
@@ -39,24 +41,29 @@ def available() -> bool:
 
 
 def render_all(formulas: list[tuple[str, bool]]) -> list[str | None]:
-    """The HTML of each (latex, display) formula, None where KaTeX could not render it or is missing."""
-    if not formulas:
-        return []
-    if not available():
-        log.warning("katex.unavailable", formulas=len(formulas), hint="make katex")
-        return [None] * len(formulas)
-    try:
-        done = subprocess.run(["node", str(KATEX_PROJECT / "render.mjs")], cwd=KATEX_PROJECT, check=True,
-                              input=json.dumps(formulas), capture_output=True, text=True, encoding="utf-8",
-                              timeout=TIMEOUT_S)
-        replies = json.loads(done.stdout)
-    except (subprocess.SubprocessError, OSError, ValueError) as exc:
-        log.warning("katex.failed", formulas=len(formulas), error=f"{type(exc).__name__}: {exc}"[:300])
-        return [None] * len(formulas)
-    failed = sum(1 for reply in replies if reply["error"])
-    if failed:
-        log.info("katex.unrendered", formulas=len(formulas), failed=failed)
-    return [None if reply["error"] else str(reply["html"]) for reply in replies]
+    """The HTML of each (latex, display) formula, None where KaTeX could not render it or is missing.
+
+    Results are remembered (a bounded cache), so the LaTeX renderer's check after the HTML costs no node run."""
+    wanted = list(dict.fromkeys(f for f in formulas if f not in _rendered))
+    if wanted:
+        if not available():
+            log.warning("katex.unavailable", formulas=len(wanted), hint="make katex")
+            return [None] * len(formulas)
+        try:
+            done = subprocess.run(["node", str(KATEX_PROJECT / "render.mjs")], cwd=KATEX_PROJECT, check=True,
+                                  input=json.dumps(wanted), capture_output=True, text=True, encoding="utf-8",
+                                  timeout=TIMEOUT_S)
+            replies = json.loads(done.stdout)
+        except (subprocess.SubprocessError, OSError, ValueError) as exc:
+            log.warning("katex.failed", formulas=len(wanted), error=f"{type(exc).__name__}: {exc}"[:300])
+            return [None] * len(formulas)
+        failed = sum(1 for reply in replies if reply["error"])
+        if failed:
+            log.info("katex.unrendered", formulas=len(wanted), failed=failed)
+        if len(_rendered) + len(wanted) > CACHE_SIZE:
+            _rendered.clear()
+        _rendered.update((f, None if r["error"] else str(r["html"])) for f, r in zip(wanted, replies, strict=True))
+    return [_rendered.get(f) for f in formulas]
 
 
 @lru_cache(maxsize=1)

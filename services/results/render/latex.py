@@ -2,9 +2,9 @@
 `longtable` with `\\multicolumn`/`\\multirow`, formulas kept, non-Latin scripts in Noto fonts.
 
 Scripts: the main font is Noto Serif (Latin, Greek, Cyrillic); every other script this module knows (CJK
-too, with ICU line breaking between ideographs) is wrapped, run by run, in its Noto font, and
-right-to-left runs in TeX--XeT's `\\beginR…\\endR`. No ucharclasses, polyglossia or xeCJK (which needs ctex): only the fonts of the
-scripts the document holds are loaded, so a Latin document compiles without the CJK or Arabic fonts at all.
+too, with ICU line breaking between ideographs) is wrapped, run by run, in its Noto font, and right-to-left
+runs in TeX--XeT's `\\beginR…\\endR`. No ucharclasses, polyglossia or xeCJK (which needs ctex): only the
+fonts of the scripts the document holds are loaded, so a Latin document compiles without CJK or Arabic fonts.
 Formulas are LaTeX already; one that KaTeX cannot parse, or that uses a command that reads or writes files or
 redefines anything (`\\input`, `\\write`, `\\def`, `\\catcode`…), is printed as text instead — a document
 must not be able to run TeX code in whoever compiles its `.tex`.
@@ -18,7 +18,7 @@ from services.core.elements import FURNITURE, Element, ElementType
 from services.results.render import katex
 from services.results.render.derive import RenderPage
 from services.results.render.inline import INLINE_MATH, inline_latex, tex_escape
-from services.results.render.sanitize import Table, parse_table
+from services.results.render.sanitize import Cell, Table, parse_table
 
 # (command, font, right-to-left, character class)
 SCRIPTS: tuple[tuple[str, str, bool, str], ...] = (
@@ -90,8 +90,12 @@ def _wrap_scripts(text: str) -> str:
     for command, _, rtl, _ in SCRIPTS:
         pattern = _RUNS[command]
         if pattern.search(text):
-            text = pattern.sub(lambda m, c=command, r=rtl: "{\\" + c + (f"\\beginR {m.group(0)}\\endR}}" if r
-                                                                       else f" {m.group(0)}}}"), text)
+            opening, closing = ("{\\" + command + "\\beginR ", "\\endR}") if rtl else ("{\\" + command + " ", "}")
+
+            def wrap(match: re.Match[str], opening: str = opening, closing: str = closing) -> str:
+                return opening + match.group(0) + closing
+
+            text = pattern.sub(wrap, text)
     return text
 
 
@@ -109,7 +113,7 @@ def table_latex(table: Table, math: _Math) -> str:
     """A longtable: header rows repeat on every page, spans become \\multicolumn/\\multirow."""
     # Place every cell on a grid first: rowspans from above push a row's cells to the right.
     covered: dict[tuple[int, int], tuple[int, int]] = {}  # (row, column) -> (origin row, origin column)
-    placed: list[list[tuple[int, object]]] = []
+    placed: list[list[tuple[int, Cell]]] = []
     for r, row in enumerate(table.rows):
         c, line = 0, []
         for cell in row:
@@ -134,16 +138,16 @@ def table_latex(table: Table, math: _Math) -> str:
         while c < columns:
             if c in starts:
                 cell = starts[c]
-                span_c, span_r = cell.colspan, min(cell.rowspan, rows - r)  # type: ignore[attr-defined]
-                content = _cell_latex(cell.text, math)  # type: ignore[attr-defined]
-                if cell.header and content:  # type: ignore[attr-defined]
+                span_c, span_r = cell.colspan, min(cell.rowspan, rows - r)
+                content = _cell_latex(cell.text, math)
+                if cell.header and content:
                     content = r"\textbf{" + content + "}"
                 if span_r > 1:
                     content = f"\\multirow{{{span_r}}}{{=}}{{{content}}}"
             elif (r, c) in covered:
                 origin = covered[(r, c)]
                 cell = dict(placed[origin[0]])[origin[1]]
-                span_c, content = cell.colspan - (c - origin[1]), ""  # type: ignore[attr-defined]
+                span_c, content = cell.colspan - (c - origin[1]), ""
             else:
                 span_c, content = 1, ""
             span_c = max(1, min(span_c, columns - c))
