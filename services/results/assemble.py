@@ -1,4 +1,4 @@
-"""Assembling a finished document: page results in, `document.md` and `document.json` out, final status set."""
+"""Assembling a finished document: page results in, every output format out (render/), final status set."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from services.core.lifecycle import final_status, finalize_document
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
 from services.core.settings import Settings
-from services.core.storage import ObjectNotFound, ObjectStore, document_result_key
-from services.results.render.markdown import render_markdown
+from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, ObjectStore, document_result_key
+from services.results.render.formats import render_document
 
 log = get_logger(__name__)
 
@@ -72,10 +72,11 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
         "pages": entries,
     }
-    store.put(document_result_key(document_id, "markdown"), render_markdown(entries).encode(),
-              content_type="text/markdown; charset=utf-8")
-    store.put(document_result_key(document_id, "json"), json.dumps(body, ensure_ascii=False).encode(),
-              content_type="application/json")
+    rendered = render_document(entries, body, settings)
+    for fmt, data in rendered.bodies.items():
+        store.put(document_result_key(document_id, fmt), data, content_type=RESULT_MEDIA_TYPES[fmt])
+    log.info("document.rendered", document_id=document_id, pages=len(entries),
+             ms={fmt: round(seconds * 1000, 1) for fmt, seconds in rendered.seconds.items()})
     error = None if failed == 0 else (f"{failed} of {len(entries)} pages failed")
     with session_scope(db) as session:
         if missing:
@@ -84,6 +85,9 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
                                     error_message="the page result is missing from the object store"))
             session.execute(sa.update(Document).where(Document.id == document_id)
                             .values(pages_done=done, pages_failed=failed))
+        # The formats ride on the document, so its status and final event list what can be fetched.
+        session.execute(sa.update(Document).where(Document.id == document_id)
+                        .values(options={**(document.options or {}), "formats": rendered.formats}))
         changed = finalize_document(session, document_id, status, error_code="pages_failed" if failed else None,
                                     error_message=error)
     if changed:
