@@ -22,9 +22,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 KATEX_DIR := pagemill_eval/katex
-katex: ## KaTeX (node) for the olmOCR math rules of `pagemill eval`; skipped with a note when npm is missing
-	@if command -v npm >/dev/null; then npm ci --prefix $(KATEX_DIR) --no-audit --no-fund --silent; \
-	else echo "npm not found: pagemill eval falls back to comparing LaTeX tokens (docs/evaluation.md)"; fi
+RENDER_KATEX_DIR := services/results/render/katex
+katex: ## KaTeX (node): the olmOCR math rules of `pagemill eval` and the formulas of document.html; skipped with a note when npm is missing
+	@if command -v npm >/dev/null; then npm ci --prefix $(KATEX_DIR) --no-audit --no-fund --silent \
+	  && npm ci --prefix $(RENDER_KATEX_DIR) --no-audit --no-fund --silent; \
+	else echo "npm not found: pagemill eval compares LaTeX tokens; document.html shows formulas as LaTeX source"; fi
 
 install: $(STAMP) ## create .venv and install pagemill with its dev tools
 
@@ -66,6 +68,17 @@ ops-tools: ## install promtool and prometheus (Debian package) for the alert-rul
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	@promtool --version | head -1
 
+# Debian packages the output checks use (tests/integration/test_outputs_corpus.py skips, saying why, without them).
+APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); command -v apt-get >/dev/null || { echo "no apt-get"; exit 1; }; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends
+browser-tools: ## Debian chromium + chromium-driver for the document.html checks (driven by playwright from .venv)
+	@command -v chromium >/dev/null || { $(APT_INSTALL) chromium chromium-driver >/dev/null; }
+	@chromium --version
+tex-tools: ## XeLaTeX, longtable/multirow and the Noto fonts (Debian TeX Live) for the document.tex checks
+	@command -v xelatex >/dev/null && fc-list | grep -q "Noto Serif CJK" || { $(APT_INSTALL) texlive-xetex \
+	  texlive-latex-extra texlive-lang-arabic texlive-lang-cjk lmodern fonts-noto-core fonts-noto-cjk >/dev/null; }
+	@xelatex --version | head -1
+
 bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
 
@@ -96,4 +109,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools tex-tools outputs-doc

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Header, Query, Request, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
+from fastapi.responses import RedirectResponse, StreamingResponse
 
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
@@ -198,9 +198,7 @@ def get_result(
         body = store.get(key)
     except ObjectNotFound as exc:
         raise ResultNotReady("the result is not stored (yet); try again shortly") from exc
-    if format in (OutputFormat.JSON, OutputFormat.CHUNKS):
-        return JSONResponse(json.loads(body))
-    return Response(body, media_type=RESULT_MEDIA_TYPES[format.value])
+    return Response(body, media_type=RESULT_MEDIA_TYPES[format.value])  # as stored: the same bytes as S3 serves
 
 
 class PageFormat(StrEnum):

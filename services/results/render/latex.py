@@ -271,4 +271,6 @@ def render_latex(pages: list[RenderPage], *, title: str = "document") -> str:
             words.append(element.text)
             if rendered := element_latex(element, math):
                 body.append(rendered)
+    if not any(not part.startswith("% page ") for part in body):
+        body.append(r"\mbox{}")  # a document with no text still makes a (blank) page
     return preamble(" ".join(words), title) + "\n\n" + "\n\n".join(body) + "\n\n\\end{document}\n"
