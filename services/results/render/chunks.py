@@ -13,6 +13,7 @@ Rules (docs/outputs.md):
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
@@ -32,7 +33,10 @@ class Encoding(Protocol):
 def encoding(name: str) -> Encoding:
     import bpe_openai  # ~1 s to load the vocabulary: only where chunks are made
 
-    enc: Encoding = bpe_openai.get_encoding(name)
+    with warnings.catch_warnings():  # it reads its data with importlib.resources.open_binary (deprecated)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        enc: Encoding = bpe_openai.get_encoding(name)
+        enc.encode("load")  # the vocabulary is read on first use
     return enc
 
 

@@ -204,7 +204,13 @@ class _Sanitizer(HTMLParser):
                 header += 1
             else:
                 break
-        table.header_rows = header
+        # A header cell spanning rows below pulls them into the header: head and body never share a cell.
+        reach = header
+        r = 0
+        while r < min(reach, len(table.rows)):
+            reach = max(reach, r + max((cell.rowspan for cell in table.rows[r]), default=1))
+            r += 1
+        table.header_rows = min(reach, len(table.rows))
         self.out.append(f"\x00table{len(self.tables) - 1}\x00")
 
     def close_all(self) -> None:
