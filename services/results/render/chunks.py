@@ -31,10 +31,10 @@ class Encoding(Protocol):
 
 @lru_cache(maxsize=4)
 def encoding(name: str) -> Encoding:
-    import bpe_openai  # ~1 s to load the vocabulary: only where chunks are made
-
     with warnings.catch_warnings():  # it reads its data with importlib.resources.open_binary (deprecated)
         warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai  # ~1 s to load the vocabulary: only where chunks are made
+
         enc: Encoding = bpe_openai.get_encoding(name)
         enc.encode("load")  # the vocabulary is read on first use
     return enc
