@@ -380,6 +380,17 @@ def key_revoke(key_id: str) -> None:
         click.echo(f"{row.id} revoked")
 
 
+def _formats(_: click.Context, __: click.Parameter, value: str) -> list[str]:
+    from services.core.settings import OutputFormat
+
+    allowed = [f.value for f in OutputFormat]
+    chosen = allowed if value.strip() == "all" else [f.strip() for f in value.split(",") if f.strip()]
+    unknown = [f for f in chosen if f not in allowed]
+    if unknown or not chosen:
+        raise click.BadParameter(f"{', '.join(unknown) or 'nothing'}: choose from {', '.join(allowed)} or all")
+    return list(dict.fromkeys(chosen))
+
+
 @main.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False))
@@ -387,13 +398,15 @@ def key_revoke(key_id: str) -> None:
 @click.option("--api-key", envvar="PAGEMILL_API_KEY", default=None, help="bearer key for --server")
 @click.option("--mode", default=None, type=click.Choice(["fast", "balanced", "accurate"]))
 @click.option("--engine", default=None, help="in-process engine (cpu, vllm, fake)")
+@click.option("--format", "formats", default="markdown", show_default=True, callback=_formats,
+              help="comma-separated: markdown, html, latex, json, chunks (or all)")
 def parse(files: tuple[str, ...], output_dir: str, server: str | None, api_key: str | None, mode: str | None,
-          engine: str | None) -> None:
-    """Parse FILES to Markdown in OUTPUT_DIR, with a progress bar per file."""
+          engine: str | None, formats: list[str]) -> None:
+    """Parse FILES into OUTPUT_DIR (NAME.md, .html, .tex, .json, .chunks.json), a progress bar per file."""
     from services.cli.parse import parse_files
 
     ok = parse_files([Path(f) for f in files], Path(output_dir), server=server, api_key=api_key, mode=mode,
-                     engine=engine, settings=get_settings())
+                     engine=engine, settings=get_settings(), formats=formats)
     sys.exit(0 if ok else 1)
 
 
