@@ -79,6 +79,12 @@ tex-tools: ## XeLaTeX, longtable/multirow and the Noto fonts (Debian TeX Live) f
 	  texlive-latex-extra texlive-lang-arabic texlive-lang-cjk lmodern fonts-noto-core fonts-noto-cjk >/dev/null; }
 	@xelatex --version | head -1
 
+outputs-doc: $(STAMP) ## regenerate the examples of docs/outputs.md from corpus documents
+	$(BIN)/python -m tools.outputs_doc --corpus $(CORPUS)
+
+bench-render: $(STAMP) ## ms per page the output formats add (html, latex, chunks) over $(CORPUS)/dev, into docs/benchmarks.md
+	$(BIN)/python -m bench.render $(CORPUS)/dev --write docs/benchmarks.md
+
 bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
 
@@ -109,4 +115,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools tex-tools outputs-doc
+.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools tex-tools outputs-doc bench-render

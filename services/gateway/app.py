@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 
 import redis
 import sqlalchemy as sa
@@ -12,6 +13,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
@@ -32,6 +34,8 @@ from services.gateway.usage.router import router as usage_router
 from services.gateway.webhooks.router import router as webhooks_router
 
 log = get_logger(__name__)
+# A folder, not an import: the gateway serves the files the results service renders with.
+KATEX_DIST = Path(__file__).resolve().parents[1] / "results" / "render" / "katex" / "node_modules" / "katex" / "dist"
 
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
               405: "method_not_allowed", 409: "conflict", 413: "file_too_large", 415: "unsupported_media_type",
@@ -122,6 +126,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for router in (documents_router, webhooks_router, usage_router, tenant_router, admin_router):
         app.include_router(router)
+    if KATEX_DIST.is_dir():  # `make katex`; the same build document.html inlines, for clients typesetting LaTeX
+        app.mount("/assets/katex", StaticFiles(directory=KATEX_DIST), name="katex")
     # Webhook deliveries recorded in a request's transaction are queued right after it commits.
     events.install_dispatch(get_celery(settings))
 

@@ -34,7 +34,7 @@ pre{background:#f6f6f6;padding:0.6rem;overflow-x:auto}
 .figure-placeholder{border:1px dashed #aaa;padding:1rem;color:#666;text-align:center}
 .math-source{color:#555}
 """
-_FENCE_LANGUAGE = re.compile(r"^\s*(?:`{3,}|~{3,})\s*([\w+#.-]+)")
+_FENCE_LANGUAGE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([\w+#.-]+)")
 
 
 class _Math:

@@ -227,7 +227,11 @@ def _formulas(pages: list[RenderPage]) -> list[tuple[str, bool]]:
         for element in page.elements:
             if element.type is ElementType.FORMULA:
                 found.append((element.latex or element.text, True))
-            for match in INLINE_MATH.finditer(element.markdown or element.html or ""):
+                continue
+            texts = [element.markdown]
+            if element.type is ElementType.TABLE:  # the cells' text, as table_latex sees it, not the markup
+                texts = [c.text for row in parse_table(element.html or element.markdown).rows for c in row]
+            for match in (m for text in texts for m in INLINE_MATH.finditer(text)):
                 found.append(((match.group(1) or match.group(2) or "").strip(), False))
     return found
 
