@@ -14,11 +14,16 @@ COPY services ./services
 COPY proto ./proto
 RUN pip install --upgrade pip setuptools wheel && pip install -e . \
  && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
+# KaTeX for the formulas of document.html (results worker), from the lock file; npm stays in this stage.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends npm >/dev/null \
+ && npm ci --prefix services/results/render/katex --no-audit --no-fund --omit=dev
 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
     PROMETHEUS_MULTIPROC_DIR=/tmp/metrics PAGEMILL_DATA_DIR=/tmp/pagemill PAGEMILL_LOG_JSON=true
 RUN groupadd --system --gid 10001 pagemill && useradd --system --uid 10001 --gid 10001 --no-create-home pagemill
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs >/dev/null \
+ && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /app /app
 COPY docker/entrypoint.sh /usr/local/bin/pagemill-entrypoint
