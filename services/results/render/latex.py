@@ -243,7 +243,8 @@ def preamble(all_text: str, title: str) -> str:
     if CJK.search(all_text):  # ICU line breaking: a line may end between two ideographs
         fonts.append(r'\XeTeXlinebreaklocale "zh"\XeTeXlinebreakskip=0pt plus 1pt\relax')
     return "\n".join([
-        r"% Made by pagemill from the document's element tree. Compile with: xelatex document.tex",
+        r"% Made by pagemill from the document's element tree. Compile with: latexmk -xelatex document.tex",
+        r"% (or xelatex twice: longtable settles its column widths on the second run)",
         r"\documentclass[11pt]{article}",
         r"\usepackage[a4paper,margin=2cm]{geometry}",
         r"\usepackage{amsmath,amssymb}",
