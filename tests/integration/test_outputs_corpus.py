@@ -130,6 +130,13 @@ def test_chunk_invariants_on_every_corpus_document(corpus_outputs: list[Outputs]
         check_invariants(outputs.pages, json.loads(outputs.bodies["chunks"]))
 
 
+def test_every_document_html_is_html5_without_parse_errors(corpus_outputs: list[Outputs]) -> None:
+    html5lib = pytest.importorskip("html5lib", reason="html5lib is missing: `make install`")
+    for outputs in corpus_outputs:
+        parser = html5lib.HTMLParser(strict=True)  # raises on the first WHATWG parse error
+        parser.parse(outputs.bodies["html"].decode())
+
+
 # --- Chromium -----------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

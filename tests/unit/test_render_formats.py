@@ -98,6 +98,7 @@ def test_html_escapes_text_blocks_links_and_scripts() -> None:
     assert '<a href="https://example.org" rel="noopener noreferrer nofollow">fine</a>' in html
     assert "<title>&lt;b&gt;t&lt;/b&gt;</title>" in html
     assert "script-src" not in html and "default-src 'none'" in html  # a CSP that allows no script at all
+    pytest.importorskip("html5lib").HTMLParser(strict=True).parse(html)  # hostile input, still well-formed HTML5
     tags = re.findall(r"<(h[1-6]|p|table|ul|ol|pre|div|figure|aside|header|footer)\b([^>]*)>", html)
     assert all("data-bbox=" in attrs for tag, attrs in tags if "page-label" not in attrs)
 
@@ -108,6 +109,8 @@ def test_html_sections_pages_and_keeps_spans() -> None:
         {"page_number": 2, "status": "failed", "error": {"code": "page_too_large", "message": "<huge>"}}])
     html = render_html(pages)
     assert html.startswith("<!DOCTYPE html>") and html.count("<section ") == 2
+    html5lib = pytest.importorskip("html5lib")
+    html5lib.HTMLParser(strict=True).parse(html)  # no WHATWG parse error
     assert '<section class="page failed" data-page="2">' in html and "&lt;huge&gt;" in html
     assert '<th rowspan="2">k</th><th colspan="2">v</th>' in html
     if katex.available():
