@@ -33,6 +33,7 @@ pre{background:#f6f6f6;padding:0.6rem;overflow-x:auto}
 .footnote,.caption{font-size:0.9rem}
 .figure-placeholder{border:1px dashed #aaa;padding:1rem;color:#666;text-align:center}
 .math-source{color:#555}
+p,h1,h2,h3,h4,h5,h6,li,td,th,aside,header,footer{unicode-bidi:plaintext;text-align:start}
 """
 _FENCE_LANGUAGE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([\w+#.-]+)")
 
