@@ -157,6 +157,9 @@ def open_html(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    # Standalone: nothing is fetched beyond the file itself (fonts are data: URLs), so it renders offline.
+    page.on("request", lambda request: None if request.url.startswith(("file:", "data:"))
+            else errors.append(f"fetched {request.url}"))
     page.goto(path.as_uri(), wait_until="load")
     page.evaluate("document.fonts.ready.then(() => true)")
     return page, errors, dialogs
