@@ -67,8 +67,9 @@ class Chunk:
 
 
 def _element_text(element: Element) -> str:
-    if element.type is ElementType.TABLE:
-        return (element.html or element.markdown).strip()
+    if element.type is ElementType.TABLE:  # the sanitized table, like its parts when it is split
+        table = parse_table(element.html or element.markdown)
+        return table.to_html() if table.rows else element.text.strip()
     return (element.markdown or element.text).strip()
 
 
