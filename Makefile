@@ -37,9 +37,11 @@ lock: $(STAMP) ## re-resolve uv.lock after a change to the dependencies in pypro
 	$(UV) lock
 
 KATEX_DIR := pagemill_eval/katex
-katex: ## KaTeX (node) for the olmOCR math rules of `pagemill eval`; skipped with a note when npm is missing
-	@if command -v npm >/dev/null; then npm ci --prefix $(KATEX_DIR) --no-audit --no-fund --silent; \
-	else echo "npm not found: pagemill eval falls back to comparing LaTeX tokens (docs/evaluation.md)"; fi
+RENDER_KATEX_DIR := services/results/render/katex
+katex: ## KaTeX (node): the olmOCR math rules of `pagemill eval` and the formulas of document.html; skipped with a note when npm is missing
+	@if command -v npm >/dev/null; then npm ci --prefix $(KATEX_DIR) --no-audit --no-fund --silent \
+	  && npm ci --prefix $(RENDER_KATEX_DIR) --no-audit --no-fund --silent; \
+	else echo "npm not found: pagemill eval compares LaTeX tokens; document.html shows formulas as LaTeX source"; fi
 
 TS_SDK := clients/typescript
 sdk-ts: ## build the TypeScript SDK (npm ci, tsc into clients/typescript/dist); skipped with a note when npm is missing
@@ -101,12 +103,22 @@ ops-tools: ## install promtool and prometheus (Debian package) for the alert-rul
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	@promtool --version | head -1
 
-browser-tools: ## Debian's chromium for the headless-browser tests (tests/browser; Playwright comes with .[dev])
-	@command -v chromium >/dev/null || { \
-	  command -v apt-get >/dev/null || { echo "no apt-get: install Chromium by hand (PAGEMILL_CHROMIUM=path)"; exit 1; }; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
-	@chromium --version 2>/dev/null | head -1
+# Debian packages the output checks use (tests/integration/test_outputs_corpus.py skips, saying why, without them).
+APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); command -v apt-get >/dev/null || { echo "no apt-get"; exit 1; }; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends
+browser-tools: ## Debian chromium + chromium-driver for the document.html checks (driven by playwright from .venv)
+	@command -v chromium >/dev/null || { $(APT_INSTALL) chromium chromium-driver >/dev/null; }
+	@chromium --version
+tex-tools: ## XeLaTeX, longtable/multirow and the Noto fonts (Debian TeX Live) for the document.tex checks
+	@command -v xelatex >/dev/null && fc-list | grep -q "Noto Serif CJK" || { $(APT_INSTALL) texlive-xetex \
+	  texlive-latex-extra texlive-lang-arabic texlive-lang-cjk lmodern fonts-noto-core fonts-noto-cjk >/dev/null; }
+	@xelatex --version | head -1
+
+outputs-doc: $(STAMP) ## regenerate the examples of docs/outputs.md from corpus documents
+	$(BIN)/python -m tools.outputs_doc --corpus $(CORPUS)
+
+bench-render: $(STAMP) ## ms per page the output formats add (html, latex, chunks) over $(CORPUS)/dev, into docs/benchmarks.md
+	$(BIN)/python -m bench.render $(CORPUS)/dev --write docs/benchmarks.md
 
 office-tools: ## install LibreOffice (Debian packages) for office, web and e-mail documents and their tests
 	@command -v soffice >/dev/null || { \
@@ -151,4 +163,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render

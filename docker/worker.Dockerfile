@@ -17,6 +17,10 @@ RUN python -m pip install uv==${UV_VERSION} \
  && /opt/venv/bin/pip install --upgrade pip && /opt/venv/bin/pip install --require-hashes -r /tmp/requirements.txt
 COPY services ./services
 RUN /opt/venv/bin/pip install --no-deps . && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
+# KaTeX for the formulas of document.html (results worker), from its lock file, inside the installed package.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends npm >/dev/null \
+ && npm ci --prefix "$(/opt/venv/bin/python -c 'import pathlib, services.results.render as r; print(pathlib.Path(r.__file__).parent / "katex")')" \
+      --no-audit --no-fund --omit=dev
 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
@@ -26,6 +30,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends libreoffice-cor
     libreoffice-calc-nogui libreoffice-impress-nogui fonts-dejavu-core util-linux \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 pagemill && useradd --system --uid 10001 --gid 10001 --no-create-home pagemill
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs >/dev/null \
+ && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/venv /opt/venv
 COPY docker/entrypoint.sh /usr/local/bin/pagemill-entrypoint
 WORKDIR /app

@@ -65,3 +65,14 @@ def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = 
         if on_page:
             on_page(entry)
     return LocalResult(render_markdown(entries), entries, time.perf_counter() - started)
+
+
+def render_local(result: LocalResult, settings: Settings, formats: list[str], *, filename: str) -> dict[str, bytes]:
+    """The requested output formats of a document parsed in this process (`pagemill parse --format`)."""
+    from services.results.render.formats import render_document
+
+    status = "succeeded" if result.failed == 0 else ("failed" if result.failed == len(result.pages) else "partial")
+    body: dict[str, Any] = {"filename": filename, "status": status, "pages_total": len(result.pages),
+                            "pages_done": len(result.pages) - result.failed, "pages_failed": result.failed,
+                            "pages": result.pages}
+    return render_document(result.pages, body, settings, only=formats).bodies

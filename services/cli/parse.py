@@ -1,19 +1,33 @@
-"""`pagemill parse`: files to Markdown, through a pagemill server or in this process, a progress bar per file."""
+"""`pagemill parse`: files to Markdown (and HTML, LaTeX, JSON, chunks), through a pagemill server or in this
+process, a progress bar per file."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from services.cli.root import main
 from services.core.errors import PagemillError
-from services.core.settings import Settings, get_settings
+from services.core.settings import OutputFormat, Settings, get_settings
 
 if TYPE_CHECKING:
     import pagemill_client
+
+# What each format is written as, next to the input's name.
+SUFFIXES = {"markdown": ".md", "html": ".html", "latex": ".tex", "json": ".json", "chunks": ".chunks.json"}
+
+
+def _formats(_: click.Context, __: click.Parameter, value: str) -> list[str]:
+    allowed = [f.value for f in OutputFormat]
+    chosen = allowed if value.strip() == "all" else [f.strip() for f in value.split(",") if f.strip()]
+    unknown = [f for f in chosen if f not in allowed]
+    if unknown or not chosen:
+        raise click.BadParameter(f"{', '.join(unknown) or 'nothing'}: choose from {', '.join(allowed)} or all")
+    return list(dict.fromkeys(chosen))
 
 
 @main.command()
@@ -23,47 +37,65 @@ if TYPE_CHECKING:
 @click.option("--api-key", envvar="PAGEMILL_API_KEY", default=None, help="bearer key for --server")
 @click.option("--mode", default=None, type=click.Choice(["fast", "balanced", "accurate"]))
 @click.option("--engine", default=None, help="in-process engine (cpu, vllm, fake)")
+@click.option("--format", "formats", default="markdown", show_default=True, callback=_formats,
+              help="comma-separated: markdown, html, latex, json, chunks (or all)")
 def parse(files: tuple[str, ...], output_dir: str, server: str | None, api_key: str | None, mode: str | None,
-          engine: str | None) -> None:
-    """Parse FILES to Markdown in OUTPUT_DIR, with a progress bar per file."""
+          engine: str | None, formats: list[str]) -> None:
+    """Parse FILES into OUTPUT_DIR (NAME.md, .html, .tex, .json, .chunks.json), a progress bar per file."""
     ok = parse_files([Path(f) for f in files], Path(output_dir), server=server, api_key=api_key, mode=mode,
-                     engine=engine, settings=get_settings())
+                     engine=engine, settings=get_settings(), formats=formats)
     sys.exit(0 if ok else 1)
 
 
 def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_key: str | None,
-                mode: str | None, engine: str | None, settings: Settings) -> bool:
+                mode: str | None, engine: str | None, settings: Settings,
+                formats: list[str] | None = None) -> bool:
     output_dir.mkdir(parents=True, exist_ok=True)
+    formats = formats or ["markdown"]
     ok = True
     for path in files:
         try:
             if server:
-                markdown, status = _parse_remote(path, server.rstrip("/"), api_key, mode)
+                bodies, status = _parse_remote(path, server.rstrip("/"), api_key, mode, formats)
             else:
-                markdown, status = _parse_local(path, settings, engine)
+                bodies, status = _parse_local(path, settings, engine, formats)
         except (PagemillError, RemoteError) as exc:
             click.echo(f"{path.name}: {getattr(exc, 'code', 'error')}: {exc}", err=True)
             ok = False
             continue
-        target = output_dir / f"{path.stem}.md"
-        target.write_text(markdown, encoding="utf-8")
-        click.echo(f"{path.name}: {status} -> {target}")
+        targets = []
+        for fmt in formats:
+            target = output_dir / f"{path.stem}{SUFFIXES[fmt]}"
+            target.write_bytes(bodies[fmt])
+            targets.append(str(target))
+        click.echo(f"{path.name}: {status} -> {', '.join(targets)}")
         ok = ok and status == "succeeded"
     return ok
 
 
-def _parse_local(path: Path, settings: Settings, engine: str | None) -> tuple[str, str]:
-    from services.runner import page_inputs, parse_locally  # the engines: imported only to parse here
+def _parse_local(path: Path, settings: Settings, engine: str | None,
+                 formats: list[str]) -> tuple[dict[str, bytes], str]:
+    from services.runner import page_inputs, parse_locally, render_local  # the engines: imported only here
 
     data = path.read_bytes()
     _, pages = page_inputs(data)  # validates first, so a bad file fails before the bar appears
     with click.progressbar(length=len(pages), label=path.name, show_pos=True) as bar:
         result = parse_locally(data, settings, engine_name=engine, on_page=lambda _: bar.update(1))
     status = "succeeded" if result.failed == 0 else ("failed" if result.failed == len(result.pages) else "partial")
-    return result.markdown, status
+    return render_local(result, settings, formats, filename=path.name), status
 
 
-def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None) -> tuple[str, str]:
+def _as_bytes(body: Any) -> bytes:
+    """The SDK hands text formats back as text and JSON ones parsed; the files hold them as the server sent."""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None,
+                  formats: list[str]) -> tuple[dict[str, bytes], str]:
     """Through the Python SDK (clients/python): retries, an idempotent upload, progress over SSE."""
     try:  # only here: parsing in this process needs no SDK (server images do not ship it)
         import pagemill_client
@@ -85,7 +117,9 @@ def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None
                 state = client.wait(created.id, on_progress=advance)
             if state.status == "cancelled":
                 raise RemoteError("cancelled", "the document was cancelled")
-            return str(client.result(created.id, "markdown")), state.status
+            bodies = {fmt: _as_bytes(client.result(created.id, cast("pagemill_client.Format", fmt)))
+                      for fmt in formats}
+            return bodies, state.status
     except pagemill_client.PagemillError as exc:
         raise RemoteError(getattr(exc, "code", "error"), str(exc)) from exc
 

@@ -62,7 +62,7 @@ NO_OUTPUT_EFFECT = frozenset({
     "engine.serve.prompt_lookup_max", "engine.serve.draft_model",
 })
 # Options that steer the platform, not the parse: they are not part of a cache key.
-CONTROL_OPTIONS = frozenset({"cache", "do_not_cache", "webhook_id", "cached_from"})
+CONTROL_OPTIONS = frozenset({"cache", "do_not_cache", "webhook_id", "cached_from", "formats"})
 # What the splitter writes differently into two copies of the same page: a random trailer /ID and the time.
 _PDF_VOLATILE = re.compile(rb"/ID\s*\[\s*<[0-9A-Fa-f]*>\s*<[0-9A-Fa-f]*>\s*\]|/(?:CreationDate|ModDate)\s*\([^)]*\)")
 

@@ -64,7 +64,17 @@ def build_event(document: Document, event_type: EventType) -> DocumentEvent:
     )
 
 
-def public_payload(event: DocumentEvent, finished_at: datetime | None = None) -> dict[str, Any]:
+def ready_formats(document: Document) -> list[str]:
+    """The result formats a client can fetch now (`?format=`): none before the end, after a cancel, once erased.
+    Assembly records them in the document's options; documents assembled before it had Markdown and JSON."""
+    if (document.status not in DOCUMENT_FINAL or document.status == DocumentStatus.CANCELLED
+            or document.expired_at is not None or document.deleted_at is not None):
+        return []
+    return [str(f) for f in (document.options or {}).get("formats") or ("markdown", "json")]
+
+
+def public_payload(event: DocumentEvent, finished_at: datetime | None = None,
+                   formats: list[str] | None = None) -> dict[str, Any]:
     """The JSON a customer receives (webhook body and SSE data): `{"type", "timestamp", "data"}`."""
     fields = to_dict(event)
     error = {"code": event.error_code, "message": event.error_message} if event.error_code else None
@@ -75,7 +85,7 @@ def public_payload(event: DocumentEvent, finished_at: datetime | None = None) ->
             "event_id": event.id, "document_id": event.document_id, "status": event.status,
             "pages_total": event.pages_total, "pages_done": event.pages_done, "pages_failed": event.pages_failed,
             "error": error, "metadata": json.loads(event.metadata_json or "{}"), "request_id": event.request_id,
-            "finished_at": _iso(finished_at),
+            "finished_at": _iso(finished_at), "formats": formats or [],
         },
     }
 
@@ -97,7 +107,7 @@ def record(session: Session, document: Document | str, event_type: EventType) ->
     if loaded is None:
         return None
     event = build_event(loaded, event_type)
-    payload = public_payload(event, loaded.finished_at)
+    payload = public_payload(event, loaded.finished_at, ready_formats(loaded))
     session.add(DocumentEventRow(id=event.id, document_id=loaded.id, tenant_id=loaded.tenant_id,
                                  type=event.type, payload=payload, created_at=utcnow()))
     if loaded.tenant_id:

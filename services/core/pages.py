@@ -87,6 +87,7 @@ class DocumentResult(BaseModel):
     metadata: dict[str, Any]
     created_at: str | None = Field(description="ISO 8601, UTC")
     pages: list[PageRead]
+    formats: list[str] = Field(default_factory=list, description="the formats stored for the document")
     conversion: dict[str, Any] | None = Field(
         default=None, description="office documents: what the conversion found — `warnings`, `sheets` (every sheet's "
                                   "cells and HTML table), `charts` (kind, title, data), `attachments` (e-mail)")

@@ -238,6 +238,33 @@ class ConvertSettings(SettingsSection):
     """Cells read natively from a spreadsheet's sheets into tables."""
 
 
+class OutputFormat(StrEnum):
+    MARKDOWN = "markdown"
+    HTML = "html"
+    LATEX = "latex"
+    JSON = "json"
+    CHUNKS = "chunks"
+
+
+class ChunkTokenizer(StrEnum):
+    CL100K_BASE = "cl100k_base"
+    O200K_BASE = "o200k_base"
+
+
+class OutputSettings(SettingsSection):
+    """What the results service writes for every document (docs/outputs.md)."""
+
+    formats: list[OutputFormat] = Field(default_factory=lambda: list(OutputFormat))
+    """Formats assembled for every document; `markdown` and `json` are always written."""
+    chunk_max_tokens: int = Field(default=512, ge=32, le=65536)
+    """`chunks.json`: the most tokens a chunk holds (a single element larger than this is a chunk of its own)."""
+    chunk_tokenizer: ChunkTokenizer = ChunkTokenizer.CL100K_BASE
+    """`chunks.json`: the tokenizer chunk sizes are counted with (OpenAI's BPE, bundled by `bpe-openai`)."""
+    chunk_split_tables: bool = True
+    """`chunks.json`: a table larger than the limit is split between rows, its header rows repeated in each part
+    (false: it stays whole, one chunk over the limit)."""
+
+
 class ReconcilerSettings(SettingsSection):
     """The reconciler, which puts back on the queue whatever the queue lost."""
 
@@ -292,6 +319,7 @@ class Settings(BaseSettings):
     retention: RetentionSettings = RetentionSettings()
     cache: CacheSettings = CacheSettings()
     convert: ConvertSettings = ConvertSettings()
+    outputs: OutputSettings = OutputSettings()
 
     def resolved_database_url(self) -> str:
         if self.database_url:

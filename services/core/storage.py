@@ -23,8 +23,16 @@ def page_result_key(document_id: str, index: int) -> str:
     return f"documents/{document_id}/pages/{index:05d}.json"
 
 
+# The assembled document, one object per format (`?format=` of the result endpoint), and their media types.
+RESULT_FILES = {"markdown": "document.md", "json": "document.json", "html": "document.html",
+                "latex": "document.tex", "chunks": "chunks.json"}
+RESULT_MEDIA_TYPES = {"markdown": "text/markdown; charset=utf-8", "json": "application/json",
+                      "html": "text/html; charset=utf-8", "latex": "application/x-tex; charset=utf-8",
+                      "chunks": "application/json"}
+
+
 def document_result_key(document_id: str, fmt: str) -> str:
-    return f"documents/{document_id}/document.{ {'markdown': 'md', 'json': 'json'}.get(fmt, fmt) }"
+    return f"documents/{document_id}/{RESULT_FILES[fmt]}"
 
 
 def document_prefix(document_id: str) -> str:

@@ -6,6 +6,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 
 import kombu.exceptions
 import redis
@@ -15,6 +16,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
@@ -39,6 +41,8 @@ from services.gateway.usage.router import router as usage_router
 from services.gateway.webhooks.router import router as webhooks_router
 
 log = get_logger(__name__)
+# A folder, not an import: the gateway serves the files the results service renders with.
+KATEX_DIST = Path(__file__).resolve().parents[1] / "results" / "render" / "katex" / "node_modules" / "katex" / "dist"
 
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
               405: "method_not_allowed", 409: "conflict", 413: "file_too_large", 415: "unsupported_media_type",
@@ -191,6 +195,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (documents_router, page_images_router, webhooks_router, usage_router, tenant_router, admin_router):
         app.include_router(router)
     install_docs(app)
+    if KATEX_DIST.is_dir():  # `make katex`; the same build document.html inlines, for clients typesetting LaTeX
+        app.mount("/assets/katex", StaticFiles(directory=KATEX_DIST), name="katex")
     app.add_middleware(OutboxMiddleware, celery=lambda: get_celery(settings))
 
     @app.get("/healthz", tags=["ops"])

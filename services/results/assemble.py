@@ -1,4 +1,4 @@
-"""Assembling a finished document: page results in, `document.md` and `document.json` out, final status set."""
+"""Assembling a finished document: page results in, every output format out (render/), final status set."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
 from services.core.pages import DocumentResult, page_read
 from services.core.settings import Settings
-from services.core.storage import ObjectNotFound, ObjectStore, document_prefix, document_result_key
-from services.results.render.markdown import render_charts, render_markdown, render_sheets
+from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, ObjectStore, document_prefix, document_result_key
+from services.results.render.formats import render_document
+from services.results.render.markdown import render_charts, render_sheets
 
 log = get_logger(__name__)
 
@@ -75,15 +76,19 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         "pages_total": document.pages_total, "pages_done": done, "pages_failed": failed,
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
         "pages": entries, "conversion": _conversion(document, store),
-    }).model_dump(mode="json", exclude_none=False)
+    }).model_dump(mode="json")
+    rendered = render_document(entries, body, settings)
     conversion: dict[str, Any] = body.get("conversion") or {}
-    markdown = render_sheets(conversion["sheets"]) if conversion.get("sheets") else render_markdown(entries)
-    if conversion.get("charts"):
-        markdown += "\n" + render_charts(conversion["charts"])
-    store.put(document_result_key(document_id, "markdown"), markdown.encode(),
-              content_type="text/markdown; charset=utf-8")
-    store.put(document_result_key(document_id, "json"), json.dumps(body, ensure_ascii=False).encode(),
-              content_type="application/json")
+    if conversion.get("sheets") or conversion.get("charts"):  # an office document's exact tables and charts
+        markdown = render_sheets(conversion["sheets"]) if conversion.get("sheets") \
+            else rendered.bodies["markdown"].decode()
+        if conversion.get("charts"):
+            markdown += "\n" + render_charts(conversion["charts"])
+        rendered.bodies["markdown"] = markdown.encode()
+    for fmt, data in rendered.bodies.items():
+        store.put(document_result_key(document_id, fmt), data, content_type=RESULT_MEDIA_TYPES[fmt])
+    log.info("document.rendered", document_id=document_id, pages=len(entries),
+             ms={fmt: round(seconds * 1000, 1) for fmt, seconds in rendered.seconds.items()})
     error = None if failed == 0 else (f"{failed} of {len(entries)} pages failed")
     with session_scope(db) as session:
         if missing:
@@ -92,6 +97,9 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
                                     error_message="the page result is missing from the object store"))
             session.execute(sa.update(Document).where(Document.id == document_id)
                             .values(pages_done=done, pages_failed=failed))
+        # The formats ride on the document, so its status and final event list what can be fetched.
+        session.execute(sa.update(Document).where(Document.id == document_id)
+                        .values(options={**(document.options or {}), "formats": rendered.formats}))
         changed = finalize_document(session, document_id, status, error_code="pages_failed" if failed else None,
                                     error_message=error)
     if changed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -56,12 +57,19 @@ def test_serve_on_embedded_defaults_then_parse_against_it(served: tuple[str, Pat
     assert api_key.startswith("pm_") and (data_dir / "api_key").stat().st_mode & 0o077 == 0
     assert httpx.get(f"{url}/v1/documents", timeout=10).status_code == 401
     result = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(case / "multi_page.pdf"),
-                             "-o", str(out), "--server", url], cwd=REPO, env=clean_env(PAGEMILL_API_KEY=api_key),
-                            capture_output=True, text=True, timeout=300)
+                             "-o", str(out), "--server", url, "--format", "all"], cwd=REPO,
+                            env=clean_env(PAGEMILL_API_KEY=api_key), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr + result.stdout
     assert "multi_page.pdf: succeeded" in result.stdout
     markdown = (out / "multi_page.md").read_text()
     assert word_recall((case / "multi_page.md").read_text(), markdown) >= 0.9
+    # every format, from `pagemill serve` itself
+    assert (out / "multi_page.html").read_text().count('<section class="page" data-page=') == 5
+    assert "\\begin{document}" in (out / "multi_page.tex").read_text()
+    assert json.loads((out / "multi_page.json").read_text())["formats"] == ["markdown", "html", "latex", "json",
+                                                                          "chunks"]
+    chunks = json.loads((out / "multi_page.chunks.json").read_text())["chunks"]
+    assert chunks and {p for c in chunks for p in c["pages"]} == {1, 2, 3, 4, 5}
     assert (data_dir / "pagemill.db").exists() and (data_dir / "objects" / "documents").is_dir()
 
 
@@ -69,13 +77,19 @@ def test_parse_in_process_writes_markdown_and_reports_bad_files(corpus: Path, tm
     good = corpus / "dev" / "tesseract_phototest" / "phototest.png"
     bad = corpus / "bad" / "encrypted_pypdf_r6-user-password" / "r6-user-password.pdf"
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(good), str(bad), "-o", str(out)],
+    result = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(good), str(bad), "-o", str(out),
+                             "--format", "markdown,html,chunks"],
                             cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=300)
     assert result.returncode == 1  # one file could not be parsed
     assert "r6-user-password.pdf: encrypted_pdf" in result.stderr
     truth = (corpus / "dev" / "tesseract_phototest" / "phototest.txt").read_text()
     assert word_recall(truth, (out / "phototest.md").read_text()) >= 0.9
-    assert not (out / "r6-user-password.md").exists()
+    assert word_recall(truth, (out / "phototest.html").read_text()) >= 0.9
+    assert json.loads((out / "phototest.chunks.json").read_text())["tokenizer"] == "cl100k_base"
+    assert not (out / "r6-user-password.md").exists() and not (out / "phototest.tex").exists()
+    wrong = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(good), "-o", str(out), "--format",
+                            "docx"], cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "choose from markdown, html, latex, json, chunks or all" in wrong.stderr
 
 
 def test_admin_commands_make_tenants_and_keys_that_the_api_accepts_and_revoke_them(

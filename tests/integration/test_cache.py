@@ -45,6 +45,14 @@ def test_document_and_page_cache_with_an_engine_call_counter(platform_factory: P
             client.get(f"/v1/documents/{first['id']}/result").text
         document = client.get(f"/v1/documents/{hit['id']}/result", params={"format": "json"}).json()
         assert document["id"] == hit["id"] and document["metadata"] == {"copy": 2}
+        # every format is copied; the JSON ones name the new document
+        assert state["formats"] == document["formats"] == ["markdown", "html", "latex", "json", "chunks"]
+        for fmt in ("html", "latex"):
+            copied = client.get(f"/v1/documents/{hit['id']}/result", params={"format": fmt})
+            assert copied.status_code == 200 and copied.text == \
+                client.get(f"/v1/documents/{first['id']}/result", params={"format": fmt}).text
+        chunks = client.get(f"/v1/documents/{hit['id']}/result", params={"format": "chunks"}).json()
+        assert chunks["document_id"] == hit["id"] and chunks["chunks"]
         page = client.get(f"/v1/documents/{hit['id']}/pages/3").json()
         assert page["details"]["cache_hit"] is True and page["attempts"] == 0 and "## Page 3" in page["markdown"]
         # the copy is independent: deleting the original leaves it whole

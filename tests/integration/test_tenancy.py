@@ -80,6 +80,11 @@ def test_two_tenants_keys_isolation_events_usage_redirect_and_retention(
         assert "X-Amz-Signature" in redirect.headers["location"]
         fetched = httpx.get(redirect.headers["location"], timeout=30)  # no API key: the URL is the credential
         assert fetched.status_code == 200 and fetched.text == client.get(f"/v1/documents/{doc}/result").text
+        for fmt in ("html", "latex", "chunks"):  # every format has its presigned URL
+            moved = client.get(f"/v1/documents/{doc}/result", params={"redirect": "true", "format": fmt})
+            assert moved.status_code == 307, (fmt, moved.text)
+            assert httpx.get(moved.headers["location"], timeout=30).content == \
+                client.get(f"/v1/documents/{doc}/result", params={"format": fmt}).content
         usage = client.get("/v1/usage").json()
         assert usage["pages"] == 1 and usage["by_mode_engine"] == [
             {"mode": "fast", "engine": "fake", "pages": 1, "cached_pages": 0, "failed_pages": 0}]

@@ -70,6 +70,7 @@ def test_signed_delivery_retried_twice_then_accepted_logged_and_redelivered(plat
     assert len({r.headers["webhook-id"] for r in got}) == 1 and len({r.body for r in got}) == 1
     assert got[0].json["type"] == "document.succeeded"
     assert got[0].json["data"]["document_id"] == created["id"] and got[0].json["data"]["status"] == "succeeded"
+    assert got[0].json["data"]["formats"] == ["markdown", "html", "latex", "json", "chunks"]
     # only the subscribed event type was sent
     assert receiver.of_type("document.queued") == []
 

@@ -197,7 +197,15 @@ def _copy_objects(store: ObjectStore, upload: Upload, accepted: Accepted, source
               content_type=accepted.info.media_type)
     for page in pages:
         store.copy(page.result_key or "", page_result_key(document_id, page.index))
-    store.copy(document_result_key(source.id, "markdown"), document_result_key(document_id, "markdown"))
+    formats = events.ready_formats(source)
+    for fmt in formats:  # every format the earlier document has; the JSON ones name the new id
+        if fmt not in ("json", "chunks"):
+            store.copy(document_result_key(source.id, fmt), document_result_key(document_id, fmt))
+    if "chunks" in formats:
+        chunks = json.loads(store.get(document_result_key(source.id, "chunks")))
+        store.put(document_result_key(document_id, "chunks"),
+                  json.dumps({**chunks, "document_id": document_id}, ensure_ascii=False).encode(),
+                  content_type="application/json")
     body = json.loads(store.get(document_result_key(source.id, "json")))
     body.update(id=document_id, filename=upload.filename[:512], metadata=accepted.metadata,
                 created_at=utcnow().isoformat().replace("+00:00", "Z"))
@@ -217,7 +225,8 @@ def _insert_cached(session: Session, tenant: Tenant, upload: Upload, accepted: A
         source_key=source_key(document_id, EXTENSIONS[accepted.info.media_type]),
         page_numbers=accepted.page_numbers, pages_total=len(copied.pages), pages_done=len(copied.pages),
         pages_failed=0, mode=accepted.mode, engine=accepted.engine, metadata_=accepted.metadata,
-        options={**options, "cached_from": source.id}, request_id=request_id, created_at=now, updated_at=now,
+        options={**options, "cached_from": source.id, "formats": events.ready_formats(source)},
+        request_id=request_id, created_at=now, updated_at=now,
         split_at=now, started_at=now, assembly_claimed_at=now, finished_at=now, cache_key=stored_key,
     )
     session.add(document)

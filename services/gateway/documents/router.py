@@ -8,19 +8,22 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from enum import StrEnum
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
+from fastapi.responses import RedirectResponse, StreamingResponse
 
 from services.core import pages
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
-from services.core.errors import ResultExpired, ResultNotReady, ValidationFailed
+from services.core.errors import NotFound, ResultExpired, ResultNotReady, ValidationFailed
+from services.core.events import ready_formats
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
-from services.core.storage import ObjectNotFound, document_result_key
+from services.core.settings import OutputFormat
+from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, document_result_key
 from services.core.tenants import effective_limits
 from services.gateway.deps import CurrentTenant, RateLimiterDep, SessionDep, SettingsDep, StoreDep, public_link
 from services.gateway.documents import intake, receive, service, sse
@@ -51,6 +54,7 @@ def to_read(document: Document) -> DocumentRead:
         pages_failed=document.pages_failed, metadata=document.metadata_, created_at=document.created_at,
         started_at=document.started_at, finished_at=document.finished_at, error=error,
         cached=bool(document.options.get("cached_from")), expired_at=document.expired_at,
+        formats=ready_formats(document),
     )
 
 
@@ -175,12 +179,15 @@ def _load_visible(db: str, document_id: str, tenant_id: str) -> Document:
         return service.get_document(session, document_id, tenant_id)
 
 
-@router.get("/{document_id}/result", responses={**ERRORS, 200: {"model": pages.DocumentResult,
-                                                                 "content": {"text/markdown": {}}},
-                                                307: {"description": "redirect=true with the S3 store"}})
+@router.get("/{document_id}/result", responses={
+    **ERRORS, 200: {"model": pages.DocumentResult,
+                    "content": {media.split(";")[0]: {} for media in RESULT_MEDIA_TYPES.values()}},
+    307: {"description": "redirect=true with the S3 store"}})
 def get_result(
     document_id: str, session: SessionDep, store: StoreDep, settings: SettingsDep, tenant: CurrentTenant,
-    format: Annotated[str, Query(pattern="^(markdown|json)$")] = "markdown",
+    format: Annotated[OutputFormat, Query(description="markdown, html (standalone, KaTeX inlined), latex "
+                                                      "(XeLaTeX), json (pages and elements), chunks (for retrieval)")
+                      ] = OutputFormat.MARKDOWN,
     redirect: Annotated[bool, Query(description="307 to a presigned object-store URL (S3 store only)")] = False,
 ) -> Response:
     document = service.get_document(session, document_id, tenant.id)
@@ -188,7 +195,9 @@ def get_result(
         raise ResultNotReady(f"the document is {document.status}; the result exists once it has finished")
     if document.expired_at is not None:
         raise ResultExpired("the document's results were deleted when its retention period ended")
-    key = document_result_key(document.id, format)
+    if format.value not in (ready := ready_formats(document)):
+        raise NotFound(f"the document has no {format.value} result; it has: {', '.join(ready)}")
+    key = document_result_key(document.id, format.value)
     if redirect:
         url = store.presigned_url(key, settings.storage.presign_expiry_s)
         if url:
@@ -197,16 +206,28 @@ def get_result(
         body = store.get(key)
     except ObjectNotFound as exc:
         raise ResultNotReady("the result is not stored (yet); try again shortly") from exc
-    if format == "json":
-        return JSONResponse(json.loads(body))
-    return PlainTextResponse(body.decode(), media_type="text/markdown; charset=utf-8")
+    return Response(body, media_type=RESULT_MEDIA_TYPES[format.value])  # as stored: the same bytes as S3 serves
 
 
-@router.get("/{document_id}/pages/{n}", response_model=PageRead, responses=ERRORS)
-def get_page(document_id: str, n: int, session: SessionDep, store: StoreDep, tenant: CurrentTenant) -> PageRead:
+class PageFormat(StrEnum):
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+@router.get("/{document_id}/pages/{n}", response_model=PageRead,
+            responses={**ERRORS, 200: {"content": {"application/json": {}, "text/markdown": {}}}})
+def get_page(document_id: str, n: int, session: SessionDep, store: StoreDep, tenant: CurrentTenant,
+             format: Annotated[PageFormat, Query(description="json: the page entry; markdown: its Markdown "
+                                                             "(HTML, LaTeX and chunks are per document)")
+                               ] = PageFormat.JSON) -> PageRead | Response:
     document = service.get_document(session, document_id, tenant.id)
     page = service.get_page(session, document, n)
-    return page_read(page, store)
+    read = page_read(page, store)
+    if format is PageFormat.MARKDOWN:
+        if read.markdown is None:
+            raise ResultNotReady(f"page {n} is {page.status}; its Markdown exists once it has succeeded")
+        return Response(read.markdown, media_type=RESULT_MEDIA_TYPES["markdown"])
+    return read
 
 
 def page_read(page: Page, store: Any) -> PageRead:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from services.core.pages import PageRead
 
@@ -49,6 +49,8 @@ class DocumentRead(BaseModel):
     error: ErrorBody | None
     cached: bool = False
     expired_at: datetime | None = None  # the retention sweep deleted its stored data
+    formats: list[str] = Field(default_factory=list,
+                               description="result formats ready to fetch (`result?format=`); empty until it ends")
 
 
 class DocumentList(BaseModel):

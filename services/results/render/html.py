@@ -1,0 +1,145 @@
+"""`document.html`: one standalone HTML5 file — a `<section data-page>` per page, an element per block with its
+`data-bbox`, real tables, formulas typeset by KaTeX — that nothing taken from a document can script.
+
+Every string from the document goes through `html.escape` or the allow-list sanitizer, and the page carries
+a Content-Security-Policy with no script source at all, so even a sanitizer bug could not run script.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import secrets
+
+from services.core.elements import Element, ElementType
+from services.results.render import katex
+from services.results.render.derive import RenderPage
+from services.results.render.inline import INLINE_MATH, inline_html
+from services.results.render.sanitize import parse_table
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; font-src data:; img-src data:; base-uri 'none';"
+       " form-action 'none'")
+STYLE = """
+body{font-family:"Noto Serif",Georgia,serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.5}
+section.page{border-top:1px solid #ccc;padding-top:1rem;margin-top:2rem}
+section.page>.page-label{font:0.75rem sans-serif;color:#777;margin:0 0 1rem}
+section.page.failed{color:#a00}
+table{border-collapse:collapse;margin:1rem 0;font-size:0.9rem}
+th,td{border:1px solid #999;padding:0.2rem 0.4rem;vertical-align:top}
+th{background:#f2f2f2}
+pre{background:#f6f6f6;padding:0.6rem;overflow-x:auto}
+.page-header,.page-footer{font-size:0.8rem;color:#777}
+.footnote,.caption{font-size:0.9rem}
+.figure-placeholder{border:1px dashed #aaa;padding:1rem;color:#666;text-align:center}
+.math-source{color:#555}
+p,h1,h2,h3,h4,h5,h6,li,td,th,aside,header,footer{unicode-bidi:plaintext;text-align:start}
+"""
+_FENCE_LANGUAGE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([\w+#.-]+)")
+
+
+class _Math:
+    """Formulas collected while the document is written, typeset in one KaTeX call, then put in place."""
+
+    def __init__(self) -> None:
+        self.formulas: list[tuple[str, bool]] = []
+        self.nonce = secrets.token_hex(6)  # a document cannot guess it, so its text cannot fake a formula
+
+    def __call__(self, latex: str, display: bool) -> str:
+        self.formulas.append((latex, display))
+        return f"\ue002{self.nonce}:{len(self.formulas) - 1}\ue003"
+
+    def fill(self, body: str) -> tuple[str, int]:
+        rendered = katex.render_all(self.formulas)
+        unrendered = 0
+
+        def put(match: re.Match[str]) -> str:
+            nonlocal unrendered
+            index = int(match.group(1))
+            latex, display = self.formulas[index]
+            if rendered[index] is not None:
+                return str(rendered[index])
+            unrendered += 1
+            tag = "pre" if display else "code"
+            return f'<{tag} class="math-source">{html.escape(latex)}</{tag}>'
+
+        return re.sub(f"\ue002{self.nonce}:(\\d+)\ue003", put, body), unrendered
+
+
+def _attrs(element: Element, css: str | None = None) -> str:
+    bbox = json.dumps(list(element.bbox)) if element.bbox is not None else "null"
+    classes = f' class="{css}"' if css else ""
+    return (f' id="{html.escape(element.id, quote=True)}" data-type="{element.type.value}"'
+            f' data-bbox="{html.escape(bbox, quote=True)}"{classes}')
+
+
+def _math_text(math: _Math) -> object:
+    def hook(text: str) -> str:
+        out, last = [], 0
+        for match in INLINE_MATH.finditer(text):
+            out.append(html.escape(text[last:match.start()]))
+            out.append(math((match.group(1) or match.group(2) or "").strip(), False))
+            last = match.end()
+        out.append(html.escape(text[last:]))
+        return "".join(out)
+    return hook
+
+
+def element_html(element: Element, math: _Math) -> str:
+    kind = element.type
+    if kind in (ElementType.TITLE, ElementType.HEADING):
+        level = 1 if kind is ElementType.TITLE else max(1, min(6, element.level or 2))
+        source = re.sub(r"^\s*#{1,6}\s+", "", element.markdown) if element.markdown else element.text
+        return f"<h{level}{_attrs(element)}>{inline_html(source.strip() or element.text, math)}</h{level}>"
+    if kind is ElementType.LIST:
+        items = element.items or [element.text]
+        ordered = bool(re.match(r"^\s*\d", element.markdown))
+        tag = "ol" if ordered else "ul"
+        return (f"<{tag}{_attrs(element)}>" + "".join(f"<li>{inline_html(item, math)}</li>" for item in items)
+                + f"</{tag}>")
+    if kind is ElementType.TABLE:
+        table = parse_table(element.html or element.markdown, on_text=_math_text(math))  # type: ignore[arg-type]
+        return re.sub(r"^<table>", f"<table{_attrs(element)}>", table.to_html())
+    if kind is ElementType.FORMULA:
+        return f"<div{_attrs(element, 'formula')}>{math(element.latex or element.text, True)}</div>"
+    if kind is ElementType.CODE:
+        language = _FENCE_LANGUAGE.match(element.markdown or "")
+        lang = f' class="language-{html.escape(language.group(1), quote=True)}"' if language else ""
+        return f"<pre{_attrs(element)}><code{lang}>{html.escape(element.text)}</code></pre>"
+    if kind is ElementType.FIGURE:
+        label = element.text or "figure"
+        return (f'<figure{_attrs(element)}><div class="figure-placeholder">[{html.escape(label)}]</div>'
+                "</figure>")
+    if kind in (ElementType.PAGE_HEADER, ElementType.PAGE_FOOTER):
+        tag = "header" if kind is ElementType.PAGE_HEADER else "footer"
+        return f"<{tag}{_attrs(element, kind.value.replace('_', '-'))}>{inline_html(element.text, math)}</{tag}>"
+    css = {ElementType.CAPTION: "caption", ElementType.FOOTNOTE: "footnote"}.get(kind)
+    tag = "aside" if kind is ElementType.FOOTNOTE else "p"
+    return f"<{tag}{_attrs(element, css)}>{inline_html(element.markdown or element.text, math)}</{tag}>"
+
+
+def _page_html(page: RenderPage, math: _Math) -> str:
+    size = ""
+    if page.width and page.height:
+        size = f' data-width="{page.width:g}" data-height="{page.height:g}"'
+    label = f'<p class="page-label">page {page.number}</p>'
+    if page.status != "succeeded":
+        error = page.error or {}
+        note = html.escape(f"{page.status}: {error.get('code', 'unknown')} {error.get('message', '')}".strip())
+        return (f'<section class="page failed" data-page="{page.number}"{size}>{label}<p>{note}</p></section>')
+    body = "\n".join(element_html(e, math) for e in page.elements)
+    return f'<section class="page" data-page="{page.number}"{size}>{label}\n{body}\n</section>'
+
+
+def render_html(pages: list[RenderPage], *, title: str = "document", lang: str = "") -> str:
+    math = _Math()
+    body = "\n".join(_page_html(page, math) for page in pages)
+    body, unrendered = math.fill(body)
+    css = katex.inline_css(body)
+    lang_attr = f' lang="{html.escape(lang, quote=True)}"' if lang else ""
+    return (f'<!DOCTYPE html>\n<html{lang_attr}>\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f'<meta name="generator" content="pagemill">\n<title>{html.escape(title)}</title>\n'
+            f"<style>{STYLE}</style>\n" + (f"<style>{css}</style>\n" if css else "")
+            + f"</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n")
