@@ -2,17 +2,22 @@
 
 `PAGEMILL_REDIS_URL` / `PAGEMILL_DATABASE_URL` (a PostgreSQL server URL) select existing servers; without
 them the session starts its own throwaway ones. Each test gets a fresh database and Redis database.
+
+The schema is built once per session by `alembic upgrade head` (one PostgreSQL template database, one SQLite
+file); each test gets a copy of it, so every database test still runs on what the migrations build.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from services.core.db.session import migrate
+from services.core.db.session import _normalize_url, get_engine, migrate
 from tests.harness import CORPUS, Platform
 from tests.servers import fresh_database, start_postgres, start_redis, start_s3
 
@@ -26,7 +31,8 @@ _CONFIGURED_DATABASE = os.environ.pop("PAGEMILL_DATABASE_URL", None)
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     if not (CORPUS / "dev").is_dir():
-        pytest.fail(f"the shared corpus is not at {CORPUS}; set PAGEMILL_CORPUS")
+        pytest.skip(f"needs the shared corpus, which is not at {CORPUS} (clone it to ../shared/corpus or set "
+                    "PAGEMILL_CORPUS)")
     return CORPUS
 
 
@@ -57,20 +63,45 @@ def s3_endpoint() -> Iterator[str]:
     stop()
 
 
-@pytest.fixture
-def postgres_url(postgres_server: str) -> Iterator[str]:
-    """A fresh database on the PostgreSQL server, built by `alembic upgrade head`."""
+@pytest.fixture(scope="session")
+def postgres_template(postgres_server: str) -> Iterator[str]:
+    """A database built by `alembic upgrade head` once per session: the template of every test's database."""
     url, drop = fresh_database(postgres_server)
     migrate(url)
+    # A template must have no open connection to be copied: close the pool Alembic used (its URL is the
+    # normalized spelling, so it is cached under that name).
+    get_engine(_normalize_url(url)).dispose()
     yield url
     drop()
 
 
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'pagemill.db'}"
-    migrate(url)
-    return url
+def postgres_url(postgres_server: str, postgres_template: str) -> Iterator[str]:
+    """A fresh database on the PostgreSQL server: a copy of the migrated template."""
+    url, drop = fresh_database(postgres_server, template=postgres_template)
+    yield url
+    get_engine(url).dispose()
+    drop()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file built by `alembic upgrade head` once per session."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "pagemill.db"
+    migrate(f"sqlite:///{path}")
+    get_engine(f"sqlite:///{path}").dispose()
+    return path
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path, sqlite_template: Path) -> Iterator[str]:
+    """A fresh SQLite database: a copy of the migrated template (SQLite's backup API, so the copy is whole)."""
+    target = tmp_path / "pagemill.db"
+    with closing(sqlite3.connect(sqlite_template)) as source, closing(sqlite3.connect(target)) as copy:
+        source.backup(copy)
+    url = f"sqlite:///{target}"
+    yield url
+    get_engine(url).dispose()
 
 
 PlatformFactory = Callable[..., Platform]

@@ -74,3 +74,14 @@ def make_pdf(*, lines: list[str] | None = None, symbol_lines: list[str] | None =
 
 def text_page(count: int = 12) -> bytes:
     return make_pdf(lines=[f"{number}. {SENTENCE}" for number in range(1, count + 1)])
+
+
+def text_pages(count: int) -> bytes:
+    """A PDF of `count` alike text pages, drawn in memory: an upload that needs no corpus file."""
+    document = pdfium.PdfDocument(text_page(3))
+    if count > 1:
+        document.import_pages(pdfium.PdfDocument(text_page(3)), [0] * (count - 1))
+    buffer = io.BytesIO()
+    document.save(buffer)
+    document.close()
+    return buffer.getvalue()
