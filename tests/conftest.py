@@ -9,9 +9,11 @@ file); each test gets a copy of it, so every database test still runs on what th
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import pytest
 
 from services.core.db.session import _normalize_url, get_engine, migrate
 from tests.harness import CORPUS, Platform
-from tests.servers import fresh_database, start_postgres, start_redis, start_s3
+from tests.servers import Stop, fresh_database, start_postgres, start_redis, start_s3
 
 pytest_plugins = ["tests.vllm_server"]  # the `vllm_server` fixture (make test-vllm)
 
@@ -75,13 +77,43 @@ def postgres_template(postgres_server: str) -> Iterator[str]:
     drop()
 
 
+class TemplateCopies:
+    """Copies of the migrated template, each made (and each dropped) on a thread of its own while a test runs:
+    a test waits for neither `CREATE DATABASE ... TEMPLATE` nor `DROP DATABASE`."""
+
+    def __init__(self, server_url: str, template_url: str) -> None:
+        self._make = functools.partial(fresh_database, server_url, template=template_url)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="postgres-copies")
+        self._next: Future[tuple[str, Stop]] | None = None
+
+    def take(self) -> tuple[str, Stop]:
+        copy = (self._next or self._pool.submit(self._make)).result()
+        self._next = self._pool.submit(self._make)
+        return copy
+
+    def drop(self, drop: Stop) -> None:
+        self._pool.submit(drop)
+
+    def close(self) -> None:
+        if self._next is not None:
+            self._pool.submit(self._next.result()[1])
+        self._pool.shutdown(wait=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_copies(postgres_server: str, postgres_template: str) -> Iterator[TemplateCopies]:
+    copies = TemplateCopies(postgres_server, postgres_template)
+    yield copies
+    copies.close()
+
+
 @pytest.fixture
-def postgres_url(postgres_server: str, postgres_template: str) -> Iterator[str]:
+def postgres_url(postgres_copies: TemplateCopies) -> Iterator[str]:
     """A fresh database on the PostgreSQL server: a copy of the migrated template."""
-    url, drop = fresh_database(postgres_server, template=postgres_template)
+    url, drop = postgres_copies.take()
     yield url
     get_engine(url).dispose()
-    drop()
+    postgres_copies.drop(drop)
 
 
 @pytest.fixture(scope="session")
@@ -119,4 +151,4 @@ def platform_factory(tmp_path: Path, redis_server: str) -> Iterator[PlatformFact
 
     yield make
     for platform in platforms:
-        platform.stop()
+        platform.stop(graceful=False)

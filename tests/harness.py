@@ -25,7 +25,18 @@ REPO = Path(__file__).resolve().parents[1]
 # through the `corpus` fixture, which skips them, with the reason, when it is absent.
 CORPUS = Path(os.environ.get("PAGEMILL_CORPUS") or REPO.parent / "shared" / "corpus")
 FINAL = {"succeeded", "partial", "failed", "cancelled"}
-_redis_dbs = itertools.cycle(range(1, 16))
+
+
+def _redis_db_share() -> range:
+    """Redis databases 1-15, split between pytest-xdist workers: with one Redis server configured for the
+    whole run (PAGEMILL_REDIS_URL), two workers never flush each other's database."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    share = 15 // max(1, min(workers, 15))
+    return range(1 + worker * share, 1 + (worker + 1) * share)
+
+
+_redis_dbs = itertools.cycle(_redis_db_share())
 
 
 def redis_database(server_url: str) -> str:
@@ -161,12 +172,14 @@ class Platform:
             os.killpg(process.pid, sig)
         process.wait(30)
 
-    def stop(self) -> None:
+    def stop(self, *, graceful: bool = True) -> None:
+        """SIGTERM to every process (each exits as it does in production), or with `graceful=False` SIGKILL:
+        a test's teardown has nothing to wait for, and a warm Celery shutdown takes seconds."""
         for name in list(self.processes):
             process = self.processes[name]
             if process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
+                    os.killpg(process.pid, signal.SIGTERM if graceful else signal.SIGKILL)
         for name in list(self.processes):
             try:
                 self.processes[name].wait(15)
