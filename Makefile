@@ -34,7 +34,7 @@ install: $(STAMP) ## create .venv and install pagemill with its dev tools
 run: $(STAMP) ## start the whole platform on embedded defaults (http://127.0.0.1:8000)
 	$(BIN)/pagemill serve
 
-test: $(STAMP) ## run the test suite (starts its own Redis / PostgreSQL / S3 when none is configured)
+test: $(STAMP) ## the whole suite, in TEST_WORKERS processes (each starts its own Redis / PostgreSQL / S3 unless configured)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## the edit-test loop: unit, in-process API and database tests, no platform processes (< 1 min)
