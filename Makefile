@@ -8,6 +8,8 @@ PYTEST_ARGS ?=
 # pytest-xdist processes of `make test`, each with its own Redis and PostgreSQL; whole files go to one of them
 # (the platform tests mostly wait on processes, so two overlap well on two cores). 0: one process.
 TEST_WORKERS ?= 2
+# (one process when the installed dev tools lack pytest-xdist, rather than failing on `-n`)
+XDIST = $(if $(shell $(BIN)/python -c 'import xdist' 2>/dev/null && echo yes),-n $(TEST_WORKERS) --dist loadfile)
 CORPUS ?= ../shared/corpus
 # The vLLM-on-CPU venv and its tiny model (scripts/vllm/setup.sh; rebuilt only when its inputs change).
 VLLM_VENV ?= .venv-vllm
@@ -35,7 +37,7 @@ run: $(STAMP) ## start the whole platform on embedded defaults (http://127.0.0.1
 	$(BIN)/pagemill serve
 
 test: $(STAMP) ## the whole suite, in TEST_WORKERS processes (each starts its own Redis / PostgreSQL / S3 unless configured)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## the edit-test loop: unit, in-process API and database tests, no platform processes (< 1 min)
 	$(BIN)/python -m pytest -m "not slow and not vllm" $(PYTEST_ARGS)
