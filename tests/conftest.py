@@ -25,9 +25,18 @@ from tests.servers import Stop, fresh_database, start_postgres, start_redis, sta
 
 pytest_plugins = ["tests.vllm_server"]  # the `vllm_server` fixture (make test-vllm)
 
-# The test processes must not inherit a developer's settings by accident.
-_CONFIGURED_REDIS = os.environ.pop("PAGEMILL_REDIS_URL", None)
-_CONFIGURED_DATABASE = os.environ.pop("PAGEMILL_DATABASE_URL", None)
+
+def _configured(name: str) -> str | None:
+    """A server URL the developer configured. The platform processes must not inherit it as their setting,
+    so it leaves the environment; pytest-xdist workers (started after this ran) read it from `TESTS_<name>`."""
+    value = os.environ.pop(name, None) or os.environ.get(f"TESTS_{name}")
+    if value:
+        os.environ[f"TESTS_{name}"] = value
+    return value
+
+
+_CONFIGURED_REDIS = _configured("PAGEMILL_REDIS_URL")
+_CONFIGURED_DATABASE = _configured("PAGEMILL_DATABASE_URL")
 
 
 @pytest.fixture(scope="session")
