@@ -6,6 +6,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 # The shared corpus lives beside the clone; PAGEMILL_CORPUS=/path/to/corpus overrides it.
+# pytest-xdist processes of `make test`, each with its own Redis and PostgreSQL; whole files go to one of them
+# (the platform tests mostly wait on processes, so two overlap well on two cores). 0: one process.
+TEST_WORKERS ?= 2
+# (one process when the installed dev tools lack pytest-xdist, rather than failing on `-n`)
+XDIST = $(if $(shell $(BIN)/python -c 'import xdist' 2>/dev/null && echo yes),-n $(TEST_WORKERS) --dist loadfile)
 CORPUS ?= ../shared/corpus
 PAGEMILL_CORPUS ?= $(CORPUS)
 # The vLLM-on-CPU venv and its tiny model (scripts/vllm/setup.sh; rebuilt only when its inputs change).
@@ -58,8 +63,11 @@ install: $(STAMP) ## create .venv and install pagemill with its dev tools
 run: $(STAMP) ## start the whole platform on embedded defaults (http://127.0.0.1:8000)
 	$(BIN)/pagemill serve
 
-test: $(STAMP) ## run the test suite (starts its own Redis / PostgreSQL / S3 when none is configured)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: $(STAMP) ## the whole suite, in TEST_WORKERS processes (each starts its own Redis / PostgreSQL / S3 unless configured)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+test-fast: $(STAMP) ## the edit-test loop: unit, in-process API and database tests, no platform processes (< 1 min)
+	$(BIN)/python -m pytest -m "not slow and not vllm" $(PYTEST_ARGS)
 
 test-fuzz: $(STAMP) ## schemathesis against a live gateway from its OpenAPI document (also part of make test)
 	$(BIN)/python -m pytest -m fuzz $(PYTEST_ARGS)
@@ -163,4 +171,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast

@@ -21,10 +21,31 @@ from services.core.settings import Settings
 from tests.servers import free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
-# The shared corpus lives beside the clone (../shared/corpus); PAGEMILL_CORPUS points elsewhere.
+# The shared corpus sits beside the clone (../shared/corpus); PAGEMILL_CORPUS points elsewhere. Tests reach it
+# through the `corpus` fixture, which skips them, with the reason, when it is absent.
 CORPUS = Path(os.environ.get("PAGEMILL_CORPUS") or REPO.parent / "shared" / "corpus")
 FINAL = {"succeeded", "partial", "failed", "cancelled"}
-_redis_dbs = itertools.cycle(range(1, 16))
+
+
+def _redis_db_share() -> range:
+    """Redis databases 1-15, split between pytest-xdist workers: with one Redis server configured for the
+    whole run (PAGEMILL_REDIS_URL), two workers never flush each other's database."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    share = 15 // max(1, min(workers, 15))
+    return range(1 + worker * share, 1 + (worker + 1) * share)
+
+
+_redis_dbs = itertools.cycle(_redis_db_share())
+
+
+def redis_database(server_url: str) -> str:
+    """A Redis database of its own (flushed) on the server, for one platform or one in-process app."""
+    import redis
+
+    url = f"{server_url.rsplit('/', 1)[0]}/{next(_redis_dbs)}"
+    redis.Redis.from_url(url).flushdb()
+    return url
 
 
 def wait_until(check: Any, timeout: float, what: str, *, every: float = 0.2) -> Any:
@@ -62,10 +83,7 @@ class Platform:
     tenant_id: str | None = None
 
     def __post_init__(self) -> None:
-        import redis
-
-        self.redis_url = f"{self.redis_base_url.rsplit('/', 1)[0]}/{next(_redis_dbs)}"
-        redis.Redis.from_url(self.redis_url).flushdb()
+        self.redis_url = redis_database(self.redis_base_url)
         self.bucket = f"pagemill-{uuid.uuid4().hex[:12]}"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -154,18 +172,29 @@ class Platform:
             os.killpg(process.pid, sig)
         process.wait(30)
 
-    def stop(self) -> None:
+    def stop(self, *, graceful: bool = True) -> None:
+        """SIGTERM to every process (each exits as it does in production), or with `graceful=False` SIGKILL:
+        a test's teardown has nothing to wait for, and a warm Celery shutdown takes seconds."""
         for name in list(self.processes):
             process = self.processes[name]
             if process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
+                    os.killpg(process.pid, signal.SIGTERM if graceful else signal.SIGKILL)
         for name in list(self.processes):
             try:
                 self.processes[name].wait(15)
             except subprocess.TimeoutExpired:
                 os.killpg(self.processes[name].pid, signal.SIGKILL)
             self.processes.pop(name)
+
+    def messages_waiting(self) -> int:
+        """Messages on the queues plus those a worker has taken but not acknowledged: Celery's Redis transport
+        keeps a message in its `unacked` hash until the task has returned (acks_late). 0: no work is left."""
+        import redis
+
+        client = redis.Redis.from_url(self.redis_url)
+        lists = [key for key in client.scan_iter() if client.type(key) == b"list"]
+        return sum(int(client.llen(key)) for key in lists) + int(client.hlen("unacked"))
 
     def log(self, name: str) -> str:
         path = self.workdir / "logs" / f"{name}.log"

@@ -174,3 +174,14 @@ def image_bomb_pdf(width: int, height: int) -> bytes:
                      f"<< /Type /XObject /Subtype /Image /Width {width} /Height {height} /ColorSpace /DeviceGray "
                      f"/BitsPerComponent 8 /Filter /FlateDecode /Length {len(pixels)} >>\nstream\n".encode() +
                      pixels + b"\nendstream"])
+
+
+def text_pages(count: int) -> bytes:
+    """A PDF of `count` alike text pages, drawn in memory: an upload that needs no corpus file."""
+    document = pdfium.PdfDocument(text_page(3))
+    if count > 1:
+        document.import_pages(pdfium.PdfDocument(text_page(3)), [0] * (count - 1))
+    buffer = io.BytesIO()
+    document.save(buffer)
+    document.close()
+    return buffer.getvalue()

@@ -122,16 +122,18 @@ def _start_machine_postgres(bindir: Path, workdir: Path) -> tuple[str, Stop]:
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
 
 
-def fresh_database(server_url: str) -> tuple[str, Stop]:
-    """A new, empty database on a PostgreSQL server, dropped afterwards."""
+def fresh_database(server_url: str, *, template: str | None = None) -> tuple[str, Stop]:
+    """A new database on a PostgreSQL server, dropped afterwards: empty, or a copy of the `template` database
+    (a file-level copy, far faster than migrating again; nobody may be connected to the template)."""
     import sqlalchemy as sa
 
     from services.core.db.session import _normalize_url
 
     name = f"pagemill_test_{uuid.uuid4().hex[:10]}"
+    copy = f' TEMPLATE "{sa.engine.make_url(template).database}"' if template else ""
     admin = sa.create_engine(_normalize_url(server_url), isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"{copy}'))
 
     def drop() -> None:
         with admin.connect() as connection:

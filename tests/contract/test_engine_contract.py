@@ -91,7 +91,8 @@ def answering() -> Iterator[type[_Answer]]:
     handler = type("Handler", (_Answer,), {})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     handler.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # polled every 50 ms instead of 500: shutdown() waits for the next poll
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield handler
     server.shutdown()

@@ -1,4 +1,5 @@
-"""The `pagemill` command as a user runs it: `serve` on embedded defaults, `parse` in-process and remote."""
+"""The `pagemill` command as a user runs it: `serve` on embedded defaults, `parse` in-process and remote.
+The `admin` commands are checked in process against the API: tests/api/test_admin_cli.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import PlatformFactory
 from tests.harness import REPO
 from tests.servers import free_port, wait_for
 from tests.textmatch import word_recall
@@ -90,36 +90,3 @@ def test_parse_in_process_writes_markdown_and_reports_bad_files(corpus: Path, tm
     wrong = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(good), "-o", str(out), "--format",
                             "docx"], cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "choose from markdown, html, latex, json, chunks or all" in wrong.stderr
-
-
-def test_admin_commands_make_tenants_and_keys_that_the_api_accepts_and_revoke_them(
-        platform_factory: PlatformFactory, sqlite_url: str, corpus: Path) -> None:
-    platform = platform_factory(sqlite_url, engine="fake").start(worker=False)
-    env = clean_env(PAGEMILL_DATABASE_URL=sqlite_url, PYTHONPATH=str(REPO))
-
-    def admin(*args: str) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([sys.executable, "-m", "services.cli", "admin", *args], cwd=REPO, env=env,
-                                capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, result.stderr + result.stdout
-        return result
-
-    tenant_id = admin("tenant", "create", "cli-co", "--requests-per-minute", "7").stdout.split()[0]
-    assert tenant_id.startswith("ten_")
-    created = admin("key", "create", "cli-co", "--name", "laptop")
-    key = created.stdout.strip()
-    key_id = created.stderr.split("key id: ")[1].split()[0]
-    assert key.startswith("pm_") and key_id.startswith("key_")
-    with platform.client(key=key) as client:
-        me = client.get("/v1/tenant").json()
-        assert me["id"] == tenant_id and me["limits"]["requests_per_minute"] == 7
-        response = client.post("/v1/documents", files={"file": ("c.pdf", (corpus / "dev" / "pypdf_crazyones" /
-                                                                          "crazyones.pdf").read_bytes())})
-        assert response.status_code == 202, response.text
-    listed = admin("key", "list", "cli-co").stdout
-    assert key_id in listed and key[:11] in listed and key not in listed and "active" in listed
-    admin("tenant", "set-limits", "cli-co", "--pages-in-flight", "3")
-    assert "pages_in_flight=3" in admin("tenant", "list").stdout
-    admin("key", "revoke", key_id)
-    assert "revoked" in admin("key", "list", "cli-co").stdout
-    with platform.client(key=key) as client:
-        assert client.get("/v1/tenant").status_code == 401

@@ -31,8 +31,6 @@ from tests.harness import Platform, wait_until
 from tests.pdfs import repeat_pages
 from tests.receivers import Receiver
 
-pytestmark = pytest.mark.slow
-
 ONE_PAGE = Path("dev") / "pypdf_crazyones" / "crazyones.pdf"
 FIVE_PAGES = Path("dev") / "docling_multi_page" / "multi_page.pdf"
 
@@ -67,6 +65,7 @@ def accepted(receiver: Receiver, event_type: str) -> list[dict[str, Any]]:
         return [r.json for r in receiver.received if r.json["type"] == event_type and r.answered < 300]
 
 
+@pytest.mark.slow
 def test_delete_and_expiry_erase_the_customer_data_from_every_table(platform: Platform, corpus: Path,
                                                                     tmp_path: Path) -> None:
     db = platform.database_url

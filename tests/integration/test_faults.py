@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from services.core.db.models import Page
 from services.core.db.session import session_scope
 from tests.conftest import PlatformFactory
-from tests.harness import Platform
+from tests.harness import Platform, wait_until
 from tests.pdfs import repeat_pages
 
 pytestmark = pytest.mark.slow
@@ -87,14 +87,23 @@ def test_redis_flushed_mid_document_is_repaired_by_the_reconciler(platform_facto
     source.write_bytes(repeat_pages(corpus / "dev" / "docling_multi_page" / "multi_page.pdf", 20))
     created = platform.upload(source)
     with platform.client() as client:
-        while client.get(f"/v1/documents/{created['id']}").json()["pages_done"] < 3:
-            time.sleep(0.05)
+        wait_until(lambda: client.get(f"/v1/documents/{created['id']}").json()["pages_done"] >= 3, 60,
+                   "three pages", every=0.05)
     redis.Redis.from_url(platform.redis_url).flushdb()  # every queued message is gone
 
-    time.sleep(4)
+    # The worker holds at most one message (concurrency 1, prefetch 1) and takes them in order: once a
+    # document uploaded after the flush has been parsed, whatever it held before has ended too. Nothing is
+    # left to move the first document without the reconciler, though the worker is alive and consuming.
+    probe = platform.upload(corpus / "dev" / "pypdf_crazyones" / "crazyones.pdf", cache="false")
+    assert platform.wait_done(probe["id"], timeout=60)["status"] == "succeeded"
+    with session_scope(postgres_url) as session:
+        running = session.execute(sa.select(Page.index).where(Page.document_id == created["id"],
+                                                              Page.status == "running")).all()
     with platform.client() as client:
         stalled = client.get(f"/v1/documents/{created['id']}").json()
-    assert stalled["status"] == "running" and stalled["pages_done"] < 20, "nothing should move without the reconciler"
+    assert stalled["status"] == "running" and stalled["pages_done"] < 20 and running == []
+    # (the probe's assembly is acknowledged just after its status flips)
+    wait_until(lambda: platform.messages_waiting() == 0, 30, "no message left: nothing moves without the reconciler")
 
     platform.start_reconciler()
     state = platform.wait_done(created["id"], timeout=120)

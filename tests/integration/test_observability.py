@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +22,10 @@ import redis
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.core.db.session import migrate
 from services.core.queues import Queue
 from services.reconciler.loop import EPOCH_KEY
-from tests.harness import CORPUS, Platform
+from tests.conftest import TemplateCopies
+from tests.harness import Platform, wait_until
 from tests.observability import (
     AWAITING_PRODUCER,
     alert_rules,
@@ -37,13 +36,13 @@ from tests.observability import (
     unknown_metrics,
     vllm_documented_metrics,
 )
-from tests.servers import free_port, fresh_database, wait_for
+from tests.servers import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
 REQUEST_ID = "req-observability-0001"
-PDF = CORPUS / "dev" / "docling_multi_page" / "multi_page.pdf"  # 5 digital pages
-IMAGE = CORPUS / "dev" / "tesseract_phototest" / "phototest.tif"  # one page, queued at once (no split step)
+PDF = Path("dev") / "docling_multi_page" / "multi_page.pdf"  # 5 digital pages
+IMAGE = Path("dev") / "tesseract_phototest" / "phototest.tif"  # one page, queued at once (no split step)
 
 
 @dataclass
@@ -71,10 +70,16 @@ def value(text: str, name: str, **labels: str) -> float:
     return sum(v for n, lab, v in samples(text) if n == name and labels.items() <= lab.items())
 
 
+def aged(text: str) -> str | None:
+    """The scrape, once the job on each of the documents and pages.cpu queues has waited a second."""
+    queues = (Queue.DOCUMENTS, Queue.PAGES_CPU)
+    return text if all(value(text, "pagemill_queue_oldest_age_seconds", queue=q.value) >= 1 for q in queues) else None
+
+
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory, redis_server: str, postgres_server: str) -> Iterator[Run]:
-    database_url, drop = fresh_database(postgres_server)
-    migrate(database_url)
+def run(tmp_path_factory: pytest.TempPathFactory, redis_server: str, postgres_copies: TemplateCopies,
+        corpus: Path) -> Iterator[Run]:
+    database_url, drop = postgres_copies.take()  # a copy of the migrated template
     platform = Platform(workdir=tmp_path_factory.mktemp("observability"), database_url=database_url,
                         redis_base_url=redis_server, engine="fake",
                         extra_env={"PAGEMILL_LOG_JSON": "true", "PAGEMILL_METRICS__TENANT_TOP_N": "3"})
@@ -85,11 +90,11 @@ def run(tmp_path_factory: pytest.TempPathFactory, redis_server: str, postgres_se
         redis.Redis.from_url(platform.redis_url).set(EPOCH_KEY, "observability")
         reconciler_port = free_port()
         platform.start_reconciler(metrics_port=reconciler_port)
-        created = platform.upload(PDF, headers={"X-Request-ID": REQUEST_ID})
-        image = platform.upload(IMAGE)
+        created = platform.upload(corpus / PDF, headers={"X-Request-ID": REQUEST_ID})
+        image = platform.upload(corpus / IMAGE)
         platform.upload(Path(__file__), expect=415)  # a Python file is no document: a rejected upload
-        time.sleep(1.5)  # the split job and the image's page job wait with nobody consuming them
-        queued_scrape = scrape(f"{platform.url}/metrics")
+        # the split job and the image's page job wait, with nobody consuming them, until they have aged
+        queued_scrape = wait_until(lambda: aged(scrape(f"{platform.url}/metrics")), 30, "the queued jobs to age")
 
         worker_port = free_port()
         platform.start_worker(metrics_port=worker_port)
@@ -98,17 +103,24 @@ def run(tmp_path_factory: pytest.TempPathFactory, redis_server: str, postgres_se
         assert platform.wait_done(image["id"], timeout=60)["status"] == "succeeded"
         wait_for(lambda: httpx.get(f"http://127.0.0.1:{reconciler_port}/metrics", timeout=2).status_code == 200,
                  30, "reconciler metrics")
-        time.sleep(0.5)  # the assembly's last log line and counters are written right after the status flips
-        scrapes = {
-            "gateway": scrape(f"{platform.url}/metrics"),
-            "worker": scrape(f"http://127.0.0.1:{worker_port}/metrics"),
-            "reconciler": scrape(f"http://127.0.0.1:{reconciler_port}/metrics"),
-        }
+
+        def settled() -> dict[str, str] | None:
+            """The scrapes once both assemblies have been counted: a task is counted when it has returned,
+            right after it flipped the status."""
+            scrapes = {
+                "gateway": scrape(f"{platform.url}/metrics"),
+                "worker": scrape(f"http://127.0.0.1:{worker_port}/metrics"),
+                "reconciler": scrape(f"http://127.0.0.1:{reconciler_port}/metrics"),
+            }
+            assembled = value(scrapes["gateway"], "pagemill_tasks_total", queue=Queue.RESULTS.value, state="SUCCESS")
+            return scrapes if assembled >= 2 else None
+
+        scrapes = wait_until(settled, 30, "the assemblies to be counted")
         yield Run(platform, {**created, **state}, image, queued_scrape, scrapes,
                   {"worker": worker_port, "reconciler": reconciler_port})
     finally:
-        platform.stop()
-        drop()
+        platform.stop(graceful=False)
+        postgres_copies.drop(drop)
 
 
 # Logs ---------------------------------------------------------------------------------------------------------

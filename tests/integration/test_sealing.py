@@ -15,6 +15,8 @@ from services.core.db.session import get_engine, session_scope
 from services.core.settings import get_settings
 from tests.harness import REPO
 
+pytestmark = pytest.mark.slow  # the command runs as a process of its own, as an operator runs it
+
 KEY, NEXT_KEY = "first-" + "1" * 58, "second-" + "2" * 57
 
 

@@ -294,6 +294,7 @@ def test_the_gpu_pod_has_a_vllm_sidecar_sized_to_the_worker() -> None:
     assert params["queues"] == Queue.PAGES_GPU.value
 
 
+@pytest.mark.slow  # a Python process of its own
 def test_the_vllm_sidecar_runs_pagemills_command() -> None:
     """The init container's `pagemill vllm-command`, run here with the pod's settings, prints a `vllm serve`
     line the sidecar can exec, with --max-num-seqs equal to the worker's requests in flight."""

@@ -131,6 +131,7 @@ def test_the_entrypoint_empties_the_metrics_folder_and_runs_the_command(tmp_path
     assert os.access(DOCKER / "entrypoint.sh", os.X_OK)
 
 
+@pytest.mark.slow  # a Python process of its own
 def test_the_gateway_never_imports_the_ocr_stack_its_image_leaves_out() -> None:
     probe = ("import sys\n"
              "from services.core.settings import Settings\n"
