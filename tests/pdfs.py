@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import io
 from pathlib import Path
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -185,3 +186,14 @@ def text_pages(count: int) -> bytes:
     document.save(buffer)
     document.close()
     return buffer.getvalue()
+
+
+def stored_upload(data: bytes, folder: Path, filename: str = "a.pdf") -> Any:
+    """A `service.Upload` of `data` as the gateway hands it on: the file on disk with its size and SHA-256."""
+    import hashlib
+
+    from services.gateway.documents.service import Upload
+
+    path = folder / f"upload-{hashlib.sha256(data).hexdigest()[:12]}"
+    path.write_bytes(data)
+    return Upload(source=path, size=len(data), sha256=hashlib.sha256(data).hexdigest(), filename=filename)

@@ -29,9 +29,9 @@ from services.core.queues import (
 )
 from services.core.settings import Settings
 from services.core.storage import get_store
-from services.gateway.documents.service import Upload, create_document
+from services.gateway.documents.service import create_document
 from tests.harness import _redis_dbs
-from tests.pdfs import text_page
+from tests.pdfs import stored_upload, text_page
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def messages(client: redis.Redis, queue: Queue) -> list[dict[str, Any]]:
 
 
 def upload(session: sa.orm.Session, settings: Settings, *, priority: int = 0) -> Document:
-    return create_document(session, get_store(settings), settings, Upload(data=text_page(3), filename="a.pdf"),
+    return create_document(session, get_store(settings), settings, stored_upload(text_page(3), Path(settings.data_dir)),
                            tenant_id=None, request_id="req-1", priority=priority)
 
 

@@ -14,9 +14,9 @@ from services.core.queues import TaskName, make_celery, outbox
 from services.core.retry import RetryPolicy, page_policy, webhook_policy
 from services.core.settings import Settings
 from services.core.storage import get_store, page_result_key
-from services.gateway.documents.service import Upload, create_document
+from services.gateway.documents.service import create_document
 from services.results.tasks import register_results_tasks
-from tests.pdfs import text_page
+from tests.pdfs import stored_upload, text_page
 
 
 def test_waits_double_up_to_the_cap_with_at_most_half_again_of_jitter() -> None:
@@ -46,7 +46,7 @@ def test_an_assembly_that_can_never_succeed_ends_the_document_failed(redis_serve
     store = get_store(settings)
     app = make_celery(settings)
     with outbox(app), session_scope(sqlite_url) as session:
-        document = create_document(session, store, settings, Upload(data=text_page(2), filename="a.pdf"),
+        document = create_document(session, store, settings, stored_upload(text_page(2), tmp_path),
                                    tenant_id=None, request_id=None)
     with session_scope(sqlite_url) as session:
         for index in (0, 1):

@@ -107,6 +107,7 @@ class DocumentRead(Model):
     error: ErrorBody | None
     cached: bool = False
     expired_at: datetime | None = None
+    formats: list[str] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -125,8 +126,8 @@ class DocumentDeleted(Model):
 class PageRead(Model):
     __schema__ = "PageRead"
     document_id: str
-    index: int
-    page_number: int
+    page: int  # 1-based position in the document, as in /pages/{n}
+    page_number: int  # 1-based page number in the uploaded file
     status: str
     markdown: str | None
     engine: str | None
@@ -134,10 +135,18 @@ class PageRead(Model):
     attempts: int
     latency_ms: int | None
     is_fallback: bool
-    fallback_reason: str | None
     confidence: float | None
-    details: dict[str, Any]
-    error: ErrorBody | None
+    width: float | None = None  # PDF points, as displayed
+    height: float | None = None
+    elements: list[Element] = field(default_factory=list)
+    fallback_reason: str | None = None
+    signals: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rotation: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+    error: ErrorBody | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +185,7 @@ class Element(Model):
     latex: str | None = None
     level: int | None = None
     items: list[str] | None = None
+    ordered: bool | None = None
     alignment: float | None = None
 
 

@@ -203,9 +203,10 @@ export class PagemillClient {
   }
 
   async page(documentId: string, n: number): Promise<PageRead> {
-    return this.unwrap(this.api.GET("/v1/documents/{document_id}/pages/{n}", {
+    // format=json (the default) answers the page; the schema also declares its Markdown alone (format=markdown).
+    return (await this.unwrap(this.api.GET("/v1/documents/{document_id}/pages/{n}", {
       params: { path: { document_id: documentId, n } },
-    }));
+    }))) as PageRead;
   }
 
   async delete(documentId: string): Promise<DocumentDeleted> {

@@ -119,7 +119,11 @@ export interface paths {
         /** List Documents */
         get: operations["list_documents_v1_documents_get"];
         put?: never;
-        /** Create Document */
+        /**
+         * Create Document
+         * @description Multipart `file` plus optional fields (see the request body). The key, the rate limit and the size limit
+         *     are checked before or while the body streams; the file is spooled to disk, never held in memory.
+         */
         post: operations["create_document_v1_documents_post"];
         delete?: never;
         options?: never;
@@ -362,46 +366,6 @@ export interface components {
             /** Status Code */
             status_code: number | null;
         };
-        /** Body_create_document_v1_documents_post */
-        Body_create_document_v1_documents_post: {
-            /**
-             * Cache
-             * @description false: do not answer from the result cache
-             * @default true
-             */
-            cache: boolean;
-            /**
-             * Do Not Cache
-             * @description true: never answer later uploads with this one
-             * @default false
-             */
-            do_not_cache: boolean;
-            /**
-             * File
-             * @description PDF, PNG, JPEG, TIFF or WebP
-             */
-            file: string;
-            /**
-             * Metadata
-             * @description a JSON object, returned untouched
-             */
-            metadata?: string | null;
-            /**
-             * Mode
-             * @description fast, balanced or accurate
-             */
-            mode?: string | null;
-            /**
-             * Pages
-             * @description 1-based pages to parse, e.g. '1-3,7'
-             */
-            pages?: string | null;
-            /**
-             * Webhook Url
-             * @description receives this document's events, signed
-             */
-            webhook_url?: string | null;
-        };
         /** DeliveryList */
         DeliveryList: {
             /** Data */
@@ -492,6 +456,11 @@ export interface components {
             filename: string;
             /** Finished At */
             finished_at: string | null;
+            /**
+             * Formats
+             * @description result formats ready to fetch (`result?format=`); empty until it ends
+             */
+            formats?: string[];
             /** Id */
             id: string;
             /** Media Type */
@@ -513,6 +482,121 @@ export interface components {
             /** Status */
             status: string;
         };
+        /**
+         * DocumentResult
+         * @description `result?format=json` (`document.json`): the document and every page in order.
+         */
+        DocumentResult: {
+            /**
+             * Conversion
+             * @description office documents: what the conversion found — `warnings`, `sheets` (every sheet's cells and HTML table), `charts` (kind, title, data), `attachments` (e-mail)
+             */
+            conversion?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Created At
+             * @description ISO 8601, UTC
+             */
+            created_at: string | null;
+            /** Filename */
+            filename: string;
+            /**
+             * Formats
+             * @description the formats stored for the document
+             */
+            formats?: string[];
+            /** Id */
+            id: string;
+            /** Metadata */
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** Mode */
+            mode: string;
+            /** Pages */
+            pages: components["schemas"]["PageRead"][];
+            /** Pages Done */
+            pages_done: number;
+            /** Pages Failed */
+            pages_failed: number;
+            /** Pages Total */
+            pages_total: number;
+            /** Status */
+            status: string;
+        };
+        /**
+         * Element
+         * @description One block of a page. `markdown` is its canonical rendering; `text` its plain words.
+         */
+        Element: {
+            /**
+             * Alignment
+             * @description 0..1: how well the element's text matched the page's words (vLLM answers)
+             */
+            alignment?: number | null;
+            /**
+             * Bbox
+             * @description [x0, y0, x1, y1] in PDF points, top-left origin; null when unknown
+             */
+            bbox: [
+                number,
+                number,
+                number,
+                number
+            ] | null;
+            /**
+             * Html
+             * @description tables: the table as HTML
+             */
+            html?: string | null;
+            /**
+             * Id
+             * @description unique within the document: `p{page}-e{n}`
+             */
+            id: string;
+            /**
+             * Items
+             * @description lists: the items' Markdown, in order, without markers
+             */
+            items?: string[] | null;
+            /**
+             * Latex
+             * @description formulas: the LaTeX source, without delimiters
+             */
+            latex?: string | null;
+            /**
+             * Level
+             * @description headings: 1 (top) to 6
+             */
+            level?: number | null;
+            /**
+             * Markdown
+             * @default
+             */
+            markdown: string;
+            /**
+             * Ordered
+             * @description lists: numbered (1. 2. …) rather than bulleted
+             */
+            ordered?: boolean | null;
+            /**
+             * Page
+             * @description 1-based page number in the uploaded file
+             */
+            page: number;
+            /**
+             * Text
+             * @default
+             */
+            text: string;
+            type: components["schemas"]["ElementType"];
+        };
+        /**
+         * ElementType
+         * @enum {string}
+         */
+        ElementType: "title" | "heading" | "paragraph" | "list" | "table" | "formula" | "figure" | "caption" | "code" | "page_header" | "page_footer" | "footnote";
         /** ErrorBody */
         ErrorBody: {
             /** Code */
@@ -523,11 +607,6 @@ export interface components {
         /** ErrorResponse */
         ErrorResponse: {
             error: components["schemas"]["ErrorBody"];
-        };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
         };
         /** KeyCreate */
         KeyCreate: {
@@ -584,37 +663,106 @@ export interface components {
             /** Retention Days */
             retention_days?: number | null;
         };
-        /** PageRead */
+        /**
+         * OutputFormat
+         * @enum {string}
+         */
+        OutputFormat: "markdown" | "html" | "latex" | "json" | "chunks";
+        /** PageErrorRead */
+        PageErrorRead: {
+            /** Code */
+            code: string;
+            /** Message */
+            message: string;
+        };
+        /**
+         * PageFormat
+         * @enum {string}
+         */
+        PageFormat: "json" | "markdown";
+        /**
+         * PageRead
+         * @description A page of a document: its status, its Markdown and element tree, and how it was made.
+         */
         PageRead: {
             /** Attempts */
             attempts: number;
+            /**
+             * Completion Tokens
+             * @default 0
+             */
+            completion_tokens: number;
             /** Confidence */
             confidence: number | null;
-            /** Details */
-            details: {
+            /**
+             * Details
+             * @description engine diagnostics: attempt log, anchor, cache hit, …
+             */
+            details?: {
                 [key: string]: unknown;
             };
             /** Document Id */
             document_id: string;
+            /**
+             * Elements
+             * @description the element tree in reading order; `markdown` is its rendering
+             */
+            elements?: components["schemas"]["Element"][];
             /** Engine */
             engine: string | null;
-            error: components["schemas"]["ErrorBody"] | null;
+            error?: components["schemas"]["PageErrorRead"] | null;
             /** Fallback Reason */
-            fallback_reason: string | null;
-            /** Index */
-            index: number;
+            fallback_reason?: string | null;
+            /** Finish Reason */
+            finish_reason?: string | null;
+            /** Height */
+            height?: number | null;
             /** Is Fallback */
             is_fallback: boolean;
             /** Latency Ms */
             latency_ms: number | null;
-            /** Markdown */
+            /**
+             * Markdown
+             * @description null until the page has succeeded
+             */
             markdown: string | null;
             /** Model */
             model: string | null;
-            /** Page Number */
+            /**
+             * Page
+             * @description 1-based position in the document, as in `/pages/{n}` (a `pages` selection of '3-4' has pages 1 and 2)
+             */
+            page: number;
+            /**
+             * Page Number
+             * @description 1-based page number in the uploaded file
+             */
             page_number: number;
+            /**
+             * Prompt Tokens
+             * @default 0
+             */
+            prompt_tokens: number;
+            /**
+             * Rotation
+             * @description degrees the page was turned before recognition
+             * @default 0
+             */
+            rotation: number;
+            /**
+             * Signals
+             * @description what `confidence` was computed from
+             */
+            signals?: {
+                [key: string]: number;
+            };
             /** Status */
             status: string;
+            /**
+             * Width
+             * @description the page as displayed (after /Rotate) in PDF points; image uploads: pixels (1 px = 1 pt, 72 dpi)
+             */
+            width?: number | null;
         };
         /** TenantCreate */
         TenantCreate: {
@@ -693,19 +841,6 @@ export interface components {
              */
             to: string;
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Context */
-            ctx?: Record<string, never>;
-            /** Input */
-            input?: unknown;
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
-            type: string;
-        };
         /** WebhookCreate */
         WebhookCreate: {
             /**
@@ -717,8 +852,11 @@ export interface components {
              * Events
              * @description event types to receive; empty: all
              */
-            events?: string[];
-            /** Url */
+            events?: ("document.queued" | "document.progress" | "document.succeeded" | "document.partial" | "document.failed" | "document.cancelled")[];
+            /**
+             * Url
+             * Format: uri
+             */
             url: string;
         };
         /** WebhookCreated */
@@ -770,7 +908,10 @@ export interface components {
             description?: string | null;
             /** Events */
             events?: string[] | null;
-            /** Url */
+            /**
+             * Url
+             * Format: uri
+             */
             url?: string | null;
         };
     };
@@ -822,6 +963,15 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description a dependency is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
         };
     };
     revoke_key_v1_admin_keys__key_id__delete: {
@@ -844,13 +994,60 @@ export interface operations {
                     "application/json": components["schemas"]["KeyRead"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -871,6 +1068,53 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TenantRead"][];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -897,13 +1141,51 @@ export interface operations {
                     "application/json": components["schemas"]["TenantRead"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -928,13 +1210,60 @@ export interface operations {
                     "application/json": components["schemas"]["TenantRead"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -963,13 +1292,60 @@ export interface operations {
                     "application/json": components["schemas"]["TenantRead"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -994,13 +1370,60 @@ export interface operations {
                     "application/json": components["schemas"]["KeyRead"][];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1029,13 +1452,60 @@ export interface operations {
                     "application/json": components["schemas"]["KeyCreated"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1062,13 +1532,42 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentList"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1084,10 +1583,47 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "multipart/form-data": components["schemas"]["Body_create_document_v1_documents_post"];
+                "multipart/form-data": {
+                    /**
+                     * @description false: do not answer from the result cache
+                     * @default true
+                     */
+                    cache?: boolean;
+                    /**
+                     * @description true: never answer later uploads with this one
+                     * @default false
+                     */
+                    do_not_cache?: boolean;
+                    /**
+                     * Format: binary
+                     * @description PDF, PNG, JPEG, TIFF or WebP, recognised by its bytes (not its name or Content-Type); larger than the size limit (`x-max-bytes`; a tenant's own limit may be lower): 413 file_too_large
+                     */
+                    file: string;
+                    /** @description a JSON object (≤ 16 KiB, ≤ 32 levels, finite numbers), returned untouched */
+                    metadata?: string;
+                    /** @enum {string} */
+                    mode?: "fast" | "balanced" | "accurate";
+                    /** @description 1-based pages to parse, e.g. '1-3,7' (default: every page) */
+                    pages?: string;
+                    /**
+                     * Format: uri
+                     * @description receives this document's events, signed
+                     */
+                    webhook_url?: string;
+                };
             };
         };
         responses: {
+            /** @description Idempotency-Key replay */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentCreated"];
+                };
+            };
             /** @description Successful Response */
             202: {
                 headers: {
@@ -1095,6 +1631,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DocumentCreated"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Unauthorized */
@@ -1106,8 +1651,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Not Found */
-            404: {
+            /** @description Request Timeout */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1117,15 +1662,6 @@ export interface operations {
             };
             /** @description Conflict */
             409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Gone */
-            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1163,6 +1699,19 @@ export interface operations {
             /** @description Too Many Requests */
             429: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1194,6 +1743,15 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentRead"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -1230,24 +1788,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Request Entity Too Large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unsupported Media Type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -1257,9 +1797,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Too Many Requests */
-            429: {
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1288,6 +1830,15 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentDeleted"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -1324,24 +1875,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Request Entity Too Large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unsupported Media Type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -1351,9 +1884,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Too Many Requests */
-            429: {
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1385,6 +1920,15 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -1421,24 +1965,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Request Entity Too Large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unsupported Media Type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -1448,9 +1974,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Too Many Requests */
-            429: {
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1461,7 +1989,10 @@ export interface operations {
     };
     get_page_v1_documents__document_id__pages__n__get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description json: the page entry; markdown: its Markdown (HTML, LaTeX and chunks are per document) */
+                format?: components["schemas"]["PageFormat"];
+            };
             header?: never;
             path: {
                 document_id: string;
@@ -1478,6 +2009,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PageRead"];
+                    "text/markdown": unknown;
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Unauthorized */
@@ -1516,24 +2057,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Request Entity Too Large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unsupported Media Type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -1543,9 +2066,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Too Many Requests */
-            429: {
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1578,6 +2103,15 @@ export interface operations {
                     "image/png": unknown;
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -1614,12 +2148,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     get_result_v1_documents__document_id__result_get: {
         parameters: {
             query?: {
-                format?: string;
+                /** @description markdown, html (standalone, KaTeX inlined), latex (XeLaTeX), json (pages and elements), chunks (for retrieval) */
+                format?: components["schemas"]["OutputFormat"];
                 /** @description 307 to a presigned object-store URL (S3 store only) */
                 redirect?: boolean;
             };
@@ -1637,7 +2183,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["DocumentResult"];
+                    "application/x-tex": unknown;
+                    "text/html": unknown;
                     "text/markdown": unknown;
                 };
             };
@@ -1647,6 +2195,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
             /** @description Unauthorized */
             401: {
@@ -1684,24 +2241,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Request Entity Too Large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unsupported Media Type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -1711,9 +2250,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Too Many Requests */
-            429: {
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1738,6 +2279,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TenantSelf"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1765,13 +2344,42 @@ export interface operations {
                     "application/json": components["schemas"]["UsageRead"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1792,6 +2400,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1818,13 +2464,42 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookCreated"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1849,13 +2524,51 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookRead"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1878,13 +2591,51 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1913,13 +2664,51 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookRead"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1947,13 +2736,51 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1979,13 +2806,51 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryRead"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -2010,13 +2875,51 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookCreated"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
