@@ -434,8 +434,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "join": lambda sep, items: sep.join(to_text(x) for x in items),
     "len": len,
     "ternary": lambda yes, no, cond: yes if truthy(cond) else no,
-    "merge": lambda dest, *sources: _merge(dest, *sources),
-    "keys": lambda d: list(d),
+    "merge": lambda dest, *sources: _merge(dest, *sources),  # noqa: PLW0108 - _merge is defined further down
+    "keys": list,
     "sortAlpha": lambda items: sorted(to_text(x) for x in items),
     "add": lambda *v: sum(v),
     "mul": lambda a, b: a * b,
@@ -462,11 +462,11 @@ class Files:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def Get(self, path: str) -> str:  # noqa: N802 - Helm's name
+    def Get(self, path: str) -> str:  # Helm's name
         target = self.root / path
         return target.read_text() if target.is_file() else ""
 
-    def Glob(self, pattern: str) -> FileGlob:  # noqa: N802 - Helm's name
+    def Glob(self, pattern: str) -> FileGlob:  # Helm's name
         paths = sorted(p for p in self.root.rglob("*")
                        if p.is_file() and fnmatch.fnmatch(str(p.relative_to(self.root)), pattern))
         return FileGlob(paths)
@@ -476,7 +476,7 @@ class Files:
 class FileGlob:
     paths: list[Path]
 
-    def AsConfig(self) -> str:  # noqa: N802 - Helm's name
+    def AsConfig(self) -> str:  # Helm's name
         return to_yaml({p.name: p.read_text() for p in self.paths})
 
 

@@ -42,7 +42,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+            def do_POST(self) -> None:  # the http.server API
                 body = self.rfile.read(int(self.headers.get("content-length", 0))).decode()
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with receiver.lock:

@@ -116,7 +116,7 @@ def _start_machine_postgres(bindir: Path, workdir: Path) -> tuple[str, Stop]:
 
     def stop() -> None:
         subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(datadir / "data"), "-m", "immediate", "stop"],
-                       capture_output=True)
+                       capture_output=True, check=False)
         shutil.rmtree(datadir, ignore_errors=True)
 
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop

@@ -97,7 +97,7 @@ def _offline_spacy() -> None:
 
     blank = spacy.blank("en")
     blank.add_pipe("sentencizer")
-    tokenize._get_nlp = lambda: blank  # noqa: SLF001 - the documented workaround for offline use
+    tokenize._get_nlp = lambda: blank  # the documented workaround for offline use
 
 
 def run_unstructured(path: Path, workdir: Path) -> list[str]:

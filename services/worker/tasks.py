@@ -100,7 +100,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     except SoftTimeLimitExceeded:
         _fail(settings, job, "page_timeout", f"the page took longer than {settings.worker.page_timeout_s} s")
         return "failed"
-    except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
+    except Exception as exc:  # every failure ends up recorded on the page, never lost
         # An engine outage has a retry budget of its own: pages wait it out instead of failing.
         unavailable = isinstance(exc, EngineUnavailable)
         policy = engine_outage_policy(settings) if unavailable else page_policy(settings)

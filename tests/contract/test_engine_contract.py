@@ -66,10 +66,10 @@ def test_a_healthy_engine_says_so(engine_and_settings: tuple[Engine, Settings]) 
 class _Answer(http.server.BaseHTTPRequestHandler):
     status = 503
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:  # http.server's naming
         self._reply()
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self._reply()
 

@@ -25,7 +25,7 @@ class _Model(http.server.BaseHTTPRequestHandler):
     answer: ClassVar[str] = ""
     requests: ClassVar[list[dict[str, Any]]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:  # http.server's naming
         type(self).requests.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))
         body = json.dumps({"model": "m", "choices": [{"message": {"content": type(self).answer},
                                                        "finish_reason": "stop"}],

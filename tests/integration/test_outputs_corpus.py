@@ -105,7 +105,7 @@ def compile_tex(folder: Path) -> subprocess.CompletedProcess[str]:
     assert XELATEX is not None
     for _ in range(3):
         done = subprocess.run([XELATEX, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
-                               "document.tex"], cwd=folder, capture_output=True, text=True, timeout=300)
+                               "document.tex"], cwd=folder, capture_output=True, text=True, timeout=300, check=False)
         if done.returncode != 0 or "Rerun LaTeX" not in (folder / "document.log").read_text(errors="replace"):
             break
     return done

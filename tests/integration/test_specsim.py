@@ -52,7 +52,7 @@ def test_specsim_command_on_a_corpus_slice(corpus: Path, tmp_path: Path) -> None
     command = [sys.executable, "-m", "services.cli", "specsim", str(corpus / "dev"),
                "--case", "pypdf_crazyones", "--case", "tesseract_phototest", "--case", "olmocr_earnings",
                "--json", str(out), "--write", str(docs)]
-    finished = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    finished = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert "| **overall** | 2 |" in finished.stdout
 

@@ -138,7 +138,7 @@ def test_prometheus_gets_the_chart_rules_and_the_config_loads(tmp_path: Path) ->
     (tmp_path / "prometheus.yml").write_text((DOCKER / "prometheus" / "prometheus.yml").read_text())
     (tmp_path / rules_target.name).symlink_to(RULES)
     result = subprocess.run(["promtool", "check", "config", str(tmp_path / "prometheus.yml")],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(list(RULES.glob('*.yaml')))} rule files found" in result.stdout
 

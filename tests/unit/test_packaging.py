@@ -98,7 +98,8 @@ def test_the_licence_check_refuses_gpl_agpl_and_unlisted_lgpl(licence: str, verd
 
 
 def test_the_licence_report_is_the_committed_one() -> None:
-    result = subprocess.run([sys.executable, "-m", "tools.licenses"], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run([sys.executable, "-m", "tools.licenses"], capture_output=True, text=True, cwd=REPO,
+                            check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (REPO / "docs" / "licenses.md").read_text(encoding="utf-8"), "run `make licenses`"
 

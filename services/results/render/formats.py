@@ -48,7 +48,7 @@ def render_document(entries: list[dict[str, Any]], body: dict[str, Any], setting
         started = time.perf_counter()
         try:
             data = _render(fmt, entries, pages, body, title, settings)
-        except Exception as exc:  # noqa: BLE001 - a renderer's bug must not hold the Markdown and JSON back
+        except Exception as exc:  # a renderer's bug must not hold the Markdown and JSON back
             if fmt in ALWAYS:
                 raise
             log.error("render.failed", format=fmt.value, document_id=body.get("id"),

@@ -75,7 +75,7 @@ def inline_latex(markdown: str, math: Any, script: Any) -> str:
     out: list[str] = []
     for token in tokens[0].children or [] if tokens else []:
         kind = token.type
-        if kind == "text" or kind == "html_inline":
+        if kind in {"text", "html_inline"}:
             content = token.content if kind == "text" else re.sub(r"<[^>]+>", "", token.content)
             out.append(script(tex_escape(content)))
         elif kind == "code_inline":

@@ -64,7 +64,7 @@ def _can_unshare_network() -> bool:
     if unshare is None:
         return False
     try:
-        return subprocess.run([unshare, "-n", "true"], capture_output=True, timeout=10).returncode == 0
+        return subprocess.run([unshare, "-n", "true"], capture_output=True, timeout=10, check=False).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
