@@ -63,6 +63,14 @@ def sniff_office(data: bytes | Path) -> str | None:
     return None
 
 
+def plausible_office_head(head: bytes) -> bool:
+    """Whether a file's first KiB may open an office, web or e-mail document (a ZIP or OLE2 container, RTF,
+    HTML, mail headers): the streaming upload refuses anything else early; the whole file decides later."""
+    if head[:4] == b"PK\x03\x04" or head[:8] == _OLE2:
+        return True
+    return sniff_office(head) is not None
+
+
 def _zip_type(data: bytes | Path) -> str | None:
     try:
         archive = zipfile.ZipFile(data if isinstance(data, Path) else io.BytesIO(data))

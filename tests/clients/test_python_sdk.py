@@ -44,7 +44,10 @@ def served_formats(platform: Platform) -> list[str]:
     schema = httpx.get(f"{platform.url}/openapi.json", timeout=30).json()
     (param,) = [p for p in schema["paths"]["/v1/documents/{document_id}/result"]["get"]["parameters"]
                 if p["name"] == "format"]
-    return param["schema"].get("enum") or param["schema"]["pattern"].strip("^$()").split("|")
+    found = param["schema"]
+    if "$ref" in found:  # the format enum is a component of its own
+        found = schema["components"]["schemas"][found["$ref"].rsplit("/", 1)[-1]]
+    return list(found["enum"])
 
 
 def test_parse_waits_with_progress_and_fetches_every_format(platform: Platform, pdf: Path) -> None:

@@ -13,7 +13,8 @@ const client = new PagemillClient();  // base URL and key from the environment
 async function servedFormats() {
   const schema = await (await fetch(`${baseUrl}/openapi.json`)).json();
   const param = schema.paths["/v1/documents/{document_id}/result"].get.parameters.find((p) => p.name === "format");
-  return param.schema.enum ?? param.schema.pattern.replace(/^\^\(|\)\$$/g, "").split("|");
+  const ref = param.schema.$ref;  // the format enum is a component of its own
+  return (ref ? schema.components.schemas[ref.split("/").pop()] : param.schema).enum;
 }
 
 async function tenant(name, limits) {

@@ -25,6 +25,7 @@ from python_multipart.multipart import MultipartParser, MultipartState, parse_op
 from starlette.requests import ClientDisconnect, Request
 
 from services.core.errors import FileTooLarge, InputError, RequestTimeout, ValidationFailed
+from services.core.formats import plausible_office_head
 from services.core.pdf import sniff_media_type
 
 FILE_FIELD = "file"
@@ -122,7 +123,8 @@ class _Form:
             self.file.write(chunk)
             if len(self.head) < SNIFF_BYTES:
                 self.head += chunk[:SNIFF_BYTES - len(self.head)]
-                if len(self.head) == SNIFF_BYTES:  # not a PDF or an image: 415 now, not after the whole body
+                # not a PDF, an image or an office document: 415 now, not after the whole body
+                if len(self.head) == SNIFF_BYTES and not plausible_office_head(bytes(self.head)):
                     sniff_media_type(bytes(self.head))
             return
         self._value += chunk

@@ -48,8 +48,9 @@ def document_pages(entries: list[dict[str, Any]]) -> list[RenderPage]:
 
 def page_elements(entry: dict[str, Any]) -> list[Element]:
     given = entry.get("elements")
-    if given is not None:
-        return [e if isinstance(e, Element) else Element.model_validate(e) for e in given]
+    # An engine that gave no tree (the fake engine, results cached before trees existed): read its Markdown.
+    if given or not (entry.get("markdown") or "").strip():
+        return [e if isinstance(e, Element) else Element.model_validate(e) for e in given or []]
     return markdown_elements(entry.get("markdown") or "", int(entry["page_number"]))
 
 
