@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,14 @@ CORPUS = REPO.parent / "shared" / "corpus"
 if not CORPUS.exists():  # a clone elsewhere: PAGEMILL_CORPUS points at the shared corpus
     CORPUS = Path(os.environ.get("PAGEMILL_CORPUS", "/work/shared/corpus"))
 FINAL = {"succeeded", "partial", "failed", "cancelled"}
+# What a crashed task, request or process leaves in its log: Celery's ERROR records ("raised unexpected", a lost
+# pool worker), a structlog error, uvicorn's "Exception in ASGI application", any traceback.
+LOG_ERROR = re.compile(r"Traceback \(most recent call last\)|raised unexpected|Task handler raised error|"
+                       r": (ERROR|CRITICAL)/|\[(error|critical) *\]|\"level\": ?\"(error|critical)\"|"
+                       r"^(ERROR|CRITICAL):", re.MULTILINE)
+# A new log record starts with a timestamp (Celery, structlog), a JSON object or a uvicorn level name; every
+# other line (a traceback, Celery's "Task handler raised error") continues the record above it.
+_RECORD_START = re.compile(r"^(\[?\d{4}-\d\d-\d\d|\{|(INFO|WARNING|ERROR|CRITICAL|DEBUG):)")
 _redis_dbs = itertools.cycle(range(1, 16))
 
 
@@ -61,6 +70,9 @@ class Platform:
     admin_key: str = field(default_factory=lambda: f"admin-{uuid.uuid4().hex}")
     api_key: str | None = None
     tenant_id: str | None = None
+    # Regexes of log records a test causes on purpose (a SIGKILLed pool worker, Redis going away); any other
+    # error record in a process log fails the test (`platform_factory` checks before stopping the platform).
+    expected_log_errors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         import redis
@@ -171,6 +183,25 @@ class Platform:
     def log(self, name: str) -> str:
         path = self.workdir / "logs" / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def expect_log_errors(self, *patterns: str) -> None:
+        self.expected_log_errors.extend(patterns)
+
+    def log_errors(self) -> list[str]:
+        """Error records of every process log (`logs/*.log`) that no `expected_log_errors` pattern explains."""
+        found = []
+        for path in sorted((self.workdir / "logs").glob("*.log")):
+            records: list[list[str]] = []
+            for line in path.read_text(errors="replace").splitlines():
+                if _RECORD_START.match(line) or not records:
+                    records.append([line])
+                else:
+                    records[-1].append(line)
+            for lines in records:
+                record = "\n".join(lines)
+                if LOG_ERROR.search(record) and not any(re.search(p, record) for p in self.expected_log_errors):
+                    found.append(f"{path.name}: {record[:3000]}")
+        return found
 
     # the HTTP API, as a customer uses it ----------------------------------------------------------------------
 

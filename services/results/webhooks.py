@@ -101,7 +101,7 @@ def deliver(settings: Settings, delivery_id: str, app: Celery | None = None) -> 
         WEBHOOK_LATENCY.observe(duration)
     outcome, delay = _record(db, settings, delivery, started_at, duration, status_code, error, excerpt, permanent)
     WEBHOOK_DELIVERIES.labels(outcome=outcome).inc()
-    log.info("webhook.attempt", delivery_id=delivery.id, event=delivery.event_type, outcome=outcome,
+    log.info("webhook.attempt", delivery_id=delivery.id, event_type=delivery.event_type, outcome=outcome,
              status_code=status_code, error=error, ms=int(duration * 1000))
     if outcome == "retry" and app is not None and delay <= MAX_COUNTDOWN_S:
         app.send_task(events.deliver_job(delivery.id).name.value, args=[events.deliver_job(delivery.id).payload],
