@@ -28,7 +28,7 @@ from services.core.queues import JobBatch, TaskName, assemble_job
 from services.core.retry import is_retryable
 from services.core.settings import Settings
 from services.core.storage import get_store, page_result_key
-from services.worker import page_cache
+from services.worker import heartbeat, page_cache
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.pipeline import PageOutcome, run_fallback, run_page
 from services.worker.split import split_document
@@ -51,6 +51,8 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     if claim.outcome == Claim.SKIP:
         log.debug("page.skipped", document_id=job.document_id, index=job.page_index)
         return "skip"
+    if claim.outcome == Claim.RUN:
+        heartbeat.hold(settings, job.document_id, job.page_index)  # released when the task ends
     if claim.outcome == Claim.EXHAUSTED:
         _fail(settings, job, "page_lost", f"the page was picked up {claim.deliveries} times without finishing "
                                           "(a worker crashed or timed out on it each time)")
@@ -181,7 +183,10 @@ def register_worker_tasks(app: Celery, settings: Settings) -> None:
     @app.task(name=TaskName.PARSE_PAGE.value, bind=True, acks_late=True, reject_on_worker_lost=True,
               max_retries=settings.worker.max_retries, **limits)
     def parse_page_task(self: Task, payload: dict[str, Any]) -> str:
-        return parse_page(self, payload, settings)
+        try:
+            return parse_page(self, payload, settings)
+        finally:
+            heartbeat.release(settings)
 
     @app.task(name=TaskName.SPLIT_DOCUMENT.value, bind=True, acks_late=True, reject_on_worker_lost=True,
               max_retries=settings.worker.max_retries)
