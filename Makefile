@@ -34,6 +34,11 @@ run: $(STAMP) ## start the whole platform on embedded defaults (http://127.0.0.1
 test: $(STAMP) ## run the test suite (starts its own Redis / PostgreSQL / S3 when none is configured)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+FAULTS_REPORT ?= .pagemill/faults-report.json
+test-faults: $(STAMP) ## the fault suite: processes SIGKILLed, Redis/PostgreSQL restarted, S3 failing; figures in FAULTS_REPORT
+	@rm -f $(FAULTS_REPORT)
+	PAGEMILL_FAULTS_REPORT=$(abspath $(FAULTS_REPORT)) $(BIN)/python -m pytest -m faults tests/faults $(PYTEST_ARGS)
+
 vllm-env: ## build the vLLM-on-CPU venv and the tiny test model (cached in VLLM_VENV)
 	VLLM_VENV=$(abspath $(VLLM_VENV)) scripts/vllm/setup.sh
 
@@ -96,4 +101,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install run test test-faults test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor

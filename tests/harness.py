@@ -132,7 +132,7 @@ class Platform:
         """With `webhook_worker`, webhooks get a thread-pool worker of their own (as `pagemill serve` does)."""
         (self.workdir / "metrics").mkdir(parents=True, exist_ok=True)
         migrate(self.database_url)
-        self._spawn("gateway", "gateway", "--host", "127.0.0.1", "--port", str(self.port))
+        self.start_gateway(wait=False)
         if worker:
             queues = "pages.gpu,pages.cpu,documents,results" if webhook_worker else None
             self.start_worker("worker", concurrency=concurrency, queues=queues)
@@ -145,6 +145,15 @@ class Platform:
             tenant = self.create_tenant(f"tenant-{uuid.uuid4().hex[:8]}")
             self.tenant_id, self.api_key = tenant.id, tenant.key
         return self
+
+    def start_gateway(self, name: str = "gateway", *, port: int | None = None, wait: bool = True) -> str:
+        """A gateway process (another one: give it a `name` and a `port`); returns its base URL."""
+        port = port or self.port
+        self._spawn(name, "gateway", "--host", "127.0.0.1", "--port", str(port))
+        url = f"http://127.0.0.1:{port}"
+        if wait:
+            wait_for(lambda: httpx.get(f"{url}/readyz", timeout=2).status_code == 200, 60, name)
+        return url
 
     def start_worker(self, name: str = "worker", *, concurrency: int = 2, queues: str | None = None,
                      pool: str = "prefork", metrics_port: int | None = None) -> subprocess.Popen[bytes]:

@@ -109,7 +109,7 @@ class PostgresCluster:
     """A throwaway cluster of the machine's PostgreSQL on a free port, which a fault test may stop and start
     again (same port, same data): never the machine's shared server."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, *, durable: bool = False) -> None:
         # initdb refuses to run as root; as root we hand the folder to the `postgres` system user.
         self.bindir = bindir
         self.datadir = Path(tempfile.mkdtemp(prefix="pagemill-pg-", dir="/tmp"))
@@ -121,11 +121,13 @@ class PostgresCluster:
         subprocess.run([*self.as_user, str(bindir / "initdb"), "-D", str(self.datadir / "data"), "-U", "postgres",
                         "--auth=trust", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        # Fast by default; `durable` keeps what was committed across a crash, as a production server does.
+        self.durability = "" if durable else "-c fsync=off -c full_page_writes=off -c synchronous_commit=off"
         self.start()
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.datadir} -c listen_addresses=127.0.0.1 -c fsync=off " \
-                  "-c full_page_writes=off -c synchronous_commit=off -c max_connections=200"
+        options = f"-p {self.port} -k {self.datadir} -c listen_addresses=127.0.0.1 {self.durability} " \
+                  "-c max_connections=200"
         subprocess.run([*self.as_user, str(self.bindir / "pg_ctl"), "-D", str(self.datadir / "data"), "-o", options,
                         "-l", str(self.datadir / "log"), "-w", "start"], check=True, capture_output=True)
 
@@ -140,11 +142,11 @@ class PostgresCluster:
 
 
 def machine_postgres_cluster() -> PostgresCluster | None:
-    """A restartable throwaway cluster, or None where the machine has no PostgreSQL server binaries."""
+    """A restartable, durable throwaway cluster, or None where the machine has no PostgreSQL server binaries."""
     bindir = _postgres_bin()
     if bindir is None or (os.geteuid() == 0 and not _has_user("postgres")):
         return None
-    return PostgresCluster(bindir)
+    return PostgresCluster(bindir, durable=True)
 
 
 def fresh_database(server_url: str) -> tuple[str, Stop]:

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import redis
 import sqlalchemy as sa
+from botocore.exceptions import ClientError
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
@@ -21,8 +22,16 @@ from services.core.db.session import get_engine
 from services.core.errors import PagemillError
 from services.core.exporters import scrape_collectors as core_scrape_collectors
 from services.core.logging import bind_request_id, configure_logging, get_logger
-from services.core.metrics import HTTP_LATENCY, HTTP_REQUESTS, UPLOADS_REJECTED, record_rss, render_metrics
+from services.core.metrics import (
+    HTTP_LATENCY,
+    HTTP_REQUESTS,
+    UPLOADS_REJECTED,
+    initialise_gateway_series,
+    record_rss,
+    render_metrics,
+)
 from services.core.queues import get_celery
+from services.core.retry import is_retryable
 from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
 from services.gateway.admin.router import router as admin_router
@@ -59,6 +68,17 @@ def install_error_handlers(app: FastAPI) -> None:
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return error_response(exc.status_code, HTTP_CODES.get(exc.status_code, "error"), str(exc.detail))
 
+    @app.exception_handler(sa.exc.DBAPIError)
+    @app.exception_handler(ClientError)
+    async def backend_error(_: Request, exc: Exception) -> JSONResponse:
+        """The database or the object store blinked (a restart, a 503): the client may retry, nothing was taken."""
+        if not is_retryable(exc):
+            raise exc  # a real bug: the 500 handler below
+        log.warning("request.backend_unavailable", error=f"{type(exc).__name__}: {exc}"[:500])
+        response = error_response(503, "service_unavailable", "a backend is briefly unavailable; retry shortly")
+        response.headers["Retry-After"] = "1"
+        return response
+
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("request.error", error=str(exc))
@@ -90,6 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="pagemill", version="1.0", summary="PDFs and page images in, Markdown out.")
     app.state.settings = settings
     install_error_handlers(app)
+    initialise_gateway_series()
 
     @app.middleware("http")
     async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

@@ -36,6 +36,9 @@ from services.worker.split import split_document
 log = get_logger(__name__)
 
 
+CLAIM_RETRY_MAX_S = 10.0
+
+
 def backoff_s(settings: Settings, retries: int) -> float:
     return float(min(settings.worker.retry_backoff_max_s, settings.worker.retry_backoff_s * 2**retries))
 
@@ -45,9 +48,18 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     job = from_dict(PageTask, payload)
     bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
     db = settings.resolved_database_url()
-    with session_scope(db, autocommit=True) as session:  # one atomic statement: no BEGIN/COMMIT round trips
-        claim = claim_page(session, job.document_id, job.page_index, lease_s=settings.worker.page_lease_s,
-                           max_deliveries=settings.worker.max_deliveries)
+    try:
+        with session_scope(db, autocommit=True) as session:  # one atomic statement: no BEGIN/COMMIT round trips
+            claim = claim_page(session, job.document_id, job.page_index, lease_s=settings.worker.page_lease_s,
+                               max_deliveries=settings.worker.max_deliveries)
+    except Exception as exc:
+        if not is_retryable(exc):
+            raise
+        # The database is away (a restart): keep the message, as for an engine outage, and ask again soon (a
+        # restart takes seconds). Dropped, the page would stay queued until `queued_lease_s` sends it again.
+        log.warning("page.claim_retry", error=str(exc)[:300], retries=task.request.retries)
+        raise task.retry(countdown=min(backoff_s(settings, task.request.retries), CLAIM_RETRY_MAX_S), exc=exc,
+                         max_retries=settings.worker.unavailable_max_retries) from exc
     if claim.outcome == Claim.SKIP:
         log.debug("page.skipped", document_id=job.document_id, index=job.page_index)
         return "skip"

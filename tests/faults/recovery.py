@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import sqlalchemy as sa
 
 from services.core.db.models import Document, Page
@@ -61,8 +62,26 @@ def record(figures: FaultFigures) -> FaultFigures:
 
 
 def wait_all_final(platform: Platform, document_ids: list[str], timeout: float = 180) -> list[dict[str, Any]]:
+    """Polls as a client should while a backend is away: a 503 (or a refused connection) means "again shortly";
+    a 500 fails the test."""
     deadline = time.monotonic() + timeout
-    return [platform.wait_done(d, timeout=max(1.0, deadline - time.monotonic())) for d in document_ids]
+    states = []
+    with platform.client() as client:
+        for document_id in document_ids:
+            while True:
+                try:
+                    response = client.get(f"/v1/documents/{document_id}", params={"wait": 5})
+                except httpx.TransportError:
+                    response = None
+                if response is not None and response.status_code != 503:
+                    assert response.status_code == 200, response.text
+                    if response.json()["status"] in FINAL:
+                        states.append(response.json())
+                        break
+                else:
+                    time.sleep(0.5)
+                assert time.monotonic() < deadline, f"{document_id} not final after {timeout} s"
+    return states
 
 
 def check_documents(platform: Platform, fault: str, document_ids: list[str], fault_over: datetime,
