@@ -39,6 +39,10 @@ test-faults: $(STAMP) ## the fault suite: processes SIGKILLed, Redis/PostgreSQL 
 	@rm -f $(FAULTS_REPORT)
 	PAGEMILL_FAULTS_REPORT=$(abspath $(FAULTS_REPORT)) $(BIN)/python -m pytest -m faults tests/faults $(PYTEST_ARGS)
 
+SOAK_MINUTES ?= 10
+soak: $(STAMP) ## load and soak (not in CI): locust against `pagemill serve` on loopback, figures into docs/reliability.md
+	PAGEMILL_CORPUS=$(abspath $(PAGEMILL_CORPUS)) $(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES) --write docs/reliability.md
+
 vllm-env: ## build the vLLM-on-CPU venv and the tiny test model (cached in VLLM_VENV)
 	VLLM_VENV=$(abspath $(VLLM_VENV)) scripts/vllm/setup.sh
 
@@ -101,4 +105,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install run test test-faults test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
+.PHONY: help install run test test-faults soak test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor
