@@ -110,14 +110,19 @@ def start_serve(workdir: Path, port: int, admin_key: str, workers: int) -> subpr
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def stop_serve(process: subprocess.Popen[bytes]) -> None:
+def stop_serve(process: subprocess.Popen[bytes], workdir: Path) -> None:
     tree = []
     with contextlib.suppress(psutil.NoSuchProcess):
         tree = [process.pid, *(p.pid for p in psutil.Process(process.pid).children(recursive=True))]
     process.send_signal(signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(30)
-    for pid in tree:  # whatever outlived serve (its own children only)
+    # Whatever outlived serve: its own children, and the embedded Redis (daemonized, it runs in the data folder).
+    for candidate in psutil.process_iter(["cwd"]):
+        cwd = candidate.info.get("cwd") or ""
+        if cwd.startswith(str(workdir)) and candidate.pid not in tree:
+            tree.append(candidate.pid)
+    for pid in tree:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -190,7 +195,7 @@ def run(minutes: float, users: int, tenants: int, workers: int) -> dict[str, Any
             "rss": sampler.summary(warm_s=min(60.0, seconds / 5)),
         }
     finally:
-        stop_serve(serve)
+        stop_serve(serve, workdir)
 
 
 def markdown(figures: dict[str, Any]) -> str:
