@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -178,6 +178,13 @@ class WorkerSettings(SettingsSection):
     """A worker process is replaced after a page leaves it above this resident size (image bombs, leaks)."""
     on_page_failure: FailurePolicy = FailurePolicy.PARTIAL
     """`partial` (keep the pages that worked) or `failed`: what a document with failed pages becomes."""
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> WorkerSettings:
+        if self.lease_heartbeat_s * 2 > self.page_lease_s:
+            raise ValueError("worker.lease_heartbeat_s must be at most half of worker.page_lease_s, or a live "
+                             "page's lease could run out between two renewals")
+        return self
 
     @property
     def longest_page_s(self) -> int:
