@@ -72,6 +72,15 @@ test-fast: $(STAMP) ## the edit-test loop: unit, in-process API and database tes
 test-fuzz: $(STAMP) ## schemathesis against a live gateway from its OpenAPI document (also part of make test)
 	$(BIN)/python -m pytest -m fuzz $(PYTEST_ARGS)
 
+FAULTS_REPORT ?= .pagemill/faults-report.json
+test-faults: $(STAMP) ## the fault suite: processes SIGKILLed, Redis/PostgreSQL restarted, S3 failing; figures in FAULTS_REPORT
+	@rm -f $(FAULTS_REPORT)
+	PAGEMILL_FAULTS_REPORT=$(abspath $(FAULTS_REPORT)) $(BIN)/python -m pytest -m faults tests/faults $(PYTEST_ARGS)
+
+SOAK_MINUTES ?= 10
+soak: $(STAMP) ## load and soak (not in CI): locust against `pagemill serve` on loopback, figures into docs/reliability.md
+	PAGEMILL_CORPUS=$(abspath $(PAGEMILL_CORPUS)) $(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES) --write docs/reliability.md
+
 vllm-env: ## build the vLLM-on-CPU venv and the tiny test model (cached in VLLM_VENV)
 	VLLM_VENV=$(abspath $(VLLM_VENV)) scripts/vllm/setup.sh
 
@@ -171,4 +180,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak

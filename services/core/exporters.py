@@ -121,28 +121,28 @@ def database_collectors(settings: Settings) -> list[CallbackCollector]:
             rows = session.execute(sa.select(Document.status, sa.func.count()).group_by(Document.status)).all()
         return [((str(status),), float(count)) for status, count in rows]
 
-    collectors = [CallbackCollector.of(DOCUMENTS_OPEN, documents_by_status)]
     top_n = settings.metrics.tenant_top_n
-    if top_n > 0:
-        def busiest_tenants() -> Samples:
-            with session_scope(settings.resolved_database_url()) as session:
-                rows = session.execute(
-                    sa.select(Document.tenant_id, sa.func.count())
-                    .join(Page, Page.document_id == Document.id)
-                    .where(Page.status.in_([PageStatus.QUEUED, PageStatus.RUNNING]))
-                    .group_by(Document.tenant_id)
-                ).all()
-            return top_n_with_other([(tenant or "none", float(n)) for tenant, n in rows], top_n)
 
-        collectors.append(CallbackCollector.of(TENANT_OPEN_PAGES, busiest_tenants))
-    return collectors
+    def busiest_tenants() -> Samples:
+        with session_scope(settings.resolved_database_url()) as session:
+            rows = session.execute(
+                sa.select(Document.tenant_id, sa.func.count())
+                .join(Page, Page.document_id == Document.id)
+                .where(Page.status.in_([PageStatus.QUEUED, PageStatus.RUNNING]))
+                .group_by(Document.tenant_id)
+            ).all()
+        return top_n_with_other([(tenant or "none", float(n)) for tenant, n in rows], top_n)
+
+    # With N = 0 (the default) every tenant is `other`: the series exists and no tenant id is exported.
+    return [CallbackCollector.of(DOCUMENTS_OPEN, documents_by_status),
+            CallbackCollector.of(TENANT_OPEN_PAGES, busiest_tenants)]
 
 
 def top_n_with_other(rows: list[tuple[str, float]], n: int) -> Samples:
-    """The n largest values by name, the rest summed as `other`: at most n + 1 label values, whatever the load."""
+    """The n largest values by name, the rest summed as `other` (0 when there is no rest, so the series always
+    exists): at most n + 1 label values, whatever the load."""
     ranked = sorted(rows, key=lambda row: (-row[1], row[0]))
     head, tail = ranked[:n], ranked[n:]
     samples = [((name,), value) for name, value in head]
-    if tail:
-        samples.append((("other",), sum(value for _, value in tail)))
+    samples.append((("other",), sum(value for _, value in tail)))
     return samples

@@ -142,6 +142,23 @@ def extend_lease(session: Session, document_id: str, index: int, *, lease_s: int
         "lease_until": utcnow() + timedelta(seconds=lease_s)})))
 
 
+def renew_leases(session: Session, pages: list[tuple[str, int]], *, lease_s: float,
+                 now: datetime | None = None) -> set[tuple[str, int]]:
+    """The heartbeat: pushes forward, in one statement, the leases this process holds on these running pages.
+    Returns the pages renewed; a page missing from it has ended or was taken over by another worker."""
+    if not pages:
+        return set()
+    now = now or utcnow()
+    rows = session.execute(
+        sa.update(_pages).where(
+            _pages.c.status == PageStatus.RUNNING.value, _pages.c.lease_owner == worker_identity(),
+            sa.tuple_(_pages.c.document_id, _pages.c.index).in_(pages),
+        ).values(lease_expires_at=now + timedelta(seconds=lease_s))
+        .returning(_pages.c.document_id, _pages.c.index)
+    ).all()
+    return {(str(document_id), int(index)) for document_id, index in rows}
+
+
 def _finish_and_count(count: sa.Update) -> sa.Update:
     """PostgreSQL: the page's end and the document's counter in one statement (a data-modifying CTE)."""
     finished = FINISH.returning(_pages.c.document_id).cte("finished")

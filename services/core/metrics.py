@@ -88,6 +88,42 @@ TASKS = Counter(
     ["task", "queue", "state"])
 
 
+# Known label values ------------------------------------------------------------------------------------------
+# A labelled series exists only once its labels are used, so a fresh deployment would show "No data" and rate()
+# alerts would start late. Each process sets these to 0 when it starts (Prometheus's advice: "avoid missing
+# metrics"); a value the code uses that is not listed here still appears on first use.
+UPLOAD_REJECTION_CODES = ("unsupported_media_type", "file_too_large", "too_many_pages", "encrypted_pdf",
+                          "corrupt_document", "empty_document", "validation_error", "rate_limited",
+                          "idempotency_conflict", "internal_error")
+RATE_LIMITS = ("requests_per_minute", "pages_in_flight")
+WEBHOOK_OUTCOMES = ("success", "retry", "failed")
+ENGINE_OUTCOMES = ("ok", "length", "unavailable", "rejected")
+TOKEN_KINDS = ("prompt", "completion")
+FALLBACK_REASONS = ("engine_unavailable", "length", "repetition", "empty")
+
+
+def initialise_gateway_series() -> None:
+    """The gateway's labelled series at 0: rejected uploads by code, 429s by limit."""
+    for code in UPLOAD_REJECTION_CODES:
+        UPLOADS_REJECTED.labels(code=code)
+    for limit in RATE_LIMITS:
+        RATE_LIMITED.labels(limit=limit)
+
+
+def initialise_worker_series(engine: str) -> None:
+    """A worker's labelled series at 0, for the engine it runs: engine calls, tokens and open requests,
+    fallbacks, webhook deliveries (the results tasks run in workers)."""
+    for outcome in ENGINE_OUTCOMES:
+        ENGINE_REQUESTS.labels(engine=engine, outcome=outcome)
+    for kind in TOKEN_KINDS:
+        ENGINE_TOKENS.labels(engine=engine, kind=kind)
+    ENGINE_IN_FLIGHT.labels(engine=engine).set(0)
+    for reason in FALLBACK_REASONS:
+        FALLBACK_PAGES.labels(reason=reason)
+    for outcome in WEBHOOK_OUTCOMES:
+        WEBHOOK_DELIVERIES.labels(outcome=outcome)
+
+
 # Scrape-time gauges --------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ScrapeGauge:
@@ -104,8 +140,8 @@ QUEUE_OLDEST_AGE = ScrapeGauge(
     ("queue",))
 DOCUMENTS_OPEN = ScrapeGauge("pagemill_documents", "Documents in the database, by status.", ("status",))
 TENANT_OPEN_PAGES = ScrapeGauge(
-    "pagemill_tenant_open_pages", "Queued and running pages of the busiest tenants (top N, the rest as `other`); "
-    "only when `PAGEMILL_METRICS__TENANT_TOP_N` > 0.", ("tenant",))
+    "pagemill_tenant_open_pages", "Queued and running pages of the busiest tenants (the top "
+    "`PAGEMILL_METRICS__TENANT_TOP_N` named, the rest as `other`).", ("tenant",))
 SCRAPE_GAUGES = (QUEUE_DEPTH, QUEUE_OLDEST_AGE, DOCUMENTS_OPEN, TENANT_OPEN_PAGES)
 
 

@@ -74,8 +74,8 @@ def make_celery(settings: Settings) -> Celery:
         broker_connection_retry_on_startup=True,
         broker_transport_options={
             # A message a dead worker had taken comes back after this long. It must outlast the slowest page
-            # (a live page's lease makes a second delivery skip it); the reconciler is usually faster.
-            "visibility_timeout": settings.worker.page_lease_s + 300,
+            # (a live page's lease makes a second delivery skip it); the reconciler is much faster.
+            "visibility_timeout": settings.worker.longest_page_s + 300,
             "socket_timeout": 10,
             "socket_connect_timeout": 5,
             # Fair share: each queue is a list per priority step, and a worker pops the lowest step first.

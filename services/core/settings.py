@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -158,8 +158,11 @@ class WorkerSettings(SettingsSection):
 
     concurrency: int = Field(default=2, ge=1)
     """Worker processes (or threads) per `pagemill worker`."""
-    page_lease_s: int = Field(default=600, ge=5)
-    """A running page not finished this long after it started is handed to another worker by the reconciler."""
+    page_lease_s: int = Field(default=30, ge=5)
+    """A running page whose lease was not renewed for this long (its worker died) is handed to another worker by
+    the reconciler. The worker running a page renews its lease every `lease_heartbeat_s`."""
+    lease_heartbeat_s: float = Field(default=5.0, gt=0)
+    """Seconds between renewals of the leases of the pages a worker is running (well under `page_lease_s`)."""
     queued_lease_s: int = Field(default=900, ge=5)
     """A page queued this long is re-queued by the reconciler (its message is presumed lost)."""
     max_retries: int = Field(default=3, ge=0)
@@ -179,6 +182,18 @@ class WorkerSettings(SettingsSection):
     """A worker process is replaced after a page leaves it above this resident size (image bombs, leaks)."""
     on_page_failure: FailurePolicy = FailurePolicy.PARTIAL
     """`partial` (keep the pages that worked) or `failed`: what a document with failed pages becomes."""
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> WorkerSettings:
+        if self.lease_heartbeat_s * 2 > self.page_lease_s:
+            raise ValueError("worker.lease_heartbeat_s must be at most half of worker.page_lease_s, or a live "
+                             "page's lease could run out between two renewals")
+        return self
+
+    @property
+    def longest_page_s(self) -> int:
+        """The longest a page can run (its hard time limit), or hold a lease without renewing it."""
+        return max(self.page_lease_s, self.page_timeout_s + 30)
 
 
 class WebhookSettings(SettingsSection):

@@ -11,6 +11,7 @@ from pathlib import Path
 import kombu.exceptions
 import redis
 import sqlalchemy as sa
+from botocore.exceptions import ClientError
 from celery import Celery
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -27,8 +28,16 @@ from services.core.db.session import get_engine
 from services.core.errors import PagemillError, ServiceUnavailable
 from services.core.exporters import scrape_collectors as core_scrape_collectors
 from services.core.logging import bind_request_id, configure_logging, get_logger
-from services.core.metrics import HTTP_LATENCY, HTTP_REQUESTS, UPLOADS_REJECTED, record_rss, render_metrics
+from services.core.metrics import (
+    HTTP_LATENCY,
+    HTTP_REQUESTS,
+    UPLOADS_REJECTED,
+    initialise_gateway_series,
+    record_rss,
+    render_metrics,
+)
 from services.core.queues import get_celery, send_jobs
+from services.core.retry import is_retryable
 from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
 from services.gateway import openapi
@@ -80,6 +89,17 @@ def install_error_handlers(app: FastAPI) -> None:
         log.warning("request.dependency_down", error=f"{type(exc).__name__}: {exc}"[:300])
         unavailable = ServiceUnavailable("a service pagemill depends on (Redis) cannot be reached; try again shortly")
         return await pagemill_error(_, unavailable)
+
+    @app.exception_handler(sa.exc.DBAPIError)
+    @app.exception_handler(ClientError)
+    async def backend_error(_: Request, exc: Exception) -> JSONResponse:
+        """The database or the object store blinked (a restart, a 503): the client may retry, nothing was taken."""
+        if not is_retryable(exc):
+            raise exc  # a real bug: the 500 handler below
+        log.warning("request.backend_unavailable", error=f"{type(exc).__name__}: {exc}"[:500])
+        response = error_response(503, "service_unavailable", "a backend is briefly unavailable; retry shortly")
+        response.headers["Retry-After"] = "1"
+        return response
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -154,6 +174,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     install_error_handlers(app)
     openapi.install(app, settings)
+    initialise_gateway_series()
 
     @app.middleware("http")
     async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

@@ -99,7 +99,7 @@ def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
                 enqueue(assemble_job(document_id, document.request_id if document else None))
                 report.assemblies += 1
         # A page that was mid-flight when its document was deleted may have written its result afterwards.
-        window = timedelta(seconds=settings.worker.page_lease_s + 60)
+        window = timedelta(seconds=settings.worker.longest_page_s + 60)
         recently_deleted = recently_deleted_documents(session, now - window)
         # Webhook messages whose task was lost, never sent, or whose (long) backoff has run out.
         for delivery_id in due_deliveries(session, now, grace_s=0 if report.redis_reset else 10):

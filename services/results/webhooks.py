@@ -100,7 +100,7 @@ def deliver(settings: Settings, delivery_id: str) -> str:
         WEBHOOK_LATENCY.observe(duration)
     outcome, delay = _record(db, settings, delivery, started_at, duration, status_code, error, excerpt, permanent)
     WEBHOOK_DELIVERIES.labels(outcome=outcome).inc()
-    log.info("webhook.attempt", delivery_id=delivery.id, event=delivery.event_type, outcome=outcome,
+    log.info("webhook.attempt", delivery_id=delivery.id, event_type=delivery.event_type, outcome=outcome,
              status_code=status_code, error=error, ms=int(duration * 1000))
     if outcome == "retry" and delay <= MAX_COUNTDOWN_S:
         enqueue(events.deliver_job(delivery.id, countdown=delay))  # sent when this task ends (its outbox)

@@ -29,7 +29,7 @@ from services.core.queues import OutboxTask, TaskName, assemble_job, enqueue
 from services.core.retry import engine_outage_policy, is_retryable, page_policy, retry_task
 from services.core.settings import Settings
 from services.core.storage import get_store, page_result_key
-from services.worker import page_cache
+from services.worker import heartbeat, page_cache
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.pipeline import PageOutcome, run_fallback, run_page
 from services.worker.split import split_document
@@ -37,17 +37,33 @@ from services.worker.split import split_document
 log = get_logger(__name__)
 
 
+# A database restart takes seconds: a claim that met one is asked again at most this long after.
+CLAIM_RETRY_MAX_S = 10.0
+
+
 def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     """One delivery of one page. Returns what happened (for logs and tests): run, cached, skip, retry, failed."""
     job = from_dict(PageTask, payload)
     bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
     db = settings.resolved_database_url()
-    with session_scope(db, autocommit=True) as session:  # one atomic statement: no BEGIN/COMMIT round trips
-        claim = claim_page(session, job.document_id, job.page_index, lease_s=settings.worker.page_lease_s,
-                           max_deliveries=settings.worker.max_deliveries)
+    try:
+        with session_scope(db, autocommit=True) as session:  # one atomic statement: no BEGIN/COMMIT round trips
+            claim = claim_page(session, job.document_id, job.page_index, lease_s=settings.worker.page_lease_s,
+                               max_deliveries=settings.worker.max_deliveries)
+    except Exception as exc:
+        if not is_retryable(exc):
+            raise
+        # The database is away (a restart): keep the message, as for an engine outage, and ask again soon (a
+        # restart takes seconds). Dropped, the page would stay queued until `queued_lease_s` sends it again.
+        log.warning("page.claim_retry", error=str(exc)[:300], retries=task.request.retries)
+        policy = engine_outage_policy(settings)
+        raise task.retry(countdown=min(policy.countdown(task.request.retries), CLAIM_RETRY_MAX_S), exc=exc,
+                         max_retries=policy.max_retries) from exc
     if claim.outcome == Claim.SKIP:
         log.debug("page.skipped", document_id=job.document_id, index=job.page_index)
         return "skip"
+    if claim.outcome == Claim.RUN:
+        heartbeat.hold(settings, job.document_id, job.page_index)  # released when the task ends
     if claim.outcome == Claim.EXHAUSTED:
         _fail(settings, job, "page_lost", f"the page was picked up {claim.deliveries} times without finishing "
                                           "(a worker crashed or timed out on it each time)")
@@ -172,7 +188,10 @@ def register_worker_tasks(app: Celery, settings: Settings) -> None:
     @app.task(name=TaskName.PARSE_PAGE.value, base=OutboxTask, bind=True, acks_late=True, reject_on_worker_lost=True,
               max_retries=engine_outage_policy(settings).max_retries, **limits)
     def parse_page_task(self: Task, payload: dict[str, Any]) -> str:
-        return parse_page(self, payload, settings)
+        try:
+            return parse_page(self, payload, settings)
+        finally:
+            heartbeat.release(settings)
 
     @app.task(name=TaskName.SPLIT_DOCUMENT.value, base=OutboxTask, bind=True, acks_late=True,
               reject_on_worker_lost=True, max_retries=page_policy(settings).max_retries)

@@ -293,3 +293,39 @@ def test_prometheus_loads_the_alert_rules_and_they_stay_quiet(run: Run, promethe
     # A healthy platform: nothing pending or firing except vLLM's, which is absent here by design.
     active = {r["name"] for r in rules if r["state"] != "inactive"}
     assert active == set(), active
+
+
+# A fresh deployment: every series the dashboards and alerts read exists before anything happened -------------
+
+GATEWAY_SERIES = {"pagemill_uploads_rejected_total": {"code": "file_too_large"},
+                  "pagemill_rate_limited_total": {"limit": "requests_per_minute"},
+                  "pagemill_tenant_open_pages": {"tenant": "other"}}
+WORKER_SERIES = {"pagemill_engine_requests_total": {"engine": "fake", "outcome": "ok"},
+                 "pagemill_engine_tokens_total": {"engine": "fake", "kind": "completion"},
+                 "pagemill_engine_in_flight_requests": {"engine": "fake"},
+                 "pagemill_fallback_pages_total": {"reason": "engine_unavailable"},
+                 "pagemill_webhook_deliveries_total": {"outcome": "failed"}}
+
+
+def test_a_fresh_gateway_and_worker_export_every_labelled_series_at_zero(tmp_path: Path, redis_server: str,
+                                                                       postgres_copies: TemplateCopies) -> None:
+    """Issue 13, defect 8: these series did not exist until first used, so dashboards showed "No data"."""
+    database_url, drop = postgres_copies.take()  # a copy of the migrated template
+    platform = Platform(workdir=tmp_path, database_url=database_url, redis_base_url=redis_server, engine="fake")
+    try:
+        platform.start(worker=False)
+        gateway = scrape(f"{platform.url}/metrics")
+        for name, labels in GATEWAY_SERIES.items():
+            found = [(lab, v) for n, lab, v in samples(gateway) if n == name and labels.items() <= lab.items()]
+            assert found and all(v == 0 for _, v in found), (name, found)
+        port = free_port()
+        platform.start_worker(metrics_port=port)
+        wait_for(lambda: httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).status_code == 200, 60, "worker")
+        worker = scrape(f"http://127.0.0.1:{port}/metrics")
+        for name, labels in WORKER_SERIES.items():
+            assert not [n for n, _, _ in samples(gateway) if n == name], f"{name} came before the worker started"
+            found = [(lab, v) for n, lab, v in samples(worker) if n == name and labels.items() <= lab.items()]
+            assert found and all(v == 0 for _, v in found), (name, found)
+    finally:
+        platform.stop()
+        drop()

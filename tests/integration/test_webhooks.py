@@ -166,3 +166,25 @@ def test_deliveries_lost_with_redis_are_sent_by_the_reconciler(platform_factory:
     assert sorted(r.json["type"] for r in receiver.received) == ["document.queued", "document.succeeded"]
     assert all(r.verified for r in receiver.received)
     receiver.close()
+
+
+def test_a_failed_attempt_is_retried_after_the_configured_backoff(platform_factory: PlatformFactory,
+                                                                  postgres_url: str, corpus: Path) -> None:
+    """The retry is the delayed task the failed attempt schedules (1 s here), not the reconciler's catch-up, which
+    only sends a delivery 10 s past its due time. A crash after the attempt (issue 13, defect 2) left only that."""
+    platform = platform_factory(postgres_url, engine="fake", extra_env={
+        "PAGEMILL_WEBHOOKS__RETRY_BACKOFF_S": "1", "PAGEMILL_WEBHOOKS__TIMEOUT_S": "2"}).start(
+            webhook_worker=True, reconciler=True)
+    receiver = Receiver(fail_first=1)
+    with platform.client() as client:
+        endpoint = client.post("/v1/webhooks", json={"url": receiver.url, "events": ["document.succeeded"]}).json()
+    created = platform.upload(corpus / ONE_PAGE)
+    assert platform.wait_done(created["id"])["status"] == "succeeded"
+    log = wait_until(lambda: [d for d in deliveries(platform, endpoint["id"]) if d["status"] == "succeeded"],
+                     30, "the retried delivery to succeed")
+    attempts = log[0]["attempt_log"]
+    assert [a["status_code"] for a in attempts] == [500, 204]
+    first, second = (datetime.fromisoformat(a["started_at"]) for a in attempts)
+    gap = (second - first).total_seconds()
+    assert 1.0 <= gap < 4.0, f"the retry came {gap:.1f} s after the failure, not after the 1 s backoff"
+    receiver.close()

@@ -51,7 +51,10 @@ def test_tenant_top_n_keeps_at_most_n_plus_one_series() -> None:
     samples = list(top_n_with_other(rows, 3))
     assert samples == [(("tenant-49",), 49.0), (("tenant-48",), 48.0), (("tenant-47",), 47.0),
                        (("other",), float(sum(range(47))))]
-    assert list(top_n_with_other(rows[:2], 3)) == [(("tenant-1",), 1.0), (("tenant-0",), 0.0)]
+    # `other` is always there (0 when every tenant is named), so the series exists from the first scrape
+    assert list(top_n_with_other(rows[:2], 3)) == [(("tenant-1",), 1.0), (("tenant-0",), 0.0), (("other",), 0.0)]
+    assert list(top_n_with_other([], 0)) == [(("other",), 0.0)]
+    assert list(top_n_with_other(rows, 0)) == [(("other",), float(sum(range(50))))]
 
 
 def test_a_message_age_comes_from_its_header_or_its_page_task() -> None:
