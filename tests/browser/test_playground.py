@@ -14,6 +14,7 @@ import pytest
 
 from tests.browser.conftest import ARTIFACTS, Watched
 from tests.harness import Platform
+from tests.pdfs import repeat_pages
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +56,10 @@ def box_geometry_matches(page: Any, entry: dict[str, Any]) -> None:
 
 def test_upload_watch_progress_view_download_and_delete(platform: Platform, watched: Watched, corpus: Path,
                                                         tmp_path: Path) -> None:
-    source = corpus / "dev" / "docling_multi_page" / "multi_page.pdf"
+    # 15 pages (the corpus document's 5, three times): enough parsing for the progress to be seen moving even
+    # when the machine is busy and the event stream connects late.
+    source = tmp_path / "multi_page.pdf"
+    source.write_bytes(repeat_pages(corpus / "dev" / "docling_multi_page" / "multi_page.pdf", 15))
     page: Any = watched.page
     page.goto(f"{platform.url}/playground")
     page.fill("#api-key", platform.api_key or "")
@@ -75,7 +79,7 @@ def test_upload_watch_progress_view_download_and_delete(platform: Platform, watc
     row.locator("button.open").click()
     page.wait_for_selector("#viewer:not([hidden])")
     page.wait_for_function("() => document.querySelector('#page-image').naturalWidth > 0")
-    assert page.locator("#page-label").inner_text() == "page 1 of 5"
+    assert page.locator("#page-label").inner_text() == "page 1 of 15"
     with platform.client() as client:
         body = client.get(f"/v1/documents/{document_id}/result", params={"format": "json"}).json()
         image = client.get(f"/v1/documents/{document_id}/pages/1/image")
@@ -92,7 +96,7 @@ def test_upload_watch_progress_view_download_and_delete(platform: Platform, watc
     assert page.locator("#view-markdown").inner_text().strip() == entry["markdown"].strip()
     page.click("#next-page")
     page.wait_for_function("() => document.querySelector('#page-image').dataset.page === '2'")
-    assert page.locator("#page-label").inner_text() == "page 2 of 5"
+    assert page.locator("#page-label").inner_text() == "page 2 of 15"
 
     page.click("#tab-html")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -169,7 +173,9 @@ def test_a_dropped_file_is_uploaded_and_followed_to_the_end(platform: Platform, 
     page.dispatch_event("#drop-zone", "drop", {"dataTransfer": transfer})
     row = page.locator("#documents tbody tr", has_text="code_and_formula.pdf").first
     row.locator(".pct", has_text="100 %").wait_for(timeout=120_000)
-    assert row.get_attribute("data-status") == "succeeded"
+    # every page done: the status follows once the document is assembled
+    page.locator('#documents tbody tr[data-status="succeeded"]', has_text="code_and_formula.pdf").wait_for(
+        timeout=60_000)
     with platform.client() as client:
         state = client.get(f"/v1/documents/{row.get_attribute('data-id')}").json()
     assert state["pages_total"] == 1 and state["filename"] == "code_and_formula.pdf"

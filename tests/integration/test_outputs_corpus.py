@@ -117,7 +117,9 @@ def words_of(pages: list[RenderPage]) -> set[str]:
         for element in page.elements:
             if element.type in FURNITURE or element.type is ElementType.FORMULA:
                 continue
-            text = re.sub(r"\$[^$]*\$", " ", element.text)  # inline math is typeset, not text
+            # Inline math is typeset, not text: the words are the Markdown's outside `$…$` (a table's its text).
+            source = element.text if element.type is ElementType.TABLE else (element.markdown or element.text)
+            text = re.sub(r"\$[^$]*\$", " ", source)
             words |= set(WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
     return words
 

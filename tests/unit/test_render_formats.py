@@ -150,3 +150,17 @@ def test_formulas_without_katex_fall_back_to_source() -> None:
     element = Element(id="p1-e1", type=ElementType.FORMULA, page=1, bbox=None, text="\\frac{", latex="\\frac{")
     tex = render_latex([RenderPage(number=1, status="succeeded", elements=[element])])
     assert "\\[" not in tex.split("\\begin{document}")[1]  # unparsable: printed as text, the document compiles
+
+
+def test_an_ordered_list_keeps_the_documents_own_numbers() -> None:
+    """Exercises 150. to 151. stay 150. and 151. in HTML and LaTeX (a list renumbered from 1 loses them)."""
+    from services.core.elements import Element, ElementType
+    from services.results.render.derive import RenderPage
+    from services.results.render.html import render_html
+    from services.results.render.latex import render_latex
+
+    element = Element(id="p1-e1", type=ElementType.LIST, page=1, bbox=None, text="first second",
+                      markdown="150. first\n\n151. second", items=["first", "second"], ordered=True)
+    page = RenderPage(number=1, status="succeeded", elements=[element])
+    assert "\\item[{150.}] first" in render_latex([page], title="t")
+    assert re.findall(r"<li[^>]*>", render_html([page], title="t")) == ['<li value="150">', '<li value="151">']

@@ -54,6 +54,14 @@ def page_elements(entry: dict[str, Any]) -> list[Element]:
     return markdown_elements(entry.get("markdown") or "", int(entry["page_number"]))
 
 
+_LIST_LABEL = re.compile(r"^\s*(\d{1,9}[.)])\s", re.MULTILINE)
+
+
+def list_labels(markdown: str) -> list[str]:
+    """The numbers an ordered list's Markdown gives its items ("150.", "151." …), in order."""
+    return _LIST_LABEL.findall(markdown)
+
+
 def plain_text(markdown: str) -> str:
     """The words of a block: tags and Markdown marks dropped, entities decoded, whitespace collapsed."""
     text = _TAG.sub(" ", markdown)

@@ -14,7 +14,7 @@ import secrets
 
 from services.core.elements import Element, ElementType
 from services.results.render import katex
-from services.results.render.derive import RenderPage
+from services.results.render.derive import RenderPage, list_labels
 from services.results.render.inline import INLINE_MATH, inline_html
 from services.results.render.sanitize import parse_table
 
@@ -95,8 +95,13 @@ def element_html(element: Element, math: _Math) -> str:
         items = element.items or [element.text]
         ordered = bool(re.match(r"^\s*\d", element.markdown))
         tag = "ol" if ordered else "ul"
-        return (f"<{tag}{_attrs(element)}>" + "".join(f"<li>{inline_html(item, math)}</li>" for item in items)
-                + f"</{tag}>")
+        # An ordered list keeps the document's own numbers (exercise 150. to 159., not 1. to 10.).
+        labels = list_labels(element.markdown) if ordered else []
+        if len(labels) != len(items):
+            labels = [""] * len(items)
+        values = [f' value="{int(label[:-1])}"' if label else "" for label in labels]
+        return (f"<{tag}{_attrs(element)}>" + "".join(f"<li{value}>{inline_html(item, math)}</li>"
+                                                     for value, item in zip(values, items, strict=True)) + f"</{tag}>")
     if kind is ElementType.TABLE:
         table = parse_table(element.html or element.markdown, on_text=_math_text(math))  # type: ignore[arg-type]
         return re.sub(r"^<table>", f"<table{_attrs(element)}>", table.to_html())

@@ -16,7 +16,7 @@ import re
 
 from services.core.elements import FURNITURE, Element, ElementType
 from services.results.render import katex
-from services.results.render.derive import RenderPage
+from services.results.render.derive import RenderPage, list_labels
 from services.results.render.inline import INLINE_MATH, inline_latex, tex_escape
 from services.results.render.sanitize import Cell, Table, parse_table
 
@@ -204,7 +204,11 @@ def element_latex(element: Element, math: _Math) -> str:
         if not items:
             return ""
         env = "enumerate" if re.match(r"^\s*\d", element.markdown) else "itemize"
-        return f"\\begin{{{env}}}\n" + "\n".join(f"\\item {inline(item)}" for item in items) + f"\n\\end{{{env}}}"
+        # An ordered list keeps the document's own numbers (exercise 150. to 159., not 1. to 10.).
+        labels = list_labels(element.markdown)
+        marks = [f"[{{{label}}}]" for label in labels] if len(labels) == len(items) else [""] * len(items)
+        body = "\n".join(f"\\item{mark} {inline(item)}" for mark, item in zip(marks, items, strict=True))
+        return f"\\begin{{{env}}}\n{body}\n\\end{{{env}}}"
     if kind is ElementType.TABLE:
         table = parse_table(element.html or element.markdown)
         return table_latex(table, math) if table.rows else ""
