@@ -106,6 +106,7 @@ def test_document_started_at_is_its_first_page_start(database: str, request: pyt
         assert session.get(Document, document_id).started_at == first  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("database", ["postgres_url", "sqlite_url"])
 def test_the_heartbeat_renews_only_the_running_pages_it_holds(database: str, request: pytest.FixtureRequest) -> None:
     from services.worker.heartbeat import Heartbeat
 
