@@ -117,6 +117,15 @@ class VllmServer:
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
 
+    def kill(self) -> None:
+        """SIGKILL to the server's whole process group, as a crashed or evicted server: requests in flight die."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None

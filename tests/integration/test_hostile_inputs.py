@@ -22,6 +22,9 @@ from tests.pdfs import flate_bomb_pdf, image_bomb_pdf, jpeg_claiming, png_claimi
 pytestmark = pytest.mark.slow
 
 ONE_PAGE = CORPUS / "dev" / "pypdf_crazyones" / "crazyones.pdf"
+if not (CORPUS / "bad").is_dir() or not ONE_PAGE.is_file():
+    pytest.skip(f"needs the shared corpus, which is not at {CORPUS} (clone it to ../shared/corpus or set "
+                "PAGEMILL_CORPUS)", allow_module_level=True)
 IDLE_TIMEOUT_S = 2
 MAX_FILE_BYTES = 30 * 1024 * 1024
 # The worker's peak over the whole table (two pool children): a 1 GiB zip bomb inflated whole would pass it.

@@ -213,3 +213,35 @@ def test_pages_wait_out_a_vllm_outage_and_finish_when_it_is_back(
     assert platform.wait_done(created["id"], timeout=300)["status"] == "succeeded"
     for page in pages_of(platform, created["id"]):
         assert page["engine"] == "vllm" and not page["is_fallback"] and page["finish_reason"] == "stop", page
+
+
+def test_a_vllm_server_killed_mid_batch_loses_no_page(
+        platform_factory: PlatformFactory, postgres_url: str, vllm_server: VllmServer, corpus: Path) -> None:
+    """Issue 13's vLLM fault: SIGKILL of the server while it is generating. The requests in flight fail as an
+    outage; their pages wait (backoff, not the fallback) and finish once a server is back, each exactly once."""
+    platform = start_platform(platform_factory, postgres_url, vllm_server, request_extra=RUN_TO_LENGTH,
+                              max_tokens=48, max_attempts=1)
+    created = platform.upload(corpus / "dev/docling_multi_page/multi_page.pdf", mode="accurate")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and vllm_server.metrics().get("vllm:num_requests_running", 0.0) < 1:
+        time.sleep(0.05)  # a batch is being generated
+    killed_at = time.monotonic()
+    vllm_server.kill()
+    try:
+        with platform.client() as client:
+            state = client.get(f"/v1/documents/{created['id']}").json()
+        assert state["pages_failed"] == 0 and state["status"] in ("queued", "running"), state
+    finally:
+        vllm_server.start()  # a new server, as an orchestrator would start one
+    back_at = time.monotonic()
+    final = platform.wait_done(created["id"], timeout=300)
+    done_at = time.monotonic()
+    assert final["status"] in ("succeeded", "partial") and final["pages_failed"] == 0, final
+    pages = pages_of(platform, created["id"])
+    assert [p["page"] for p in pages] == [1, 2, 3, 4, 5]
+    markdown = platform.result(created["id"])
+    assert all(markdown.count(f"<!-- page {n} -->") == 1 for n in range(1, 6)), "a page twice or missing"
+    # max_attempts=1 and length finishes: each page ends as the flagged fallback for `length`, never for the outage
+    assert all(p["fallback_reason"] != "engine_unavailable" for p in pages), pages
+    print(f"vllm killed mid-batch: 1 document, 5 pages, 0 lost, 0 duplicated; server back after "
+          f"{back_at - killed_at:.1f} s, document final {done_at - back_at:.1f} s after that")
