@@ -164,3 +164,17 @@ def test_an_ordered_list_keeps_the_documents_own_numbers() -> None:
     page = RenderPage(number=1, status="succeeded", elements=[element])
     assert "\\item[{150.}] first" in render_latex([page], title="t")
     assert re.findall(r"<li[^>]*>", render_html([page], title="t")) == ['<li value="150">', '<li value="151">']
+
+
+def test_numbers_among_bullets_keep_their_labels() -> None:
+    from services.core.elements import Element, ElementType
+    from services.results.render.derive import RenderPage
+    from services.results.render.html import render_html
+    from services.results.render.latex import render_latex
+
+    element = Element(id="p1-e1", type=ElementType.LIST, page=1, bbox=None, text="",
+                      markdown="- a. Find it.\n\n150. first\n\n151. second", items=["a. Find it.", "first", "second"])
+    page = RenderPage(number=1, status="succeeded", elements=[element])
+    latex = render_latex([page], title="t")
+    assert "\\item a. Find it." in latex and "\\item[{150.}] first" in latex and "\\item[{151.}] second" in latex
+    assert "<li>150. first</li>" in render_html([page], title="t")

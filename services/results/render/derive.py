@@ -54,12 +54,12 @@ def page_elements(entry: dict[str, Any]) -> list[Element]:
     return markdown_elements(entry.get("markdown") or "", int(entry["page_number"]))
 
 
-_LIST_LABEL = re.compile(r"^\s*(\d{1,9}[.)])\s", re.MULTILINE)
+_LIST_MARKER = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])[ \t]", re.MULTILINE)
 
 
 def list_labels(markdown: str) -> list[str]:
-    """The numbers an ordered list's Markdown gives its items ("150.", "151." …), in order."""
-    return _LIST_LABEL.findall(markdown)
+    """Each item's marker in a list's Markdown, in order: its number ("150.", "151." …) or "" for a bullet."""
+    return ["" if marker in "-*+" else marker for marker in _LIST_MARKER.findall(markdown)]
 
 
 def plain_text(markdown: str) -> str:

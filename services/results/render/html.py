@@ -95,13 +95,19 @@ def element_html(element: Element, math: _Math) -> str:
         items = element.items or [element.text]
         ordered = bool(re.match(r"^\s*\d", element.markdown))
         tag = "ol" if ordered else "ul"
-        # An ordered list keeps the document's own numbers (exercise 150. to 159., not 1. to 10.).
-        labels = list_labels(element.markdown) if ordered else []
+        # A list keeps the document's own numbers (exercise 150. to 159., not 1. to 10.): an ordered list as
+        # <li value>, numbers among bullets as the item's own label.
+        labels = list_labels(element.markdown)
         if len(labels) != len(items):
             labels = [""] * len(items)
-        values = [f' value="{int(label[:-1])}"' if label else "" for label in labels]
-        return (f"<{tag}{_attrs(element)}>" + "".join(f"<li{value}>{inline_html(item, math)}</li>"
-                                                     for value, item in zip(values, items, strict=True)) + f"</{tag}>")
+        if ordered and all(labels):
+            lis = [f'<li value="{int(label[:-1])}">{inline_html(item, math)}</li>'
+                   for label, item in zip(labels, items, strict=True)]
+        else:
+            tag = "ul" if any(labels) else tag
+            lis = [f'<li>{html.escape(label) + " " if label else ""}{inline_html(item, math)}</li>'
+                   for label, item in zip(labels, items, strict=True)]
+        return f"<{tag}{_attrs(element)}>" + "".join(lis) + f"</{tag}>"
     if kind is ElementType.TABLE:
         table = parse_table(element.html or element.markdown, on_text=_math_text(math))  # type: ignore[arg-type]
         return re.sub(r"^<table>", f"<table{_attrs(element)}>", table.to_html())

@@ -204,9 +204,13 @@ def element_latex(element: Element, math: _Math) -> str:
         if not items:
             return ""
         env = "enumerate" if re.match(r"^\s*\d", element.markdown) else "itemize"
-        # An ordered list keeps the document's own numbers (exercise 150. to 159., not 1. to 10.).
+        # A list keeps the document's own numbers (exercise 150. to 159., not 1. to 10.), bullets among them too.
         labels = list_labels(element.markdown)
-        marks = [f"[{{{label}}}]" for label in labels] if len(labels) == len(items) else [""] * len(items)
+        if len(labels) == len(items) and any(labels):
+            env = "itemize"
+            marks = [f"[{{{label}}}]" if label else "" for label in labels]
+        else:
+            marks = [""] * len(items)
         body = "\n".join(f"\\item{mark} {inline(item)}" for mark, item in zip(marks, items, strict=True))
         return f"\\begin{{{env}}}\n{body}\n\\end{{{env}}}"
     if kind is ElementType.TABLE:
