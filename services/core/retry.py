@@ -45,6 +45,9 @@ def is_retryable(exc: BaseException) -> bool:
         return True
     if type(exc).__name__ == "ClientError":  # botocore: an S3 API that answered 500/503 after boto's own retries
         return _s3_server_error(getattr(exc, "response", None))
+    if type(exc).__name__ == "S3UploadFailedError":  # boto3's managed (multipart) upload wraps the ClientError
+        cause = exc.__cause__ or exc.__context__
+        return cause is not None and cause is not exc and is_retryable(cause)
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import kombu.exceptions
 import redis
 import sqlalchemy as sa
+from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import ClientError
 from celery import Celery
 from fastapi import FastAPI, Request, Response
@@ -92,6 +93,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(sa.exc.DBAPIError)
     @app.exception_handler(ClientError)
+    @app.exception_handler(S3UploadFailedError)  # the streamed upload's multipart transfer wraps the ClientError
     async def backend_error(_: Request, exc: Exception) -> JSONResponse:
         """The database or the object store blinked (a restart, a 503): the client may retry, nothing was taken."""
         if not is_retryable(exc):

@@ -58,7 +58,8 @@ def test_gateway_sigkilled_mid_upload_accepts_nothing_by_half(platform_factory: 
     # message was never sent: the reconciler sends it after `queued_lease_s` (900 s by default, 10 s here), until
     # the jobs go through a persistent outbox.
     platform = platform_factory(postgres_url, engine="fake", extra_env={
-        "PAGEMILL_ENGINE__FAKE_LATENCY_MS": "50", "PAGEMILL_WORKER__QUEUED_LEASE_S": "10"}).start(
+        "PAGEMILL_ENGINE__FAKE_LATENCY_MS": "50", "PAGEMILL_WORKER__QUEUED_LEASE_S": "10",
+        "PAGEMILL_LIMITS__REQUESTS_PER_MINUTE": "100000"}).start(
         concurrency=2, reconciler=True)
     data = pdf(corpus, tmp_path, 12).read_bytes()
     accepted: list[str] = []
