@@ -50,6 +50,7 @@ def convert_document(data: bytes, media_type: str, settings: Settings) -> Conver
             workbook = convert(data, media_type, timeout_s=options.timeout_s, memory_mb=options.memory_mb,
                                target="xlsx")
             result.sheets = read_xlsx(workbook, max_cells=options.max_sheet_cells)
+            result.charts = read_charts(workbook)  # LibreOffice's xlsx keeps the charts as chart parts
     if media_type == XLSX:
         result.sheets = read_xlsx(data, max_cells=options.max_sheet_cells)
     if media_type in (DOCX, PPTX, XLSX):
