@@ -219,12 +219,14 @@ def test_a_vllm_server_killed_mid_batch_loses_no_page(
         platform_factory: PlatformFactory, postgres_url: str, vllm_server: VllmServer, corpus: Path) -> None:
     """Issue 13's vLLM fault: SIGKILL of the server while it is generating. The requests in flight fail as an
     outage; their pages wait (backoff, not the fallback) and finish once a server is back, each exactly once."""
+    # Long generations (600 tokens, end-of-sequence ignored) so the kill lands while a batch is being generated.
     platform = start_platform(platform_factory, postgres_url, vllm_server, request_extra=RUN_TO_LENGTH,
-                              max_tokens=48, max_attempts=1)
+                              max_tokens=600, max_attempts=1)
     created = platform.upload(corpus / "dev/docling_multi_page/multi_page.pdf", mode="accurate")
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and vllm_server.metrics().get("vllm:num_requests_running", 0.0) < 1:
-        time.sleep(0.05)  # a batch is being generated
+    while vllm_server.metrics().get("vllm:num_requests_running", 0.0) < 1:
+        assert time.monotonic() < deadline, "vLLM never had a request running"
+        time.sleep(0.05)
     killed_at = time.monotonic()
     vllm_server.kill()
     try:
