@@ -126,7 +126,6 @@ def convert(data: bytes, media_type: str, *, timeout_s: float, memory_mb: int, t
         try:
             stdout, stderr = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(process)
             raise ConversionTimeout(f"the conversion took longer than {timeout_s:g} s") from None
         finally:
             _kill_group(process)  # soffice may leave a child behind even after a clean exit
