@@ -19,8 +19,13 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # psycopg 3 is the PostgreSQL driver; every usual spelling of a PostgreSQL URL selects it (pg8000, the driver
 # before it, is no longer installed, so its spelling is mapped too rather than failing on the import).
 _POSTGRES_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg2://", "postgresql+pg8000://")
-# psycopg prepares a statement on the server once a connection has run it this many times: the hot path's
-# statements are planned once per connection, and one-off ones (migrations, admin commands) never are.
+# psycopg prepares a statement on the server (parsed and planned once, then only bound and executed) when a
+# connection runs it once more than this: the hot path's statements are prepared within a connection's first
+# tasks, a statement run once or twice (migrations, admin commands) is not. Each connection keeps the 100 it
+# used last.
+# Its pipeline mode is not used: SQLAlchemy reads a statement's rows and rowcount as soon as it is executed,
+# and in a pipeline they only arrive at the sync (a SELECT reads as no rows, an UPDATE's rowcount as -1).
+# psycopg pipelines an `executemany` by itself.
 PREPARE_THRESHOLD = 2
 
 
