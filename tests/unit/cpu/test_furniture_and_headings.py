@@ -35,6 +35,9 @@ def test_a_real_heading_is_a_heading_but_a_big_font_date_or_revision_line_is_not
     assert not plausible_heading("Rev. B") and not plausible_heading("Doc. No. 4471-2")
     assert not plausible_heading("of 55,000 housing units, including apartments,")  # mid-sentence
     assert not plausible_heading("If you believe that this document breaches copyright please contact us now.")
+    assert not plausible_heading("In addition to the 349 participating schools from the")
+    assert not plausible_heading("Appendix 5 Page 8 of 11") and not plausible_heading("A-3")
+    assert plausible_heading("APPENDIX A")
     blocks = [block("Introduction", 100, size=16), *[Block([ln], ln.box) for ln in body(130, 3)],
               block("March 3, 2021", 200, size=16)]
     kinds = [(b.kind, " ".join(ln.text for ln in b.lines)[:13]) for b in classify(blocks, 10.0)]

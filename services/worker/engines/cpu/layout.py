@@ -10,8 +10,12 @@ from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, union_all
 
 _PAGE_NUMBER = re.compile(
-    r"^[\W_]*(?:(?:page|p\.|pg\.?|seite|página|pagina)\s*)?(?:\d{1,4}|[ivxlcdm]{1,7})"
+    r"^[\W_]*(?:(?:page|p\.|pg\.?|seite|página|pagina)\s*)?(?:[A-Z]{1,2}-)?(?:\d{1,4}|[ivxlcdm]{1,7})"
     r"(?:\s*(?:of|/|de|von)\s*\d{1,4})?[\W_]*$", re.IGNORECASE)
+_PAGE_OF = re.compile(r"\b(?:page|p\.|pg\.?)\s*\d{1,4}\s*(?:of|/)\s*\d{1,4}\b", re.IGNORECASE)
+# Words a heading does not end on: a line that does is the start of a sentence set large.
+_OPEN_ENDINGS = frozenset({"a", "an", "the", "of", "to", "in", "for", "from", "with", "and", "or", "by", "on", "at",
+                           "as", "that", "which", "is", "are", "was", "were", "be", "than"})
 _FURNITURE_HINT = re.compile(
     r"(https?://|www\.|\bdoi\b|©|\(c\)|copyright|all rights reserved|downloaded from|\bvol(?:ume)?\.?\s*\d|"
     r"\bissue\b|\bno\.\s*\d|\bpp?\.\s*\d|journal|proceedings|\|)", re.IGNORECASE)
@@ -209,7 +213,7 @@ def mark_furniture(blocks: list[Block], width: float, height: float, size: float
         if len(block.lines) > tuning.FURNITURE_MAX_LINES or len(text) > tuning.FURNITURE_MAX_CHARS:
             continue
         number = bool(_PAGE_NUMBER.match(text.strip()))
-        hint = bool(_FURNITURE_HINT.search(text))
+        hint = bool(_FURNITURE_HINT.search(text)) or bool(_PAGE_OF.search(text))
         # A date or revision line at the edge is furniture unless set as large as a title.
         dated = (is_date_line(text) or bool(_REVISION.match(text.strip()))) \
             and block.size < tuning.HEADING_LEVEL1_MIN_SIZE * size
@@ -295,6 +299,10 @@ def plausible_heading(text: str) -> bool:
         return False
     if text.endswith(".") and len(words) > tuning.HEADING_SENTENCE_WORDS:
         return False
+    if len(words) > 1 and words[-1] in _OPEN_ENDINGS:
+        return False  # "In addition to the 349 participating schools from the"
+    if _PAGE_NUMBER.match(text) or _PAGE_OF.search(text):
+        return False  # "A-3", "Appendix 5 Page 8 of 11"
     return not _REVISION.match(text) and not is_date_line(text)
 
 
