@@ -4,7 +4,7 @@ Pages are parsed as separate jobs, so an engine sees one page and can only judge
 and wording (the cpu engine does, in `layout.mark_furniture`). What repeats is only visible here, where the
 finished pages meet: a line that sits in the top or bottom band of at least `MIN_PAGES` pages and of a
 `MIN_SHARE` of them, at the same height, with the same words (digits aside, so "Page 3 of 11" and "A-7" match
-"Page 4 of 11" and "A-8"), is a running head or foot. It is retyped `page_header` / `page_footer` in the page's
+"Page 4 of 11" and "A-8", in a line of a few words), is a running head or foot. It is retyped `page_header` / `page_footer` in the page's
 element tree (so it stays in the JSON, with its box) and leaves the page's Markdown, and with it HTML, LaTeX
 and chunks, which render the tree without furniture.
 
@@ -29,6 +29,8 @@ MIN_PAGES = 2
 MIN_SHARE = 0.3
 # Longer texts are content (a repeated table title, a notice), not a running line.
 MAX_CHARS = 120
+# Words (besides numbers) a line may have for its numbers to be free to change from page to page.
+NUMBERED_MAX_WORDS = 3
 # Per page, the elements this close to the edge in reading down (or up) may be running lines.
 EDGE_ELEMENTS = 3
 _TEXT_TYPES = frozenset({ElementType.TITLE, ElementType.HEADING, ElementType.PARAGRAPH, ElementType.CAPTION,
@@ -39,9 +41,13 @@ _SPACE = re.compile(r"\s+")
 
 
 def _key(text: str) -> str:
-    """The line's words with every number (arabic or a lone roman numeral) the same, case and spacing aside."""
-    words = [("#" if _ROMAN.match(word) else word) for word in _SPACE.sub(" ", text.lower()).strip().split(" ")]
-    return _DIGITS.sub("#", " ".join(words))
+    """The line's words, case and spacing aside; in a line of few words (a page number, "Page 3 of 11", "A-7")
+    every number, arabic or a lone roman numeral, is the same. A longer line must repeat exactly: "Section 2:
+    Results of Quarter 2" under "Section 1: ..." is a heading that happens to sit at the same height."""
+    words = _SPACE.sub(" ", text.lower()).strip().split(" ")
+    if sum(1 for word in words if any(c.isalpha() for c in word) and not _ROMAN.match(word)) > NUMBERED_MAX_WORDS:
+        return " ".join(words)
+    return _DIGITS.sub("#", " ".join("#" if _ROMAN.match(word) else word for word in words))
 
 
 def _candidates(elements: list[Element], height: float) -> list[tuple[Element, str]]:
