@@ -3,10 +3,10 @@
 Pages are parsed as separate jobs, so an engine sees one page and can only judge furniture by position, size
 and wording (the cpu engine does, in `layout.mark_furniture`). What repeats is only visible here, where the
 finished pages meet: a line that sits in the top or bottom band of at least `MIN_PAGES` pages and of a
-`MIN_SHARE` of them, at the same height, with the same words (digits aside, so "Page 3 of 11" and "A-7" match
-"Page 4 of 11" and "A-8", in a line of a few words), is a running head or foot. It is retyped `page_header` / `page_footer` in the page's
-element tree (so it stays in the JSON, with its box) and leaves the page's Markdown, and with it HTML, LaTeX
-and chunks, which render the tree without furniture.
+`MIN_SHARE` of them, at the same height, with the same words (in a line of few words the numbers may change,
+so "Page 3 of 11" and "A-7" match "Page 4 of 11" and "A-8"), is a running head or foot. It is retyped
+`page_header` / `page_footer` in the page's element tree (so it stays in the JSON, with its box) and leaves the
+page's Markdown, and with it HTML, LaTeX and chunks, which render the tree without furniture.
 
 Only elements with a box take part: without one there is no height to compare.
 """
