@@ -51,6 +51,13 @@ def test_a_stack_of_same_sized_axis_labels_is_not_a_row_of_headings() -> None:
     out = classify([block("Figure 2. Prevalence by age", 80, size=16), *labels], 10.0)
     assert out[0].kind == BlockKind.HEADING
     assert [b.kind for b in out[1:]] == [BlockKind.PARAGRAPH] * 4
+    bold = []
+    for i, text in enumerate(["Under 15", "15 to 24", "25 to 44"]):
+        label = line(text, 50, 120 + 30 * i, size=8, bold_words=3)
+        bold.append(Block([label], label.box))
+    assert [b.kind for b in classify(bold, 10.0)] == [BlockKind.PARAGRAPH] * 3  # bold, small: still labels
+    alone = line("Methods", 50, 120, size=8, bold_words=1)
+    assert classify([Block([alone], alone.box)], 10.0)[0].kind == BlockKind.HEADING  # one bold line heads
 
 
 def test_glyph_noise_of_a_logo_font_is_furniture() -> None:

@@ -327,8 +327,9 @@ def _glyph_noise(text: str) -> bool:
 
 
 def _label_stacks(blocks: list[Block], size: float) -> set[int]:
-    """Ids of blocks in runs of `HEADING_LABEL_RUN` or more consecutive short one-line blocks of one larger size
-    with nothing between them: the labels of a chart's axis or a diagram, not a row of headings."""
+    """Ids of blocks in runs of `HEADING_LABEL_RUN` or more consecutive short one-line blocks of one size, larger
+    than the body or bold, with nothing between them: the labels of a chart's axis or a diagram, not a row of
+    headings."""
     labels: set[int] = set()
     run: list[Block] = []
 
@@ -339,7 +340,8 @@ def _label_stacks(blocks: list[Block], size: float) -> set[int]:
 
     for block in blocks:
         short = (block.kind not in (BlockKind.FURNITURE, BlockKind.TABLE) and len(block.lines) == 1
-                 and len(_text(block)) <= tuning.LABEL_MAX_CHARS and block.size > tuning.HEADING_MIN_SIZE * size)
+                 and len(_text(block)) <= tuning.LABEL_MAX_CHARS
+                 and (block.size > tuning.HEADING_MIN_SIZE * size or block.lines[0].bold))
         if short and run and round(block.size) == round(run[-1].size):
             run.append(block)
             continue
