@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pagemill_eval import lists
 from pagemill_eval.score import CaseScore
 
 METRICS = ("olmocr_pass_rate", "text_similarity", "teds", "teds_struct")
@@ -39,6 +40,7 @@ def aggregate(cases: list[CaseScore]) -> dict[str, Any]:
         "seconds": round(seconds, 3),
         "pages_per_s": round(parsed_pages / parsed_seconds, 3) if parsed_seconds > 0 else None,
         "failures": sum(c.failed for c in cases),
+        **lists.aggregate([c.lists for c in cases]),
     }
 
 
@@ -76,4 +78,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"{name:<16} {block['cases']:>5} {_cell(block['olmocr_pass_rate'])} "
                      f"{_cell(block['text_similarity'])} {_cell(block['teds'])} {_cell(block['teds_struct'])} "
                      f"{(f'{pps:.2f}' if pps is not None else '-'):>8} {block['failures']:>4}")
+    list_rows = [line for name, block in rows if (line := lists.summary_line(name, block))]
+    if list_rows:
+        lines += ["", lists.SUMMARY_HEADER, *list_rows]
     return lines

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pagemill_eval.corpus import Case
+from pagemill_eval.lists import ListScore, reference_lists, score_lists
 from pagemill_eval.math_render import MathComparer
 from pagemill_eval.olmocr_rules import load_rules
 from pagemill_eval.run import Outcome
@@ -34,6 +35,7 @@ class CaseScore:
     teds_struct: float | None = None
     tables_truth: int | None = None
     tables_predicted: int | None = None
+    lists: ListScore | None = None  # list structure against the Markdown ground truth's lists (lists.py)
 
     @property
     def rule_pass_rate(self) -> float | None:
@@ -45,6 +47,7 @@ class CaseScore:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["lists"] = self.lists.to_json() if self.lists else None
         data["rule_pass_rate"] = self.rule_pass_rate
         return data
 
@@ -101,6 +104,9 @@ def score_case(case: Case, outcome: Outcome, math: MathComparer) -> CaseScore:
         score.text_reference = reference.path.name
         score.text_similarity = round(zoned_similarity(markdown, split_zones(text)) if reference.zones
                                       else similarity(markdown, text), 4)
+    truth_lists = reference_lists(case.ground_truth, case.noisy)
+    if truth_lists:
+        score.lists = score_lists(markdown, truth_lists)
     truth_tables = case.table_references()
     if truth_tables:
         predicted = predicted_tables(markdown)

@@ -14,6 +14,7 @@ from services.core.elements import renumber
 from services.core.errors import PagemillError
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
+from services.results.furniture import mark_running_furniture
 from services.results.render.markdown import render_markdown
 from services.worker.engines import PageInput, load_engine
 from services.worker.pipeline import run_page
@@ -64,6 +65,7 @@ def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = 
         entries.append(entry)
         if on_page:
             on_page(entry)
+    mark_running_furniture(entries)  # as the platform's assembly does
     return LocalResult(render_markdown(entries), entries, time.perf_counter() - started)
 
 

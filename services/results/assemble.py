@@ -17,6 +17,7 @@ from services.core.metrics import DOCUMENTS_TOTAL
 from services.core.pages import DocumentResult, page_read
 from services.core.settings import Settings
 from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, ObjectStore, document_prefix, document_result_key
+from services.results.furniture import mark_running_furniture
 from services.results.render.formats import render_document
 from services.results.render.markdown import render_charts, render_sheets
 
@@ -68,6 +69,8 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
                 page.error_message = "the page result is missing from the object store"
                 missing.append(page.index)
         entries.append(page_entry(page, result))
+    # Running heads and feet repeat across pages: only here, where the pages meet, can that be seen.
+    mark_running_furniture(entries)
     done = sum(1 for e in entries if e["status"] == "succeeded")
     failed = len(entries) - done
     status = final_status(done, failed, settings.worker.on_page_failure)

@@ -29,6 +29,7 @@ def lay_out(lines: list[Line], width: float, height: float, *, rules: list[Segme
     """Lines of a page to classified blocks in reading order (furniture included, marked)."""
     if not lines:
         return []
+    lines = layout.attach_bullets(lines)
     size = layout.body_size(lines)
     # Rotated text in the side margins (download stamps, arXiv ids) is furniture; elsewhere it is content, and
     # its words may be a table's slanted column heads, so each word is offered to the table finder on its own.
