@@ -19,6 +19,7 @@ import asyncio
 import os
 import platform as host
 import resource
+import subprocess
 import sys
 import tempfile
 import threading
@@ -161,10 +162,25 @@ async def measure(platform: Platform, admin: sa.Engine, documents: list[str], en
     return results
 
 
+@dataclass
+class CheckoutPlatform(Platform):
+    """The platform's processes run from another checkout (`python -m` puts the working directory first)."""
+
+    source: Path = REPO
+
+    def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        log = (self.workdir / "logs" / f"{name}.log").open("ab")
+        env = {**self.env, "PYTHONPATH": str(self.source), "PYTHONDONTWRITEBYTECODE": "1"}
+        process = subprocess.Popen([sys.executable, "-m", "services.cli", *args], env=env, cwd=self.source,
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes[name] = process
+        return process
+
+
 def run_gateway(workdir: Path, label: str, admin_url: str, gateway_url: str, redis_url: str, source: Path,
                 args: argparse.Namespace) -> list[Level]:
-    platform = Platform(workdir=workdir / label, database_url=gateway_url, redis_base_url=redis_url, engine="fake",
-                        extra_env={"PAGEMILL_LOG_LEVEL": "WARNING", "PYTHONPATH": str(source)})
+    platform = CheckoutPlatform(workdir=workdir / label, database_url=gateway_url, redis_base_url=redis_url,
+                                engine="fake", extra_env={"PAGEMILL_LOG_LEVEL": "WARNING"}, source=source)
     try:
         platform.start(worker=False)
         pdf = workdir / f"{args.pages}.pdf"
@@ -223,7 +239,7 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=10, help="running documents the streams are spread over")
     parser.add_argument("--pages", type=int, default=400)
     parser.add_argument("--pages-per-s", type=float, default=4.0)
-    parser.add_argument("--window", type=float, default=20.0, help="seconds measured at each level")
+    parser.add_argument("--window", type=float, default=15.0, help="seconds measured at each level")
     parser.add_argument("--settle", type=float, default=3.0)
     parser.add_argument("--baseline", type=Path, default=None, help="also measure a gateway run from this checkout")
     parser.add_argument("--baseline-max", type=int, default=100, help="the most listeners the baseline gets")
@@ -263,6 +279,11 @@ def main() -> None:
         "role (the bench's page ends are not among them).", "",
         *table(results),
     ]
+    if args.baseline:
+        commit = subprocess.run(["git", "-C", str(args.baseline), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=False).stdout.strip()
+        lines += ["", f"Baseline: the gateway run from `{args.baseline}` at commit `{commit or 'unknown'}`, "
+                      f"at most {args.baseline_max} listeners."]
     text = "\n".join(lines)
     print(text)
     if args.write:

@@ -220,7 +220,8 @@ class FeedHub:
         if self._loop is loop and all(not task.done() for task in self._tasks):
             return
         for task in self._tasks:
-            task.cancel()
+            with contextlib.suppress(RuntimeError):  # its loop may be closed already
+                task.cancel()
         if self._loop is not loop:  # the feeds of another (finished) loop have no listener left to serve
             self._loop, self._feeds = loop, {}
         self._tasks = [loop.create_task(self._recheck_forever())]
