@@ -148,8 +148,15 @@ office-tools: ## install LibreOffice (Debian packages) for office, web and e-mai
 bench-office: $(STAMP) ## office conversion time per page (LibreOffice), into docs/benchmarks.md
 	$(BIN)/python -m bench.office $(PAGEMILL_CORPUS)/office --write docs/benchmarks.md
 
-bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
+bench: $(STAMP) ## control plane (fake engine vs raw Celery), event streams, webhook latency: into docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
+	$(MAKE) bench-events bench-webhooks
+
+bench-events: $(STAMP) ## one gateway's CPU and DB statements/s with 10, 100 and 1,000 open event streams
+	$(BIN)/python -m bench.event_streams --write docs/benchmarks.md
+
+bench-webhooks: $(STAMP) ## p50/p99 from a document's last page result to its succeeded webhook at a receiver
+	$(BIN)/python -m bench.webhook_latency --write docs/benchmarks.md
 
 bench-serve: $(STAMP) ## pages/s of `pagemill serve` (cpu engine) over the dev corpus, into docs/benchmarks.md
 	$(BIN)/python -m bench.serve_corpus $(PAGEMILL_CORPUS)/dev --write docs/benchmarks.md
@@ -180,4 +187,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-events bench-webhooks bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak

@@ -1,6 +1,7 @@
 """Document events: recorded in the transaction that changes the document, then fanned out.
 
-    state change ──same transaction──▶ document_events row ──▶ SSE stream (`/v1/documents/{id}/events`)
+    state change ──same transaction──▶ document_events row ──after commit──▶ notice (Redis pub/sub) ──▶ SSE
+                                     │                                      stream (`/v1/documents/{id}/events`)
                                      └▶ webhook_deliveries rows ──after commit──▶ `webhooks` queue
 
 Because the event and its deliveries are written with the state change, an event is never lost: if the
@@ -19,6 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from services.core import notices
 from services.core.contracts import DocumentEvent, WebhookTask, timestamp, to_dict
 from services.core.db.models import (
     DOCUMENT_FINAL,
@@ -127,6 +129,7 @@ def record(session: Session, document: Document | str, event_type: EventType) ->
             session.add(delivery)
             enqueue(deliver_job(delivery.id))
     session.flush()
+    notices.notify(loaded.id)  # the gateways' event streams read it after the commit
     return event
 
 

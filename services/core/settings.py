@@ -215,6 +215,16 @@ class WebhookSettings(SettingsSection):
     """Webhook endpoints one tenant may register."""
 
 
+class EventStreamSettings(SettingsSection):
+    """The gateway's event streams (`/events`, `?wait=`): pushed by Redis pub/sub, re-checked in the database."""
+
+    recheck_s: float = Field(default=15.0, gt=0)
+    """Seconds between the gateway's re-check, in one query, of every document its streams follow: the change a
+    lost notice (Redis away, a reconnect) did not announce arrives within this."""
+    keepalive_s: float = Field(default=15.0, gt=0)
+    """Seconds of silence after which an event stream sends a keep-alive comment (proxies close idle ones)."""
+
+
 class RetentionSettings(SettingsSection):
     """How long stored data is kept."""
 
@@ -331,6 +341,7 @@ class Settings(BaseSettings):
     reconciler: ReconcilerSettings = ReconcilerSettings()
     metrics: MetricsSettings = MetricsSettings()
     webhooks: WebhookSettings = WebhookSettings()
+    events: EventStreamSettings = EventStreamSettings()
     retention: RetentionSettings = RetentionSettings()
     cache: CacheSettings = CacheSettings()
     convert: ConvertSettings = ConvertSettings()

@@ -138,7 +138,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get Document */
+        /**
+         * Get Document
+         * @description With `wait`, answers as soon as the status or a page count changes (pushed: no polling), or after `wait`
+         *     seconds with the document as it is.
+         */
         get: operations["get_document_v1_documents__document_id__get"];
         put?: never;
         post?: never;
@@ -159,7 +163,8 @@ export interface paths {
         /**
          * Document Events
          * @description Server-sent events: the document's events so far, `document.progress` as pages end, then the final
-         *     event, after which the stream closes. Reconnect with `Last-Event-ID` to resume.
+         *     event, after which the stream closes. Reconnect with `Last-Event-ID` to resume. Pushed as they happen,
+         *     with a keep-alive comment after 15 s of silence.
          */
         get: operations["document_events_v1_documents__document_id__events_get"];
         put?: never;

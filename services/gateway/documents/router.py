@@ -5,7 +5,6 @@ Every route needs a tenant's API key; another tenant's document answers 404, exa
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from enum import StrEnum
@@ -25,7 +24,15 @@ from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
 from services.core.settings import OutputFormat
 from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, document_result_key
 from services.core.tenants import effective_limits
-from services.gateway.deps import CurrentTenant, RateLimiterDep, SessionDep, SettingsDep, StoreDep, public_link
+from services.gateway.deps import (
+    CurrentTenant,
+    FeedsDep,
+    RateLimiterDep,
+    SessionDep,
+    SettingsDep,
+    StoreDep,
+    public_link,
+)
 from services.gateway.documents import intake, receive, service, sse
 from services.gateway.documents.schemas import (
     DocumentCreated,
@@ -141,35 +148,42 @@ def list_documents(
 
 @router.get("/{document_id}", response_model=DocumentRead, responses=ERRORS)
 async def get_document(
-    document_id: str, settings: SettingsDep, tenant: CurrentTenant,
+    document_id: str, settings: SettingsDep, tenant: CurrentTenant, feeds: FeedsDep,
     wait: Annotated[float, Query(ge=0, description=f"long-poll up to this many seconds (max {MAX_WAIT_S:.0f})")] = 0,
 ) -> DocumentRead:
-    def load() -> Document:
-        with session_scope(settings.resolved_database_url()) as session:
-            return service.get_document(session, document_id, tenant.id)
-
-    document = await run_in_threadpool(load)
-    if wait > 0 and document.status not in DOCUMENT_FINAL:
+    """With `wait`, answers as soon as the status or a page count changes (pushed: no polling), or after `wait`
+    seconds with the document as it is."""
+    db = settings.resolved_database_url()
+    if wait <= 0:
+        return to_read(await run_in_threadpool(_load_visible, db, document_id, tenant.id))
+    # Followed before it is read: a change between the read and the wait is not missed.
+    async with feeds.follow(document_id, after=None) as listener:
+        document = await run_in_threadpool(_load_visible, db, document_id, tenant.id)
         seen = (document.status, document.pages_done, document.pages_failed)
         deadline = time.monotonic() + min(wait, MAX_WAIT_S)
-        while time.monotonic() < deadline:
-            await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
-            document = await run_in_threadpool(load)
-            if (document.status, document.pages_done, document.pages_failed) != seen:
+        while document.status not in DOCUMENT_FINAL and (left := deadline - time.monotonic()) > 0:
+            snapshot = await listener.next(timeout=left)
+            if snapshot is None:
+                break
+            if snapshot.document is None:
+                raise NotFound(f"no document {document_id!r}")
+            if (snapshot.document.status, snapshot.document.pages_done, snapshot.document.pages_failed) != seen:
+                document = snapshot.document
                 break
     return to_read(document)
 
 
 @router.get("/{document_id}/events", responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}})
 async def document_events(
-    document_id: str, request: Request, settings: SettingsDep, tenant: CurrentTenant,
+    document_id: str, settings: SettingsDep, tenant: CurrentTenant, feeds: FeedsDep,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """Server-sent events: the document's events so far, `document.progress` as pages end, then the final
-    event, after which the stream closes. Reconnect with `Last-Event-ID` to resume."""
+    event, after which the stream closes. Reconnect with `Last-Event-ID` to resume. Pushed as they happen,
+    with a keep-alive comment after 15 s of silence."""
     db = settings.resolved_database_url()
-    await run_in_threadpool(lambda: _load_visible(db, document_id, tenant.id))  # 404 before the stream opens
-    return StreamingResponse(sse.stream(request, db, document_id, tenant.id, last_event_id),
+    await run_in_threadpool(_load_visible, db, document_id, tenant.id)  # 404 before the stream opens
+    return StreamingResponse(sse.stream(feeds, document_id, last_event_id, keepalive_s=settings.events.keepalive_s),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
