@@ -9,6 +9,7 @@ writes the rows once. What the converter refuses ends the document with the reas
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import sqlalchemy as sa
 
@@ -22,9 +23,13 @@ from services.core.selection import parse_page_selection
 from services.core.settings import Settings
 from services.core.storage import ObjectNotFound, ObjectStore, document_prefix
 from services.core.tenants import effective_limits
+from services.worker.attachments import Parent, family_page_budget, insert_children, plan_children
 from services.worker.convert import convert_document
 
 log = get_logger(__name__)
+
+# What the e-mail's options list of each attachment (the rest of the plan serves the child's creation).
+_LISTED = ("index", "filename", "media_type", "size_bytes", "id", "status", "error")
 
 
 def converted_key(document_id: str) -> str:
@@ -46,24 +51,31 @@ def prepare_office_document(document_id: str, settings: Settings, store: ObjectS
         if document is None:
             return None
         tenant = session.get(Tenant, document.tenant_id) if document.tenant_id else None
-        limit = effective_limits(tenant, settings).max_pages
+        limits = effective_limits(tenant, settings)
+        limits = replace(limits, max_file_bytes=min(limits.max_file_bytes, settings.limits.max_file_bytes))
+        limit = family_page_budget(session, document, limits.max_pages)  # an attachment shares its e-mail's
         source_key, media_type, pages_spec = document.source_key, document.media_type, document.options.get("pages")
+        is_child = document.parent_id is not None
     try:
         try:
             pdf = store.get(converted_key(document_id))
+            attachments = json.loads(store.get(conversion_key(document_id))).get("attachments") or []
         except ObjectNotFound:
             converted = convert_document(store.get(source_key), media_type, settings)
             pdf = converted.pdf
+            page_count = len(parse_page_selection(pages_spec, inspect_document(pdf).page_count))
+            attachments = plan_children(Parent(document_id, page_count, is_child), converted.attachments, limits,
+                                        store) if converted.attachments else []
             store.put(conversion_key(document_id), json.dumps({
                 "warnings": converted.warnings, "sheets": [sheet.as_json() for sheet in converted.sheets],
                 "charts": [chart.as_json() for chart in converted.charts],
-                "attachments": [{"filename": a.filename, "content_type": a.content_type, "size_bytes": len(a.data)}
-                                for a in converted.attachments],
+                "attachments": attachments,
             }, ensure_ascii=False).encode(), content_type="application/json")
             store.put(converted_key(document_id), pdf, content_type="application/pdf")
         page_numbers = parse_page_selection(pages_spec, inspect_document(pdf).page_count)
         if len(page_numbers) > limit:
-            raise TooManyPages(f"the converted document has {len(page_numbers)} pages to parse; the limit is {limit}")
+            raise TooManyPages(f"the converted document has {len(page_numbers)} pages to parse; the limit is {limit}"
+                               + (" (what its e-mail and the other attachments left)" if is_child else ""))
     except InputError as exc:
         log.warning("document.conversion_refused", document_id=document_id, code=exc.code, error=str(exc))
         with session_scope(db) as session:
@@ -80,5 +92,11 @@ def prepare_office_document(document_id: str, settings: Settings, store: ObjectS
                 {"document_id": document_id, "index": i, "page_number": number, "details": {},
                  "status": PageStatus.PENDING, "engine": document.engine}
                 for i, number in enumerate(page_numbers)])
+            if attachments:  # written with the page rows, by the one run that claims them
+                parent = session.get(Document, document_id)
+                if parent is not None:
+                    parent.options = {**parent.options,
+                                      "attachments": [{k: a.get(k) for k in _LISTED} for a in attachments]}
+                    insert_children(session, parent, attachments)
     log.info("document.converted", document_id=document_id, media_type=media_type, pages=len(page_numbers))
     return pdf

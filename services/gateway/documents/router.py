@@ -16,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, StreamingResponse
 
 from services.core import pages
+from services.core.attachments import with_statuses
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
 from services.core.errors import NotFound, ResultExpired, ResultNotReady, ValidationFailed
@@ -28,6 +29,7 @@ from services.core.tenants import effective_limits
 from services.gateway.deps import CurrentTenant, RateLimiterDep, SessionDep, SettingsDep, StoreDep, public_link
 from services.gateway.documents import intake, receive, service, sse
 from services.gateway.documents.schemas import (
+    AttachmentRead,
     DocumentCreated,
     DocumentDeleted,
     DocumentList,
@@ -46,7 +48,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for co
 MAX_WAIT_S = 60.0
 
 
-def to_read(document: Document) -> DocumentRead:
+def to_read(document: Document, attachments: list[dict[str, Any]] | None = None) -> DocumentRead:
+    """`attachments`: an e-mail's list with its children's statuses (`services.core.attachments.with_statuses`)."""
     error = ErrorBody(code=document.error_code, message=document.error_message or "") if document.error_code else None
     return DocumentRead(
         id=document.id, status=document.status, filename=document.filename, media_type=document.media_type,
@@ -54,7 +57,8 @@ def to_read(document: Document) -> DocumentRead:
         pages_failed=document.pages_failed, metadata=document.metadata_, created_at=document.created_at,
         started_at=document.started_at, finished_at=document.finished_at, error=error,
         cached=bool(document.options.get("cached_from")), expired_at=document.expired_at,
-        formats=ready_formats(document),
+        formats=ready_formats(document), parent_id=document.parent_id,
+        attachments=[AttachmentRead.model_validate(a) for a in attachments or []],
     )
 
 
@@ -136,7 +140,8 @@ def list_documents(
 ) -> DocumentList:
     rows, next_cursor = service.list_documents(session, tenant_id=tenant.id, limit=limit, cursor=cursor,
                                                status=status)
-    return DocumentList(data=[to_read(d) for d in rows], next_cursor=next_cursor)
+    children = with_statuses(session, rows)
+    return DocumentList(data=[to_read(d, children.get(d.id)) for d in rows], next_cursor=next_cursor)
 
 
 @router.get("/{document_id}", response_model=DocumentRead, responses=ERRORS)
@@ -144,20 +149,21 @@ async def get_document(
     document_id: str, settings: SettingsDep, tenant: CurrentTenant,
     wait: Annotated[float, Query(ge=0, description=f"long-poll up to this many seconds (max {MAX_WAIT_S:.0f})")] = 0,
 ) -> DocumentRead:
-    def load() -> Document:
+    def load() -> tuple[Document, list[dict[str, Any]]]:
         with session_scope(settings.resolved_database_url()) as session:
-            return service.get_document(session, document_id, tenant.id)
+            document = service.get_document(session, document_id, tenant.id)
+            return document, with_statuses(session, [document]).get(document.id, [])
 
-    document = await run_in_threadpool(load)
+    document, attachments = await run_in_threadpool(load)
     if wait > 0 and document.status not in DOCUMENT_FINAL:
         seen = (document.status, document.pages_done, document.pages_failed)
         deadline = time.monotonic() + min(wait, MAX_WAIT_S)
         while time.monotonic() < deadline:
             await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
-            document = await run_in_threadpool(load)
+            document, attachments = await run_in_threadpool(load)
             if (document.status, document.pages_done, document.pages_failed) != seen:
                 break
-    return to_read(document)
+    return to_read(document, attachments)
 
 
 @router.get("/{document_id}/events", responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}})
