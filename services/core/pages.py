@@ -82,7 +82,7 @@ class AttachmentRead(BaseModel):
     size_bytes: int
     id: str | None = Field(default=None, description="the child document, `GET /v1/documents/{id}`")
     status: str = Field(description="the child document's status; `rejected` (not parsed) or `deleted`")
-    error: dict[str, str] | None = None
+    error: PageErrorRead | None = None
 
 
 class DocumentResult(BaseModel):

@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.slow,
 FIVE_PAGES = CORPUS / "dev" / "docling_multi_page" / "multi_page.pdf"
 ONE_PAGE = CORPUS / "dev" / "docling_2305.03393v1-pg9" / "2305.03393v1-pg9.pdf"
 DOCX_TEXT = "Attached minutes of the harbour committee"
-PDF_TYPE, DOCX_TYPE = ("application", "pdf"), ("application", "vnd.openxmlformats-officedocument.wordprocessingml.document")
+PDF_TYPE = ("application", "pdf")
+DOCX_TYPE = ("application", "vnd.openxmlformats-officedocument.wordprocessingml.document")
 
 
 def mail(*attachments: tuple[str, tuple[str, str], bytes]) -> bytes:
