@@ -166,3 +166,23 @@ def test_a_conversion_job_run_again_makes_no_second_child(redis_server: str, sql
         children = session.execute(sa.select(Document.id, Document.media_type).where(
             Document.parent_id == parent_id).order_by(Document.id)).all()
     assert [media for _, media in children] == ["application/pdf", "/".join(DOCX_TYPE)]
+
+
+def test_the_emails_webhook_url_hears_its_children_and_their_events_name_the_email(platform: Platform,
+                                                                                  tmp_path: Path) -> None:
+    from tests.receivers import Receiver
+    from tests.servers import wait_for
+
+    with platform.client() as client:
+        secret = client.get("/v1/tenant").json()["webhook_secret"]
+    receiver = Receiver(secret=secret)
+    source = office_files.write(tmp_path, "hooked.eml", mail(("small.pdf", PDF_TYPE, ONE_PAGE.read_bytes())))
+    created = platform.upload(source, webhook_url=receiver.url)
+    (child,) = platform.wait_done(created["id"], timeout=300)["attachments"]
+    assert platform.wait_done(child["id"], timeout=300)["status"] == "succeeded"
+    wait_for(lambda: len(receiver.of_type("document.succeeded")) == 2, 30, "both final events")
+    finals = {r.json["data"]["document_id"]: r.json["data"] for r in receiver.of_type("document.succeeded")}
+    assert finals[created["id"]]["parent_id"] is None
+    assert finals[child["id"]]["parent_id"] == created["id"]
+    assert all(r.verified for r in receiver.received)
+    receiver.close()
