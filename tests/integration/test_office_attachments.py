@@ -186,3 +186,38 @@ def test_the_emails_webhook_url_hears_its_children_and_their_events_name_the_ema
     assert finals[child["id"]]["parent_id"] == created["id"]
     assert all(r.verified for r in receiver.received)
     receiver.close()
+
+
+def test_each_refused_attachment_is_listed_with_its_reason(tmp_path: Path) -> None:
+    """The plan of an e-mail's attachments, on a folder store: what is accepted is stored under its child's id."""
+    from services.core.storage import LocalStore
+    from services.core.tenants import TenantLimits
+    from services.worker.attachments import MAX_CHILDREN, Parent, plan_children
+    from services.worker.convert.mail import Attachment, read_mail
+
+    forwarded = EmailMessage()
+    forwarded["From"], forwarded["Subject"] = "bo@example.com", "Fwd: figures"
+    forwarded.set_content("the figures, forwarded")
+    outer = EmailMessage()
+    outer["From"], outer["Subject"] = "ana@example.com", "Several things"
+    outer.set_content("see attached")
+    outer.add_attachment(forwarded, filename="figures.eml")
+    outer.add_attachment(b"%PDF-1.4 not really", maintype="application", subtype="pdf", filename="broken.pdf")
+    outer.add_attachment(ONE_PAGE.read_bytes(), maintype="application", subtype="pdf", filename="fits.pdf")
+    outer.add_attachment(ONE_PAGE.read_bytes(), maintype="application", subtype="pdf", filename="too-big.pdf")
+    attachments = read_mail(outer.as_bytes()).attachments
+    store = LocalStore(tmp_path / "store")
+    limits = TenantLimits(requests_per_minute=60, pages_in_flight=100, max_file_bytes=ONE_PAGE.stat().st_size + 1000,
+                          max_pages=10, retention_days=1)
+    plan = plan_children(Parent("doc_mail", 1, is_child=False), attachments, limits, store)
+    assert [(p["filename"], p["status"], (p["error"] or {}).get("code")) for p in plan] == [
+        ("figures.eml", "queued", None), ("broken.pdf", "rejected", "corrupt_document"),
+        ("fits.pdf", "queued", None), ("too-big.pdf", "rejected", "file_too_large")]
+    assert plan[0]["media_type"] == "message/rfc822" and plan[2]["pages"] == 1
+    assert store.exists("documents/doc_mail_3/source.pdf") and not store.exists("documents/doc_mail_4/source.pdf")
+    # An attached e-mail's own attachments are listed, not parsed; past the 50th, none is.
+    nested = plan_children(Parent("doc_fwd", 1, is_child=True), attachments[2:3], limits, store)
+    assert nested[0]["error"]["code"] == "nested_attachment" and nested[0]["id"] is None
+    many = [Attachment(f"{n}.txt", "text/plain", b"x") for n in range(MAX_CHILDREN + 1)]
+    assert plan_children(Parent("doc_many", 1, False), many, limits, store)[-1]["error"]["code"] == \
+        "too_many_attachments"
