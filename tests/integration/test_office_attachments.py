@@ -91,10 +91,15 @@ def test_pdf_and_docx_attachments_become_child_documents_and_go_with_the_email(p
     now = _get(platform, created["id"]).json()
     assert [a["status"] for a in now["attachments"]] == ["succeeded", "succeeded", "rejected"]
 
+    def stored(document_id: str) -> list[Path]:
+        return [p for p in (platform.workdir / "data").rglob("*") if document_id in str(p) and p.is_file()]
+
+    assert stored(report) and stored(minutes)
     with platform.client() as client:
         assert client.delete(f"/v1/documents/{created['id']}").status_code == 200
     for document_id in (created["id"], report, minutes):
         assert _get(platform, document_id).status_code == 404
+        assert not stored(document_id)
 
 
 def test_attachments_beyond_the_page_limit_are_refused_with_the_reason(platform: Platform, tmp_path: Path) -> None:

@@ -16,12 +16,12 @@ from services.core import erasure
 from services.core.db.models import DOCUMENT_FINAL, Document, Page, new_id, utcnow
 from services.core.documents import NewDocument, insert_document
 from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, ValidationFailed
-from services.core.formats import sniff_office
+from services.core.formats import EML, sniff_office
 from services.core.lifecycle import cancel_document
 from services.core.pdf import EXTENSIONS, DocumentInfo, inspect_document
 from services.core.selection import check_page_selection_form, parse_page_selection
 from services.core.settings import EngineKind, Settings
-from services.core.storage import ObjectStore, document_prefix, source_key
+from services.core.storage import ObjectNotFound, ObjectStore, document_prefix, source_key
 
 MODES = ("fast", "balanced", "accurate")
 MAX_METADATA_BYTES = 16_384
@@ -201,7 +201,20 @@ def delete_document(session: Session, store: ObjectStore, document: Document) ->
     for child in session.execute(visible_documents(document.tenant_id).where(
             Document.parent_id == document.id)).scalars().all():
         _delete_one(session, store, child)
+    for child_id in _planned_children(store, document):  # stored, but the e-mail ended before they were made
+        store.delete_prefix(document_prefix(child_id))
     return _delete_one(session, store, document)
+
+
+def _planned_children(store: ObjectStore, document: Document) -> list[str]:
+    """The child ids an e-mail's conversion planned (`conversion.json`, written by the worker)."""
+    if document.media_type != EML:
+        return []
+    try:
+        planned = json.loads(store.get(f"{document_prefix(document.id)}conversion.json")).get("attachments") or []
+    except (ObjectNotFound, ValueError):
+        return []
+    return [str(entry["id"]) for entry in planned if isinstance(entry, dict) and entry.get("id")]
 
 
 def _delete_one(session: Session, store: ObjectStore, document: Document) -> str:
