@@ -62,7 +62,7 @@ def build_event(document: Document, event_type: EventType) -> DocumentEvent:
         status=document.status, pages_total=document.pages_total, pages_done=document.pages_done,
         pages_failed=document.pages_failed, occurred_at=timestamp(), error_code=document.error_code or "",
         error_message=document.error_message or "", request_id=document.request_id or "",
-        metadata_json=json.dumps(document.metadata_ or {}, ensure_ascii=False),
+        metadata_json=json.dumps(document.metadata_ or {}, ensure_ascii=False), parent_id=document.parent_id or "",
     )
 
 
@@ -87,7 +87,7 @@ def public_payload(event: DocumentEvent, finished_at: datetime | None = None,
             "event_id": event.id, "document_id": event.document_id, "status": event.status,
             "pages_total": event.pages_total, "pages_done": event.pages_done, "pages_failed": event.pages_failed,
             "error": error, "metadata": json.loads(event.metadata_json or "{}"), "request_id": event.request_id,
-            "finished_at": _iso(finished_at), "formats": formats or [],
+            "finished_at": _iso(finished_at), "formats": formats or [], "parent_id": event.parent_id or None,
         },
     }
 

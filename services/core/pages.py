@@ -72,6 +72,19 @@ def page_read(page: Page, result: dict[str, Any] | None) -> PageRead:
     )
 
 
+class AttachmentRead(BaseModel):
+    """One attachment of an e-mail: its child document (`id`, that document's `status`), or `status: rejected`
+    with the reason in `error` (an unsupported type, over the limits)."""
+
+    index: int = Field(description="0-based position among the e-mail's attachments")
+    filename: str
+    media_type: str
+    size_bytes: int
+    id: str | None = Field(default=None, description="the child document, `GET /v1/documents/{id}`")
+    status: str = Field(description="the child document's status; `rejected` (not parsed) or `deleted`")
+    error: PageErrorRead | None = None
+
+
 class DocumentResult(BaseModel):
     """`result?format=json` (`document.json`): the document and every page in order."""
 
@@ -91,3 +104,7 @@ class DocumentResult(BaseModel):
     conversion: dict[str, Any] | None = Field(
         default=None, description="office documents: what the conversion found — `warnings`, `sheets` (every sheet's "
                                   "cells and HTML table), `charts` (kind, title, data), `attachments` (e-mail)")
+    parent_id: str | None = Field(default=None, description="an e-mail attachment's document: the e-mail's id")
+    attachments: list[AttachmentRead] = Field(
+        default_factory=list, description="an e-mail's attachments, each a child document or refused with a reason; "
+                                          "statuses as they were when the e-mail finished")

@@ -59,8 +59,9 @@ class VllmServeSettings(SettingsSection):
     """Tokens drafted per step; 0: the preset's."""
     prompt_lookup_min: int = Field(default=2, ge=1)
     """n-gram speculation: the shortest prompt n-gram a draft is looked up by."""
-    prompt_lookup_max: int = Field(default=4, ge=1)
-    """n-gram speculation: the longest prompt n-gram a draft is looked up by."""
+    prompt_lookup_max: int = Field(default=8, ge=1)
+    """n-gram speculation: the longest prompt n-gram a draft is looked up by (a longer match finds the right
+    place of the anchor more often: docs/benchmarks.md, specsim)."""
     draft_model: str = ""
     """eagle / eagle3 / dflash: the draft checkpoint (an EAGLE or FastMTP head, a DFlash drafter)."""
     extra_args: list[str] = []
@@ -99,8 +100,9 @@ class EngineSettings(SettingsSection):
     temperatures: list[float] = [0.1, 0.1, 0.2, 0.3, 0.5, 0.8, 0.9, 1.0]
     """vllm: the temperature of each attempt (the last one repeats)."""
     anchor: str = Field(default="auto", pattern="^(auto|text_layer|none)$")
-    """vllm: what the prompt carries so prompt-lookup drafts hit: `auto` the text layer, else the cpu engine's
-    OCR; `text_layer` only a usable text layer; `none` nothing."""
+    """vllm: what the prompt carries so prompt-lookup drafts hit: `auto` the cpu engine's reading of the page
+    (its Markdown of the text layer, or its OCR of a scan); `text_layer` only a usable raw text layer; `none`
+    nothing."""
     anchor_max_chars: int = Field(default=6000, ge=0)
     """vllm: the anchor is clipped to this many characters (the head of the page is kept)."""
     request_extra: dict[str, Any] = {}

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from services.core.attachments import with_statuses
 from services.core.db.models import DOCUMENT_FINAL, Document, Page, PageStatus
 from services.core.db.session import session_scope
 from services.core.formats import OFFICE_TYPES
@@ -53,6 +54,8 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
             return None
         pages = list(session.execute(
             sa.select(Page).where(Page.document_id == document_id).order_by(Page.index)).scalars())
+        # An e-mail ends on its own body: its attachments are listed with the status they have now.
+        attachments = with_statuses(session, [document]).get(document_id, [])
     if any(p.status not in (PageStatus.SUCCEEDED, PageStatus.FAILED, PageStatus.CANCELLED) for p in pages):
         log.warning("document.assemble_early", document_id=document_id)
         return None
@@ -78,7 +81,8 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         "id": document.id, "status": status.value, "filename": document.filename,
         "pages_total": document.pages_total, "pages_done": done, "pages_failed": failed,
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
-        "pages": entries, "conversion": _conversion(document, store),
+        "pages": entries, "conversion": _conversion(document, store), "parent_id": document.parent_id,
+        "attachments": attachments,
     }).model_dump(mode="json")
     rendered = render_document(entries, body, settings)
     conversion: dict[str, Any] = body.get("conversion") or {}

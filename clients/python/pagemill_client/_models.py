@@ -90,6 +90,21 @@ class DocumentCreated(Model):
 
 
 @dataclass(frozen=True, slots=True)
+class AttachmentRead(Model):
+    """One attachment of an e-mail: its own child document (`id`, whose `status` this is), or `status: rejected`
+    with the reason in `error`."""
+
+    __schema__ = "AttachmentRead"
+    index: int
+    filename: str
+    media_type: str
+    size_bytes: int
+    status: str
+    id: str | None = None
+    error: ErrorBody | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentRead(Model):
     __schema__ = "DocumentRead"
     id: str
@@ -108,6 +123,8 @@ class DocumentRead(Model):
     cached: bool = False
     expired_at: datetime | None = None
     formats: list[str] = field(default_factory=list)
+    parent_id: str | None = None  # an e-mail attachment's document: the e-mail's id
+    attachments: list[AttachmentRead] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:

@@ -355,6 +355,35 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AttachmentRead
+         * @description One attachment of an e-mail: its child document (`id`, that document's `status`), or `status: rejected`
+         *     with the reason in `error` (an unsupported type, over the limits).
+         */
+        AttachmentRead: {
+            error?: components["schemas"]["PageErrorRead"] | null;
+            /** Filename */
+            filename: string;
+            /**
+             * Id
+             * @description the child document, `GET /v1/documents/{id}`
+             */
+            id?: string | null;
+            /**
+             * Index
+             * @description 0-based position among the e-mail's attachments
+             */
+            index: number;
+            /** Media Type */
+            media_type: string;
+            /** Size Bytes */
+            size_bytes: number;
+            /**
+             * Status
+             * @description the child document's status; `rejected` (not parsed) or `deleted`
+             */
+            status: string;
+        };
         /** AttemptRead */
         AttemptRead: {
             /** Duration Ms */
@@ -445,6 +474,11 @@ export interface components {
         /** DocumentRead */
         DocumentRead: {
             /**
+             * Attachments
+             * @description an e-mail's attachments (known once it is converted): each its own child document with its current status, or `rejected` with a reason
+             */
+            attachments?: components["schemas"]["AttachmentRead"][];
+            /**
              * Cached
              * @default false
              */
@@ -482,6 +516,11 @@ export interface components {
             pages_failed: number;
             /** Pages Total */
             pages_total: number;
+            /**
+             * Parent Id
+             * @description an e-mail attachment's document: the e-mail's id
+             */
+            parent_id?: string | null;
             /** Started At */
             started_at: string | null;
             /** Status */
@@ -492,6 +531,11 @@ export interface components {
          * @description `result?format=json` (`document.json`): the document and every page in order.
          */
         DocumentResult: {
+            /**
+             * Attachments
+             * @description an e-mail's attachments, each a child document or refused with a reason; statuses as they were when the e-mail finished
+             */
+            attachments?: components["schemas"]["AttachmentRead"][];
             /**
              * Conversion
              * @description office documents: what the conversion found — `warnings`, `sheets` (every sheet's cells and HTML table), `charts` (kind, title, data), `attachments` (e-mail)
@@ -527,6 +571,11 @@ export interface components {
             pages_failed: number;
             /** Pages Total */
             pages_total: number;
+            /**
+             * Parent Id
+             * @description an e-mail attachment's document: the e-mail's id
+             */
+            parent_id?: string | null;
             /** Status */
             status: string;
         };

@@ -98,6 +98,8 @@ class Document(Base):
     expired_at: Mapped[datetime | None]  # the retention sweep deleted its stored objects
     # Deleted or expired, and every copy of the customer's data in the database erased (services/core/erasure.py).
     scrubbed_at: Mapped[datetime | None]
+    # An e-mail's attachment parsed as a document of its own: the e-mail's id (services/worker/attachments.py).
+    parent_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)
 
     __table_args__ = (
         sa.Index("ix_documents_unfinished", "status", "finished_at"),

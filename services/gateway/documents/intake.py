@@ -30,6 +30,7 @@ from services.core.db.models import (
 from services.core.db.session import session_scope
 from services.core.errors import IdempotencyConflict, RateLimited, TooManyPages, ValidationFailed
 from services.core.fairness import priority_for
+from services.core.formats import EML
 from services.core.metrics import CACHE_LOOKUPS, DOCUMENTS_TOTAL, RATE_LIMITED
 from services.core.pdf import EXTENSIONS
 from services.core.settings import Settings
@@ -121,10 +122,13 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
         doc_options["do_not_cache"] = True
     cache_key = cache.document_key(sha256=accepted.sha256, page_numbers=accepted.page_numbers, mode=accepted.mode,
                                    engine=accepted.engine, options=doc_options, settings=settings)
-    stored_key = cache_key if cache.writes_cache(doc_options, settings) else None
+    # An e-mail is never answered from the document cache: its attachments are documents of their own, which a
+    # copy would not have (its pages still come from the page cache).
+    cacheable = accepted.info.media_type != EML
+    stored_key = cache_key if cacheable and cache.writes_cache(doc_options, settings) else None
     document_id = new_id("doc")
     copied = None
-    if cache.reads_cache(doc_options, settings):
+    if cacheable and cache.reads_cache(doc_options, settings):
         with session_scope(db) as session:
             hit = cache.find_document(session, tenant.id, cache_key)
             pages = list(session.execute(sa.select(Page).where(Page.document_id == hit.id)

@@ -15,6 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, StreamingResponse
 
 from services.core import pages
+from services.core.attachments import with_statuses
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
 from services.core.errors import NotFound, ResultExpired, ResultNotReady, ValidationFailed
@@ -35,6 +36,7 @@ from services.gateway.deps import (
 )
 from services.gateway.documents import intake, receive, service, sse
 from services.gateway.documents.schemas import (
+    AttachmentRead,
     DocumentCreated,
     DocumentDeleted,
     DocumentList,
@@ -53,7 +55,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for co
 MAX_WAIT_S = 60.0
 
 
-def to_read(document: Document) -> DocumentRead:
+def to_read(document: Document, attachments: list[dict[str, Any]] | None = None) -> DocumentRead:
+    """`attachments`: an e-mail's list with its children's statuses (`services.core.attachments.with_statuses`)."""
     error = ErrorBody(code=document.error_code, message=document.error_message or "") if document.error_code else None
     return DocumentRead(
         id=document.id, status=document.status, filename=document.filename, media_type=document.media_type,
@@ -61,7 +64,8 @@ def to_read(document: Document) -> DocumentRead:
         pages_failed=document.pages_failed, metadata=document.metadata_, created_at=document.created_at,
         started_at=document.started_at, finished_at=document.finished_at, error=error,
         cached=bool(document.options.get("cached_from")), expired_at=document.expired_at,
-        formats=ready_formats(document),
+        formats=ready_formats(document), parent_id=document.parent_id,
+        attachments=[AttachmentRead.model_validate(a) for a in attachments or []],
     )
 
 
@@ -143,7 +147,8 @@ def list_documents(
 ) -> DocumentList:
     rows, next_cursor = service.list_documents(session, tenant_id=tenant.id, limit=limit, cursor=cursor,
                                                status=status)
-    return DocumentList(data=[to_read(d) for d in rows], next_cursor=next_cursor)
+    children = with_statuses(session, rows)
+    return DocumentList(data=[to_read(d, children.get(d.id)) for d in rows], next_cursor=next_cursor)
 
 
 @router.get("/{document_id}", response_model=DocumentRead, responses=ERRORS)
@@ -155,7 +160,7 @@ async def get_document(
     seconds with the document as it is."""
     db = settings.resolved_database_url()
     if wait <= 0:
-        return to_read(await run_in_threadpool(_load_visible, db, document_id, tenant.id))
+        return await run_in_threadpool(_read_visible, db, document_id, tenant.id)
     # Followed before it is read: a change between the read and the wait is not missed.
     async with feeds.follow(document_id, after=None) as listener:
         document = await run_in_threadpool(_load_visible, db, document_id, tenant.id)
@@ -170,7 +175,7 @@ async def get_document(
             if (snapshot.document.status, snapshot.document.pages_done, snapshot.document.pages_failed) != seen:
                 document = snapshot.document
                 break
-    return to_read(document)
+    return to_read(document, await run_in_threadpool(_attachments, db, document))
 
 
 @router.get("/{document_id}/events", responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}})
@@ -191,6 +196,18 @@ async def document_events(
 def _load_visible(db: str, document_id: str, tenant_id: str) -> Document:
     with session_scope(db) as session:
         return service.get_document(session, document_id, tenant_id)
+
+
+def _read_visible(db: str, document_id: str, tenant_id: str) -> DocumentRead:
+    with session_scope(db) as session:
+        document = service.get_document(session, document_id, tenant_id)
+        return to_read(document, with_statuses(session, [document]).get(document.id, []))
+
+
+def _attachments(db: str, document: Document) -> list[dict[str, Any]]:
+    """An e-mail's attachment list with its children's current status (empty for any other document)."""
+    with session_scope(db) as session:
+        return with_statuses(session, [document]).get(document.id, [])
 
 
 @router.get("/{document_id}/result", responses={
