@@ -280,6 +280,20 @@ class OutputSettings(SettingsSection):
     (false: it stays whole, one chunk over the limit)."""
 
 
+class TaskSettings(SettingsSection):
+    """The model tasks beyond parsing (`task=translate|extract|summarize`), answered by the vLLM engine's server
+    once the pages are parsed (docs/outputs.md)."""
+
+    max_tokens: int = Field(default=2048, ge=16)
+    """The token budget of one task answer (one page of a translation, the extraction, the summary)."""
+    max_input_chars: int = Field(default=24000, ge=1000)
+    """extract, summarize: the document's text sent to the model is clipped to this many characters."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature of the task requests."""
+    request_extra: dict[str, Any] = {}
+    """Extra fields of every task request as a JSON object (tests steer random-weight models with it)."""
+
+
 class ReconcilerSettings(SettingsSection):
     """The reconciler, which puts back on the queue whatever the queue lost."""
 
@@ -335,6 +349,7 @@ class Settings(BaseSettings):
     cache: CacheSettings = CacheSettings()
     convert: ConvertSettings = ConvertSettings()
     outputs: OutputSettings = OutputSettings()
+    tasks: TaskSettings = TaskSettings()
 
     def resolved_database_url(self) -> str:
         if self.database_url:
