@@ -63,6 +63,9 @@ class VllmServeSettings(SettingsSection):
     """n-gram speculation: the longest prompt n-gram a draft is looked up by."""
     draft_model: str = ""
     """eagle / eagle3 / dflash: the draft checkpoint (an EAGLE or FastMTP head, a DFlash drafter)."""
+    max_images: int = Field(default=0, ge=0, le=64)
+    """Images one request may carry (`--limit-mm-per-prompt`); 0: the pages of one request
+    (`engine.pages_per_request`)."""
     extra_args: list[str] = []
     """More `vllm serve` arguments, as a JSON list."""
 
@@ -105,6 +108,9 @@ class EngineSettings(SettingsSection):
     """vllm: the anchor is clipped to this many characters (the head of the page is kept)."""
     request_extra: dict[str, Any] = {}
     """vllm: extra request fields as a JSON object (`top_k`, `repetition_penalty`, `min_tokens`…)."""
+    pages_per_request: int = Field(default=0, ge=0, le=16)
+    """vllm: consecutive pages of a document sent in one request (several images, the answer split back into
+    pages); 0: the preset's (1 for most)."""
     serve: VllmServeSettings = VllmServeSettings()
 
 

@@ -45,6 +45,15 @@ def speculative_config(settings: Settings) -> dict[str, Any] | None:
     return config
 
 
+def pages_per_request(settings: Settings) -> int:
+    return settings.engine.pages_per_request or get_preset(settings.engine.preset).pages_per_request
+
+
+def images_per_request(settings: Settings) -> int:
+    """What `--limit-mm-per-prompt` allows: the pages of one request, unless the serve settings say more."""
+    return max(settings.engine.serve.max_images, pages_per_request(settings), 1)
+
+
 def vllm_command(settings: Settings, *, executable: str = "vllm") -> list[str]:
     """argv of `vllm serve` for the configured preset and engine settings.
 
@@ -58,7 +67,7 @@ def vllm_command(settings: Settings, *, executable: str = "vllm") -> list[str]:
         "--host", serve.host, "--port", str(serve.port),
         "--max-num-seqs", str(serve.max_num_seqs or engine.max_in_flight),
         "--max-model-len", str(serve.max_model_len or preset.max_model_len),
-        "--limit-mm-per-prompt", json.dumps({"image": 1, "video": 0}),
+        "--limit-mm-per-prompt", json.dumps({"image": images_per_request(settings), "video": 0}),
     ]
     # A preset's own quantization ("" for pre-quantized checkpoints) applies unless the setting was given.
     quantization = serve.quantization
