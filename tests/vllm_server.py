@@ -40,6 +40,9 @@ def engine_settings(venv: Path, port: int) -> dict[str, Any]:
             "model_path": str(venv / "models" / "tiny-vlm"), "host": "127.0.0.1", "port": port,
             # CPU: no fp8 weights or KV cache; the real deployment keeps the fp8 defaults.
             "quantization": "", "kv_cache_dtype": "", "max_model_len": 4096,
+            # Several images per request: the multi-page presets' requests (the tiny model's processor caps
+            # every image at 224x224 pixels, 64 tokens, so four fit the context).
+            "max_images": 4,
             "extra_args": ["--dtype", "bfloat16", "--enforce-eager", "--max-num-batched-tokens", "4096"],
         },
     }

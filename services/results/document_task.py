@@ -202,7 +202,9 @@ def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, A
             settings: Settings) -> dict[str, Any]:
     document, ids = element_lines(entries, settings.tasks.max_input_chars)
     prompt = EXTRACT_PROMPT.format(schema=json.dumps(schema, ensure_ascii=False), document=document)
-    text, finish, usage = model.complete(prompt, extra={"structured_outputs": {"json": answer_schema(schema, ids)}})
+    # Compact JSON: whitespace between tokens is budget the answer does not need.
+    structured = {"json": answer_schema(schema, ids), "disable_any_whitespace": True}
+    text, finish, usage = model.complete(prompt, extra={"structured_outputs": structured})
     if finish == "length":
         raise TaskFailed(f"the extraction ran into the token budget ({settings.tasks.max_tokens}, "
                          "PAGEMILL_TASKS__MAX_TOKENS) before its JSON was complete")
