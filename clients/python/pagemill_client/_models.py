@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar, Union
 
-Format = Literal["markdown", "html", "latex", "json", "chunks"]
+# The last three: the answer of a document's model task (`task=extract|translate|summarize`).
+Format = Literal["markdown", "html", "latex", "json", "chunks", "extraction", "translation", "summary"]
 FORMATS: tuple[Format, ...] = typing.get_args(Format)
 Mode = Literal["fast", "balanced", "accurate"]
+Task = Literal["parse", "translate", "extract", "summarize"]
 Status = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
 FINAL_STATUSES = frozenset({"succeeded", "partial", "failed", "cancelled"})
 # Formats whose body is JSON (the others are text).
-JSON_FORMATS = frozenset({"json", "chunks"})
+JSON_FORMATS = frozenset({"json", "chunks", "extraction"})
 
 T = TypeVar("T", bound="Model")
 
@@ -108,6 +110,7 @@ class DocumentRead(Model):
     cached: bool = False
     expired_at: datetime | None = None
     formats: list[str] = field(default_factory=list)
+    task: str = "parse"
 
     @property
     def finished(self) -> bool:
