@@ -18,8 +18,9 @@ used (refused, cut at the token budget, invalid) raises `TaskFailed`, and the do
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from jsonschema import Draft202012Validator, validators
@@ -32,10 +33,11 @@ from services.core.storage import ObjectNotFound, ObjectStore, document_result_k
 from services.results.render.markdown import page_marker
 
 log = get_logger(__name__)
+T = TypeVar("T")
 
 _UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})
 MAX_ENUM_IDS = 2000  # past this many elements the ids are checked after the answer, not by the grammar
-MAX_SOURCE_IDS = 64
+MAX_SOURCE_IDS = 32
 
 TRANSLATE_PROMPT = (
     "Translate this page of a document into {language}. Keep its Markdown as it is: headings, lists, HTML tables "
@@ -60,6 +62,13 @@ class TaskFailed(PagemillError):
 
     status_code = 422
     code = "task_failed"
+
+
+class ContextTooLong(TaskFailed):
+    """vLLM refused the prompt as longer than the model's context."""
+
+
+MAX_SHRINKS = 5  # a prompt over the context is sent again with half the document text, at most this often
 
 
 class TaskModel:
@@ -104,7 +113,8 @@ class TaskModel:
         if response.status_code in _UNAVAILABLE_STATUS:
             raise EngineUnavailable(f"vLLM answered {response.status_code}: {response.text[:300]}")
         if response.status_code >= 400:
-            raise TaskFailed(f"vLLM refused the task request ({response.status_code}): {response.text[:400]}")
+            error = TaskFailed if "context length" not in response.text else ContextTooLong
+            raise error(f"vLLM refused the task request ({response.status_code}): {response.text[:400]}")
         try:
             found: dict[str, Any] = response.json()
         except ValueError as exc:
@@ -198,13 +208,28 @@ def _repoint_refs(value: Any, base: str) -> Any:
     return value
 
 
+def fitted(ask: Callable[[int], T], budget: int) -> T:
+    """`ask(chars)` with the document clipped to `budget` characters, halved while vLLM says the prompt is over
+    the model's context (`tasks.max_input_chars` is in characters, the context in tokens)."""
+    for _ in range(MAX_SHRINKS):
+        try:
+            return ask(budget)
+        except ContextTooLong:
+            budget //= 2
+            log.info("document.task_shrunk", chars=budget)
+    return ask(budget)
+
+
 def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, Any],
             settings: Settings) -> dict[str, Any]:
-    document, ids = element_lines(entries, settings.tasks.max_input_chars)
-    prompt = EXTRACT_PROMPT.format(schema=json.dumps(schema, ensure_ascii=False), document=document)
-    # Compact JSON: whitespace between tokens is budget the answer does not need.
-    structured = {"json": answer_schema(schema, ids), "disable_any_whitespace": True}
-    text, finish, usage = model.complete(prompt, extra={"structured_outputs": structured})
+    def ask(budget: int) -> tuple[tuple[str, str, dict[str, int]], list[str]]:
+        document, ids = element_lines(entries, budget)
+        prompt = EXTRACT_PROMPT.format(schema=json.dumps(schema, ensure_ascii=False), document=document)
+        # Compact JSON comes from the server's --structured-outputs-config (services/worker/vllm_serve.py).
+        structured = {"json": answer_schema(schema, ids)}
+        return model.complete(prompt, extra={"structured_outputs": structured}), ids
+
+    (text, finish, usage), ids = fitted(ask, settings.tasks.max_input_chars)
     if finish == "length":
         raise TaskFailed(f"the extraction ran into the token budget ({settings.tasks.max_tokens}, "
                          "PAGEMILL_TASKS__MAX_TOKENS) before its JSON was complete")
@@ -227,8 +252,8 @@ def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, A
 
 def summarize(model: TaskModel, entries: list[dict[str, Any]], settings: Settings) -> str:
     document = "\n\n".join((p.get("markdown") or "").strip() for p in entries if p.get("status") == "succeeded")
-    clipped = document[:settings.tasks.max_input_chars]
-    text, finish, _ = model.complete(SUMMARIZE_PROMPT.format(document=clipped))
+    text, finish, _ = fitted(lambda budget: model.complete(SUMMARIZE_PROMPT.format(document=document[:budget])),
+                             settings.tasks.max_input_chars)
     if finish == "length":
         log.warning("document.summary_cut", chars=len(text))
     return text.strip() + "\n"

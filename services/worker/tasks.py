@@ -217,9 +217,14 @@ def _run_group(task: Task, engine: Engine, pages: list[PageInput], settings: Set
     """The group's pages in page order through one request (services/worker/multipage.py); outcomes in the
     order of `pages`."""
     order = sorted(range(len(pages)), key=lambda i: pages[i].index)
-    if task.request.retries:
-        engine.check_health()
-    outcomes = run_group(engine, [pages[i] for i in order], settings, heartbeat=keeper)
+    try:
+        if task.request.retries:
+            engine.check_health()
+        outcomes = run_group(engine, [pages[i] for i in order], settings, heartbeat=keeper)
+    except EngineUnavailable:  # as for one page: an outage that outlasted its retries ends in the cpu fallback
+        if task.request.retries < settings.worker.unavailable_max_retries:
+            raise
+        outcomes = [run_fallback(pages[i], settings, "engine_unavailable") for i in order]
     by_index = {pages[i].index: outcome for i, outcome in zip(order, outcomes, strict=True)}
     return [by_index[page.index] for page in pages]
 

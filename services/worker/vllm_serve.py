@@ -16,6 +16,7 @@ from services.worker.presets import get_preset
 # head served as `eagle`; DFlash, a block-diffusion drafter), the model's own MTP layers, or none.
 SPECULATIVE_METHODS = ("ngram", "eagle", "eagle3", "dflash", "mtp", "none")
 DRAFT_METHODS = ("eagle", "eagle3", "dflash")
+STRUCTURED_OUTPUTS = {"backend": "xgrammar", "disable_any_whitespace": True}
 
 
 def speculative_config(settings: Settings) -> dict[str, Any] | None:
@@ -84,6 +85,9 @@ def vllm_command(settings: Settings, *, executable: str = "vllm") -> list[str]:
     spec = speculative_config(settings)
     if spec is not None:
         argv += ["--speculative-config", json.dumps(spec)]
+    # The extract task's JSON (structured outputs) without whitespace between tokens: budget it does not need,
+    # and noise a weak model can run on in. vLLM sets this per server only, and only for xgrammar or guidance.
+    argv += ["--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS)]
     return argv + list(preset.serve_args) + list(serve.extra_args)
 
 

@@ -80,10 +80,11 @@ ServeFactory = Callable[..., Served]
 
 
 @pytest.fixture
-def serve(vllm_server: VllmServer, tmp_path: Path) -> Iterator[ServeFactory]:
+def serve(tmp_path: Path) -> Iterator[ServeFactory]:
     processes: list[subprocess.Popen[bytes]] = []
 
-    def start(engine: dict[str, Any] | None = None, tasks: dict[str, Any] | None = None) -> Served:
+    def start(vllm_server: VllmServer, engine: dict[str, Any] | None = None,
+              tasks: dict[str, Any] | None = None) -> Served:
         port, data_dir = free_port(), tmp_path / f"serve-{len(processes)}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_") and k != "PROMETHEUS_MULTIPROC_DIR"}
         env.update(PYTHONPATH=str(REPO), **engine_env({**vllm_server.engine, **(engine or {})}),
@@ -118,7 +119,7 @@ def element_ids(served: Served, document_id: str) -> set[str]:
 
 def test_extract_translate_and_summarize_answer_through_pagemill_serve(
         serve: ServeFactory, vllm_server: VllmServer, corpus: Path) -> None:
-    served = serve(engine={"request_extra": STOP_EARLY}, tasks={"max_tokens": 400})
+    served = serve(vllm_server, engine={"request_extra": STOP_EARLY}, tasks={"max_tokens": 1024})
     pdf = corpus / "dev/docling_multi_page/multi_page.pdf"
     before = requests_done(vllm_server)
     # fast mode: the pages are read by the cpu engine; the tasks go to vLLM all the same
@@ -151,17 +152,17 @@ def test_extract_translate_and_summarize_answer_through_pagemill_serve(
 
 
 def test_a_multi_page_preset_reads_two_pages_per_request_through_pagemill_serve(
-        serve: ServeFactory, vllm_server: VllmServer, corpus: Path) -> None:
+        serve: ServeFactory, hunyuan_server: VllmServer, corpus: Path) -> None:
     """hunyuan_ocr (two pages per request) on four pages: two requests. The random weights are held to the
     marked answer form by a regex (vLLM structured outputs), so the split runs on what vLLM answered.
     One GPU thread, so no other thread takes a page of a group before the group is claimed."""
     marked = {"structured_outputs": {"regex": r"<!-- page 1 -->\n[a-z]{6,20}( [a-z]{2,12}){3,6}\.\n"
                                               r"<!-- page 2 -->\n[a-z]{6,20}( [a-z]{2,12}){3,6}\."}}
-    served = serve(engine={"preset": "hunyuan_ocr", "request_extra": marked, "max_tokens": 96, "max_in_flight": 1})
-    before = vllm_server.metrics()
+    served = serve(hunyuan_server, engine={"request_extra": marked, "max_tokens": 96, "max_in_flight": 1})
+    before = hunyuan_server.metrics()
     created = served.upload(corpus / "dev/docling_multi_page/multi_page.pdf", pages="1-4", mode="accurate")
     assert served.wait_done(created["id"])["status"] == "succeeded"
-    after = vllm_server.metrics()
+    after = hunyuan_server.metrics()
     pages = served.result(created["id"], "json").json()["pages"]
     with served.client() as client:
         details = [client.get(f"/v1/documents/{created['id']}/pages/{n}").json()["details"] for n in (1, 2, 3, 4)]

@@ -36,7 +36,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_the_extraction_is_valid_against_the_schema_even_from_random_weights(vllm_server: VllmServer,
                                                                              name: str) -> None:
-    settings = Settings(engine=vllm_server.engine, tasks={"max_tokens": 400})
+    settings = Settings(engine=vllm_server.engine, tasks={"max_tokens": 1024})
     model = TaskModel(settings)
     try:
         answer = extract(model, ENTRIES, SCHEMAS[name], settings)
