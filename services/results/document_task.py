@@ -234,7 +234,9 @@ def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, A
         raise TaskFailed(f"the extraction ran into the token budget ({settings.tasks.max_tokens}, "
                          "PAGEMILL_TASKS__MAX_TOKENS) before its JSON was complete")
     try:
-        answer = json.loads(text)
+        # strict=False: xgrammar's JSON strings let raw control characters through (a tab, a newline), which
+        # strict JSON does not; stored, they are escaped again.
+        answer = json.loads(text, strict=False)
     except ValueError as exc:
         raise TaskFailed(f"the extraction is not JSON ({exc})") from exc
     data = answer.get("data") if isinstance(answer, dict) else None
