@@ -40,6 +40,8 @@ class NewDocument:
     cache_key: str | None = None
     parent_id: str | None = None
     pages_spec: str | None = None  # an office document's page selection, applied after its conversion
+    task: str = "parse"  # the model task run after parsing (services/core/document_tasks.py)
+    task_params: dict[str, Any] = field(default_factory=dict)
 
 
 def insert_document(session: Session, new: NewDocument) -> Document:
@@ -51,6 +53,7 @@ def insert_document(session: Session, new: NewDocument) -> Document:
         page_numbers=new.page_numbers, pages_total=len(new.page_numbers), mode=new.mode, engine=new.engine,
         metadata_=new.metadata, options=dict(new.options), request_id=new.request_id, created_at=now,
         updated_at=now, priority=new.priority, cache_key=new.cache_key, parent_id=new.parent_id,
+        task=new.task, task_params=dict(new.task_params),
     )
     if new.media_type in OFFICE_TYPES:
         # Converted by the split job, which then writes the page rows; the selection waits in the options.

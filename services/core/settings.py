@@ -64,6 +64,9 @@ class VllmServeSettings(SettingsSection):
     place of the anchor more often: docs/benchmarks.md, specsim)."""
     draft_model: str = ""
     """eagle / eagle3 / dflash: the draft checkpoint (an EAGLE or FastMTP head, a DFlash drafter)."""
+    max_images: int = Field(default=0, ge=0, le=64)
+    """Images one request may carry (`--limit-mm-per-prompt`); 0: the pages of one request
+    (`engine.pages_per_request`)."""
     extra_args: list[str] = []
     """More `vllm serve` arguments, as a JSON list."""
 
@@ -107,6 +110,9 @@ class EngineSettings(SettingsSection):
     """vllm: the anchor is clipped to this many characters (the head of the page is kept)."""
     request_extra: dict[str, Any] = {}
     """vllm: extra request fields as a JSON object (`top_k`, `repetition_penalty`, `min_tokens`…)."""
+    pages_per_request: int = Field(default=0, ge=0, le=16)
+    """vllm: consecutive pages of a document sent in one request (several images, the answer split back into
+    pages); 0: the preset's (1 for most)."""
     serve: VllmServeSettings = VllmServeSettings()
 
 
@@ -292,6 +298,20 @@ class OutputSettings(SettingsSection):
     (false: it stays whole, one chunk over the limit)."""
 
 
+class TaskSettings(SettingsSection):
+    """The model tasks beyond parsing (`task=translate|extract|summarize`), answered by the vLLM engine's server
+    once the pages are parsed (docs/outputs.md)."""
+
+    max_tokens: int = Field(default=2048, ge=16)
+    """The token budget of one task answer (one page of a translation, the extraction, the summary)."""
+    max_input_chars: int = Field(default=24000, ge=1000)
+    """extract, summarize: the document's text sent to the model is clipped to this many characters."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature of the task requests."""
+    request_extra: dict[str, Any] = {}
+    """Extra fields of every task request as a JSON object (tests steer random-weight models with it)."""
+
+
 class ReconcilerSettings(SettingsSection):
     """The reconciler, which puts back on the queue whatever the queue lost."""
 
@@ -348,6 +368,7 @@ class Settings(BaseSettings):
     cache: CacheSettings = CacheSettings()
     convert: ConvertSettings = ConvertSettings()
     outputs: OutputSettings = OutputSettings()
+    tasks: TaskSettings = TaskSettings()
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -41,6 +41,7 @@ from pagemill_client._models import (
     Mode,
     PageRead,
     Progress,
+    Task,
     UsageLine,
     UsageRead,
 )
@@ -53,6 +54,6 @@ __all__ = [
     "Document", "DocumentCreated", "DocumentDeleted", "DocumentFailed", "DocumentRead", "Element", "EmptyDocument",
     "EncryptedPdf", "EngineUnavailable", "ErrorBody", "FileTooLarge", "Forbidden", "Format", "IdempotencyConflict",
     "InternalError", "Mode", "NotFound", "PageRead", "PagemillError", "Progress", "RateLimited", "ResultExpired",
-    "ResultNotReady", "RetryPolicy", "TooManyPages", "Unauthorized", "UnsupportedMediaType", "UsageLine",
+    "ResultNotReady", "RetryPolicy", "Task", "TooManyPages", "Unauthorized", "UnsupportedMediaType", "UsageLine",
     "UsageRead", "ValidationError", "WaitTimeout", "WebhookVerificationError", "verify_webhook",
 ]

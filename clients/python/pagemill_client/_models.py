@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar, Union
 
-Format = Literal["markdown", "html", "latex", "json", "chunks"]
+# The last three: the answer of a document's model task (`task=extract|translate|summarize`).
+Format = Literal["markdown", "html", "latex", "json", "chunks", "extraction", "translation", "summary"]
 FORMATS: tuple[Format, ...] = typing.get_args(Format)
 Mode = Literal["fast", "balanced", "accurate"]
+Task = Literal["parse", "translate", "extract", "summarize"]
 Status = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
 FINAL_STATUSES = frozenset({"succeeded", "partial", "failed", "cancelled"})
 # Formats whose body is JSON (the others are text).
-JSON_FORMATS = frozenset({"json", "chunks"})
+JSON_FORMATS = frozenset({"json", "chunks", "extraction"})
 
 T = TypeVar("T", bound="Model")
 
@@ -125,6 +127,7 @@ class DocumentRead(Model):
     formats: list[str] = field(default_factory=list)
     parent_id: str | None = None  # an e-mail attachment's document: the e-mail's id
     attachments: list[AttachmentRead] = field(default_factory=list)
+    task: str = "parse"
 
     @property
     def finished(self) -> bool:

@@ -525,6 +525,12 @@ export interface components {
             started_at: string | null;
             /** Status */
             status: string;
+            /**
+             * Task
+             * @description parse, translate, extract or summarize (the upload's `task`)
+             * @default parse
+             */
+            task: string;
         };
         /**
          * DocumentResult
@@ -717,11 +723,6 @@ export interface components {
             /** Retention Days */
             retention_days?: number | null;
         };
-        /**
-         * OutputFormat
-         * @enum {string}
-         */
-        OutputFormat: "markdown" | "html" | "latex" | "json" | "chunks";
         /** PageErrorRead */
         PageErrorRead: {
             /** Code */
@@ -818,6 +819,12 @@ export interface components {
              */
             width?: number | null;
         };
+        /**
+         * ResultFormat
+         * @description The parse formats every document has, and the answer of its model task (`task`), if it has one.
+         * @enum {string}
+         */
+        ResultFormat: "markdown" | "html" | "latex" | "json" | "chunks" | "extraction" | "translation" | "summary";
         /** TenantCreate */
         TenantCreate: {
             limits?: components["schemas"]["LimitsUpdate"] | null;
@@ -1659,6 +1666,16 @@ export interface operations {
                     mode?: "fast" | "balanced" | "accurate";
                     /** @description 1-based pages to parse, e.g. '1-3,7' (default: every page) */
                     pages?: string;
+                    /** @description task=extract: a JSON Schema object (draft 2020-12 unless `$schema` says otherwise; local $ref only); invalid: 422 invalid_json_schema */
+                    schema?: string;
+                    /** @description task=translate: the language to translate into */
+                    target_language?: string;
+                    /**
+                     * @description parse; or parse, then a model answer: translate (target_language), extract (schema), summarize. Without a vLLM engine: 422 task_needs_model
+                     * @default parse
+                     * @enum {string}
+                     */
+                    task?: "parse" | "translate" | "extract" | "summarize";
                     /**
                      * Format: uri
                      * @description receives this document's events, signed
@@ -2218,8 +2235,8 @@ export interface operations {
     get_result_v1_documents__document_id__result_get: {
         parameters: {
             query?: {
-                /** @description markdown, html (standalone, KaTeX inlined), latex (XeLaTeX), json (pages and elements), chunks (for retrieval) */
-                format?: components["schemas"]["OutputFormat"];
+                /** @description markdown, html (standalone, KaTeX inlined), latex (XeLaTeX), json (pages and elements), chunks (for retrieval); extraction, translation, summary: the answer of the document's task */
+                format?: components["schemas"]["ResultFormat"];
                 /** @description 307 to a presigned object-store URL (S3 store only) */
                 redirect?: boolean;
             };

@@ -79,6 +79,10 @@ class Document(Base):
     engine: Mapped[str] = mapped_column(sa.String(32), default="cpu")
     options: Mapped[dict[str, Any]] = mapped_column(default=dict)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
+    # What the document was submitted for (services/core/document_tasks.py): `parse`, or a model task whose
+    # answer is made after the pages, with its parameters (`target_language`, `schema`).
+    task: Mapped[str] = mapped_column(sa.String(16), default="parse", server_default="parse")
+    task_params: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default=sa.text("'{}'"))
     request_id: Mapped[str | None] = mapped_column(sa.String(64))
     error_code: Mapped[str | None] = mapped_column(sa.String(64))
     error_message: Mapped[str | None] = mapped_column(sa.Text)

@@ -22,7 +22,6 @@ from services.core.errors import NotFound, ResultExpired, ResultNotReady, Valida
 from services.core.events import ready_formats
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
-from services.core.settings import OutputFormat
 from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, document_result_key
 from services.core.tenants import effective_limits
 from services.gateway.deps import (
@@ -64,7 +63,7 @@ def to_read(document: Document, attachments: list[dict[str, Any]] | None = None)
         pages_failed=document.pages_failed, metadata=document.metadata_, created_at=document.created_at,
         started_at=document.started_at, finished_at=document.finished_at, error=error,
         cached=bool(document.options.get("cached_from")), expired_at=document.expired_at,
-        formats=ready_formats(document), parent_id=document.parent_id,
+        formats=ready_formats(document), task=document.task or "parse", parent_id=document.parent_id,
         attachments=[AttachmentRead.model_validate(a) for a in attachments or []],
     )
 
@@ -109,7 +108,8 @@ async def create_document(
         fields = received.fields
         upload = service.Upload(source=received.path, size=received.size, sha256=received.sha256,
                                 filename=received.filename, pages=fields.get("pages"),
-                                metadata=fields.get("metadata"), mode=fields.get("mode"))
+                                metadata=fields.get("metadata"), mode=fields.get("mode"), task=fields.get("task"),
+                                target_language=fields.get("target_language"), schema=fields.get("schema"))
         options = intake.SubmitOptions(cache=form_bool(fields, "cache", True),
                                        do_not_cache=form_bool(fields, "do_not_cache", False),
                                        webhook_url=fields.get("webhook_url") or None, idempotency_key=key)
@@ -208,6 +208,17 @@ def _attachments(db: str, document: Document) -> list[dict[str, Any]]:
     """An e-mail's attachment list with its children's current status (empty for any other document)."""
     with session_scope(db) as session:
         return with_statuses(session, [document]).get(document.id, [])
+class ResultFormat(StrEnum):
+    """The parse formats every document has, and the answer of its model task (`task`), if it has one."""
+
+    MARKDOWN = "markdown"
+    HTML = "html"
+    LATEX = "latex"
+    JSON = "json"
+    CHUNKS = "chunks"
+    EXTRACTION = "extraction"
+    TRANSLATION = "translation"
+    SUMMARY = "summary"
 
 
 @router.get("/{document_id}/result", responses={
@@ -216,9 +227,11 @@ def _attachments(db: str, document: Document) -> list[dict[str, Any]]:
     307: {"description": "redirect=true with the S3 store"}})
 def get_result(
     document_id: str, session: SessionDep, store: StoreDep, settings: SettingsDep, tenant: CurrentTenant,
-    format: Annotated[OutputFormat, Query(description="markdown, html (standalone, KaTeX inlined), latex "
-                                                      "(XeLaTeX), json (pages and elements), chunks (for retrieval)")
-                      ] = OutputFormat.MARKDOWN,
+    format: Annotated[ResultFormat, Query(description="markdown, html (standalone, KaTeX inlined), latex "
+                                                      "(XeLaTeX), json (pages and elements), chunks (for retrieval); "
+                                                      "extraction, translation, summary: the answer of the "
+                                                      "document's task")
+                      ] = ResultFormat.MARKDOWN,
     redirect: Annotated[bool, Query(description="307 to a presigned object-store URL (S3 store only)")] = False,
 ) -> Response:
     document = service.get_document(session, document_id, tenant.id)

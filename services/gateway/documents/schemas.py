@@ -51,6 +51,7 @@ class DocumentRead(BaseModel):
     expired_at: datetime | None = None  # the retention sweep deleted its stored data
     formats: list[str] = Field(default_factory=list,
                                description="result formats ready to fetch (`result?format=`); empty until it ends")
+    task: str = Field(default="parse", description="parse, translate, extract or summarize (the upload's `task`)")
     parent_id: str | None = Field(default=None, description="an e-mail attachment's document: the e-mail's id")
     attachments: list[AttachmentRead] = Field(
         default_factory=list, description="an e-mail's attachments (known once it is converted): each its own "

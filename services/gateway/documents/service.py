@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from services.core import erasure
 from services.core.db.models import DOCUMENT_FINAL, Document, Page, new_id, utcnow
+from services.core.document_tasks import TaskSpec, parse_task
 from services.core.documents import NewDocument, insert_document
 from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, ValidationFailed
 from services.core.formats import EML, sniff_office
@@ -98,6 +99,9 @@ class Upload:
     pages: str | None = None
     metadata: str | None = None
     mode: str | None = None
+    task: str | None = None
+    target_language: str | None = None
+    schema: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,7 @@ class Accepted:
     mode: str
     engine: str
     sha256: str
+    task: TaskSpec = TaskSpec()
 
 
 def office_accepted(settings: Settings) -> bool:
@@ -120,7 +125,7 @@ def office_accepted(settings: Settings) -> bool:
 
 
 def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None = None) -> Accepted:
-    """Type, pages, metadata and mode, checked before anything is stored or queued.
+    """Type, pages, metadata, mode and task, checked before anything is stored or queued.
 
     An office document's pages are known only once it is converted: its page selection is checked for form
     here and applied (with the page limit) by the worker after the conversion."""
@@ -138,8 +143,9 @@ def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None
     if len(page_numbers) > limit:
         raise TooManyPages(f"the document has {len(page_numbers)} pages to parse; the limit is {limit}")
     mode = resolve_mode(upload.mode, settings)
+    task = parse_task(upload.task, upload.target_language, upload.schema, settings)
     return Accepted(info=info, page_numbers=page_numbers, metadata=parse_metadata(upload.metadata), mode=mode,
-                    engine=engine_for_mode(mode, settings), sha256=upload.sha256)
+                    engine=engine_for_mode(mode, settings), sha256=upload.sha256, task=task)
 
 
 def create_document(session: Session, store: ObjectStore, settings: Settings, upload: Upload, *,
@@ -159,7 +165,8 @@ def create_document(session: Session, store: ObjectStore, settings: Settings, up
         id=document_id, tenant_id=tenant_id, filename=upload.filename, media_type=accepted.info.media_type,
         size_bytes=upload.size, sha256=accepted.sha256, source_key=key, page_numbers=accepted.page_numbers,
         mode=accepted.mode, engine=accepted.engine, metadata=accepted.metadata, options=options or {},
-        request_id=request_id, priority=priority, cache_key=cache_key, pages_spec=upload.pages))
+        request_id=request_id, priority=priority, cache_key=cache_key, pages_spec=upload.pages,
+        task=accepted.task.kind.value, task_params=accepted.task.params))
 
 
 def visible_documents(tenant_id: str | None) -> sa.Select[Document]:
