@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pagemill_eval import calibration
 from pagemill_eval.score import CaseScore
 
 METRICS = ("olmocr_pass_rate", "text_similarity", "teds", "teds_struct")
@@ -49,8 +50,14 @@ def by_kind(cases: list[CaseScore]) -> dict[str, dict[str, Any]]:
 
 
 def build_report(cases: list[CaseScore], meta: dict[str, Any]) -> dict[str, Any]:
+    entries = [c.to_json() for c in cases]
     return {"meta": meta, "overall": aggregate(cases), "by_kind": by_kind(cases),
-            "cases": [c.to_json() for c in cases]}
+            "calibration": calibration.summary(entries), "empty_pages": empty_pages(cases), "cases": entries}
+
+
+def empty_pages(cases: list[CaseScore]) -> list[str]:
+    """`case pN` for every page the parser left without a word while its ground truth has text."""
+    return [f"{c.case_id} p{page}" for c in cases for page in c.empty_pages]
 
 
 def _cell(value: float | None, width: int = 6) -> str:
@@ -76,4 +83,11 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"{name:<16} {block['cases']:>5} {_cell(block['olmocr_pass_rate'])} "
                      f"{_cell(block['text_similarity'])} {_cell(block['teds'])} {_cell(block['teds_struct'])} "
                      f"{(f'{pps:.2f}' if pps is not None else '-'):>8} {block['failures']:>4}")
+    figures = report.get("calibration") or {}
+    if figures.get("samples"):
+        value = figures["auroc"]
+        lines.append(f"\nconfidence AUROC for score < {calibration.BAD_SCORE}: "
+                     f"{'-' if value is None else f'{value:.3f}'} ({figures['bad']} bad of {figures['samples']} cases)")
+    empty = report.get("empty_pages") or []
+    lines.append(f"empty pages whose truth has text: {len(empty)}" + (f" ({', '.join(empty)})" if empty else ""))
     return lines
