@@ -32,6 +32,7 @@ from services.core.storage import get_store, page_result_key
 from services.worker import heartbeat, page_cache
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.pipeline import PageOutcome, run_fallback, run_page
+from services.worker.routing import escalation_engine
 from services.worker.split import split_document
 
 log = get_logger(__name__)
@@ -85,6 +86,11 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         engine = load_engine(engine_name, settings)
         page = PageInput(job.document_id, job.page_index, job.media_type, data)
         outcome = _run(task, engine, page, settings, heartbeat=_lease_keeper(settings, job))
+        escalation = escalation_engine(job.mode, settings, engine.name, outcome.output.warnings)
+        if escalation is not None:  # the cpu engine lost text a configured vLLM may read
+            log.info("page.escalated", engine=escalation, warnings=outcome.output.warnings)
+            outcome = _run(task, load_engine(escalation, settings), page, settings,
+                           heartbeat=_lease_keeper(settings, job))
         output = outcome.output
         result = PageResult(
             document_id=job.document_id, page_index=job.page_index, page_number=claim.page_number,
@@ -93,7 +99,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
             confidence=output.confidence or 0.0, signals=output.signals, finish_reason=output.finish_reason,
             prompt_tokens=output.prompt_tokens, completion_tokens=output.completion_tokens,
             width_px=output.width_px, height_px=output.height_px, rotation=output.rotation,
-            width=output.width, height=output.height,
+            width=output.width, height=output.height, warnings=list(output.warnings),
             elements=[from_dict(PageElement, to_wire(e)) for e in renumber(output.elements, claim.page_number)],
         )
         key = page_result_key(job.document_id, job.page_index)

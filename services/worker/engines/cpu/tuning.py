@@ -104,6 +104,9 @@ OCR_ORIENTATION_MIN_SIDE = 12  # px: smaller text boxes do not vote on the page'
 OCR_ORIENTATION_ASPECT = 1.5  # side ratio: a box this much taller than wide votes upright, wider: lying text
 OCR_ORIENTATION_SAMPLE = 16  # boxes: the widest ones the line classifier votes on for a half turn
 OCR_SIZE_PER_HEIGHT = 0.75  # font size of an OCR line per pixel of its box height
+OCR_DOUBTFUL_MEAN_SCORE = 0.8  # recognition score (character-weighted mean) under which a page's turn is doubted
+OCR_DOUBTFUL_KEPT = 0.5  # share of detected boxes read under which a page's turn is doubted
+OCR_TURN_MIN_GAIN = 1.15  # another turn wins when its reading strength beats the first one's by this factor
 
 # --- Choosing text layer or OCR, confidence (engine.py, confidence.py) ---------------------------------------------
 OCR_MAX_RENDER_SIDE = 2400  # px: the longest side a page is rendered at for OCR, where recognition stops gaining
@@ -125,3 +128,14 @@ PICTURE_PAGE_PENALTY = 0.8  # ... has its confidence scaled by this (it may not 
 OCR_BLANK_CONFIDENCE = 0.9  # confidence of a page where OCR found no text at all (a blank page)
 OCR_CONFIDENCE_BASE = 0.6  # OCR confidence = mean score × (this + OCR_KEPT_WEIGHT × share of boxes read)
 OCR_KEPT_WEIGHT = 0.4
+
+# --- What the page holds against what the engine wrote (routes.py, engine.py) --------------------------------------
+LAYER_OVER_OCR_SHARE = 0.5  # a rejected layer is kept when OCR reads fewer words than this share of its words
+LAYER_OVER_OCR_CONFIDENCE = 0.45  # ... and the page's confidence is at most this
+INK_LEVEL = 48  # grey levels: a pixel this far from the page's median grey is ink
+BLANK_MAX_INK = 0.002  # share of ink pixels under which a page with no text is blank
+EMPTY_INKED_CONFIDENCE = 0.5  # confidence of a page with ink but no text found by any route
+DROP_MIN_HELD_WORDS = 8  # words: a page holding fewer is judged only on being empty
+DROP_MAX_COVERAGE = 0.3  # share of the held words under which the output dropped text
+DROPPED_CONFIDENCE = 0.3  # confidence of a page that dropped text: this × coverage + ...
+DROPPED_CONFIDENCE_FLOOR = 0.05  # ... this
