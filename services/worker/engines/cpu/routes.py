@@ -59,7 +59,11 @@ def ink_share(image: Image.Image) -> float:
 def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
     """Flags a page whose output lost the text the page holds, and tells a blank page from an empty one.
 
-    `ink` is the page's ink share, measured only when the output is empty (None: not measured)."""
+    `ink` is the page's ink share, measured only when the output is empty (None: not measured). The page's
+    structure (table grids, figures read as prose) weighs on its confidence here too."""
+    structure = confidence.structure_signals(output.elements)
+    output.signals.update(structure)
+    output.confidence = round((output.confidence or 0.0) * confidence.structure_factor(structure), 4)
     written = output_words(output.markdown)
     output.signals["output_words"] = float(written)
     output.signals["held_words"] = float(held.words)
