@@ -67,7 +67,7 @@ def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
     written = output_words(output.markdown)
     output.signals["output_words"] = float(written)
     output.signals["held_words"] = float(held.words)
-    coverage = min(1.0, written / held.words) if held.words else 1.0
+    coverage = min(1.0, written / held.words) if held.words else (1.0 if written else 0.0)
     output.signals["coverage"] = round(coverage, 4)
     if written == 0 and held.words == 0 and held.ocr_boxes == 0:
         blank = ink is not None and ink < tuning.BLANK_MAX_INK
