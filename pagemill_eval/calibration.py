@@ -39,6 +39,33 @@ def auroc(samples: Sequence[Sample]) -> float | None:
     return wins / (len(good) * len(bad))
 
 
+def spearman(samples: Sequence[Sample]) -> float | None:
+    """Rank correlation of confidence and score (average ranks for ties); None under three samples."""
+    if len(samples) < 3:
+        return None
+    x = _ranks([s.confidence for s in samples])
+    y = _ranks([s.score for s in samples])
+    mean = (len(samples) + 1) / 2
+    cov = sum((a - mean) * (b - mean) for a, b in zip(x, y, strict=True))
+    var_x = sum((a - mean) ** 2 for a in x)
+    var_y = sum((b - mean) ** 2 for b in y)
+    return cov / (var_x * var_y) ** 0.5 if var_x and var_y else None
+
+
+def _ranks(values: list[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for position in range(start, end + 1):
+            ranks[order[position]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
 def roc_curve(samples: Sequence[Sample]) -> list[dict[str, float]]:
     """One point per distinct confidence: flagging every case at or below it as bad, the share of bad cases
     caught (true positive rate) and of good cases flagged by mistake (false positive rate)."""
@@ -78,10 +105,12 @@ def summary(cases: list[dict[str, Any]]) -> dict[str, Any]:
     rules = case_samples(cases, rules_only=True)
     value = auroc(main)
     rules_value = auroc(rules)
+    rank = spearman(main)
     return {
         "definition": "AUROC of the case's lowest page confidence for score < 0.5 (TEDS, else text similarity)",
         "samples": len(main), "bad": sum(s.bad for s in main),
-        "auroc": None if value is None else round(value, 4), "roc": roc_curve(main),
+        "auroc": None if value is None else round(value, 4),
+        "spearman": None if rank is None else round(rank, 4), "roc": roc_curve(main),
         "rules_only": {"samples": len(rules), "bad": sum(s.bad for s in rules),
                        "auroc": None if rules_value is None else round(rules_value, 4)},
     }

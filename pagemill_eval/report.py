@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from pagemill_eval import calibration
@@ -90,4 +91,26 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
                      f"{'-' if value is None else f'{value:.3f}'} ({figures['bad']} bad of {figures['samples']} cases)")
     empty = report.get("empty_pages") or []
     lines.append(f"empty pages whose truth has text: {len(empty)}" + (f" ({', '.join(empty)})" if empty else ""))
+    return lines
+
+
+_SIDE_ROWS = (("olmOCR rules", "olmocr_pass_rate"), ("text sim", "text_similarity"), ("TEDS", "teds"),
+              ("TEDS-S", "teds_struct"), ("pages/s", "pages_per_s"), ("failures", "failures"))
+
+
+def side_by_side(reports: list[dict[str, Any]]) -> list[str]:
+    """Several reports (corpora, parsers) as columns, one metric a row; the confidence AUROC and the count of
+    pages left empty while their truth has text at the bottom."""
+    names = [f"{Path(r['meta']['corpus']).name}/{r['meta']['parser']}" for r in reports]
+    width = max(12, *(len(n) for n in names))
+    lines = [f"{'':<16}" + "".join(f" {n:>{width}}" for n in names)]
+    for label, key in _SIDE_ROWS:
+        cells = []
+        for r in reports:
+            value = r["overall"][key]
+            cells.append("-" if value is None else str(value) if key == "failures" else f"{value:.3f}")
+        lines.append(f"{label:<16}" + "".join(f" {c:>{width}}" for c in cells))
+    auroc = [(r.get("calibration") or {}).get("auroc") for r in reports]
+    lines.append(f"{'conf. AUROC':<16}" + "".join(f" {'-' if a is None else f'{a:.3f}':>{width}}" for a in auroc))
+    lines.append(f"{'empty pages':<16}" + "".join(f" {len(r.get('empty_pages') or []):>{width}}" for r in reports))
     return lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pagemill_eval.calibration import Sample, auroc, case_samples, roc_curve
+from pagemill_eval.calibration import Sample, auroc, case_samples, roc_curve, spearman
 from services.core.settings import EngineKind, Settings
 from services.worker.engines.base import PageOutput
 from services.worker.engines.cpu import grid, tuning
@@ -116,6 +116,8 @@ def test_the_auroc_counts_good_cases_ranked_above_bad_ones() -> None:
     curve = roc_curve(separated)
     assert curve[0] == {"threshold": 0.0, "tpr": 0.0, "fpr": 0.0} and curve[-1]["tpr"] == 1.0
     assert curve[-1]["fpr"] == 1.0 and {"threshold": 0.3, "tpr": 1.0, "fpr": 0.0} in curve
+    assert spearman(separated) == pytest.approx(0.8)  # ranks (4,3,2,1) against (4,3,1,2)
+    assert spearman([Sample("a", 0.1, 0.1), Sample("b", 0.2, 0.2), Sample("c", 0.3, 0.3)]) == pytest.approx(1.0)
 
 
 def test_samples_take_teds_before_text_similarity_and_keep_rule_cases_apart() -> None:
