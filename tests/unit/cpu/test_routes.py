@@ -138,3 +138,16 @@ def test_a_page_that_dropped_text_goes_to_vllm_in_balanced_and_accurate_mode_onl
     assert escalation_engine("balanced", cpu, "cpu", [TEXT_DROPPED]) is None  # no vLLM configured
     assert escalation_engine("balanced", vllm, "cpu", []) is None
     assert escalation_engine("balanced", vllm, "vllm", [TEXT_DROPPED]) is None
+
+
+def test_the_stored_page_result_carries_the_warning_to_the_page_a_client_reads() -> None:
+    from services.core.contracts import PageResult, to_dict
+    from services.core.db.models import Page
+    from services.core.pages import page_read
+
+    stored = to_dict(PageResult(document_id="doc_1", page_index=0, page_number=1, markdown="", engine="cpu",
+                                confidence=0.05, warnings=[TEXT_DROPPED]))
+    row = Page(document_id="doc_1", index=0, page_number=1, status="succeeded", attempts=1, engine="cpu",
+               is_fallback=False, confidence=0.05, details={})
+    assert page_read(row, stored).warnings == [TEXT_DROPPED]
+    assert page_read(row, None).warnings == []
