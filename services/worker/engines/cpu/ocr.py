@@ -86,9 +86,9 @@ def _sample(quads: list[np.ndarray], count: int) -> list[np.ndarray]:
 def read_image(image: np.ndarray, *, try_turns: bool = True) -> OcrPage:
     """Orientation (0/90/180/270) from the detected lines' shapes and the line classifier, then recognition.
 
-    When that reading is doubtful (a low mean score, most detected boxes unread, or nothing read on a page with
-    ink), the other three turns are read as well and the one whose recognition is surest wins: a single guess
-    from box shapes and a classifier turns a table image upside down or misses a small rotated line.
+    When that reading is doubtful (a low mean score, most detected boxes unread, or none read), the other three
+    turns are detected and their widest boxes read, and the turn whose recognition is surest wins: a single
+    guess from box shapes and a classifier turns a table image upside down or misses a small rotated line.
     """
     ocr = get_ocr()
     rotation = 0
@@ -109,16 +109,33 @@ def read_image(image: np.ndarray, *, try_turns: bool = True) -> OcrPage:
     best = _recognize(ocr, image, quads, rotation)
     if not try_turns or not is_doubtful(best):
         return best
+    # Each other turn is detected and its widest boxes read; only a turn that wins is read in full.
     upright = np.ascontiguousarray(np.rot90(image, k=rotation // 90))  # back to the image as given
+    winner: tuple[int, np.ndarray, list[np.ndarray]] | None = None
+    best_strength = _sample_strength(ocr, image, quads)
     for turn in (0, 90, 180, 270):
         if turn == rotation:
             continue
         turned = np.ascontiguousarray(np.rot90(upright, k=-turn // 90))
-        candidate = _recognize(ocr, turned, _detect(ocr, turned), turn)
-        if reading_strength(candidate) > reading_strength(best) * tuning.OCR_TURN_MIN_GAIN:
-            best = candidate
+        turned_quads = _detect(ocr, turned)
+        strength = _sample_strength(ocr, turned, turned_quads)
+        if strength > best_strength * tuning.OCR_TURN_MIN_GAIN:
+            winner, best_strength = (turn, turned, turned_quads), strength
+    if winner is not None:
+        best = _recognize(ocr, winner[1], winner[2], winner[0])
     best.turns_tried = 4
     return best
+
+
+def _sample_strength(ocr: Any, image: np.ndarray, quads: list[np.ndarray]) -> float:
+    """The reading strength of a turn's widest boxes: enough to tell a readable turn from an unreadable one."""
+    sample = _sample(quads, tuning.OCR_TURN_SAMPLE)
+    if not sample:
+        return 0.0
+    recognized = ocr.recognize_txt(ocr.crop_text_regions(image, sample))
+    return sum(float(score) * len(str(text).strip())
+               for text, score in zip(recognized.txts or (), recognized.scores or (), strict=False)
+               if float(score) >= MIN_SCORE)
 
 
 def reading_strength(page: OcrPage) -> float:

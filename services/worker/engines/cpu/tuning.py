@@ -107,6 +107,7 @@ OCR_SIZE_PER_HEIGHT = 0.75  # font size of an OCR line per pixel of its box heig
 OCR_DOUBTFUL_MEAN_SCORE = 0.8  # recognition score (character-weighted mean) under which a page's turn is doubted
 OCR_DOUBTFUL_KEPT = 0.5  # share of detected boxes read under which a page's turn is doubted
 OCR_TURN_MIN_GAIN = 1.15  # another turn wins when its reading strength beats the first one's by this factor
+OCR_TURN_SAMPLE = 12  # boxes: the widest ones read to compare the turns of a doubtful page
 
 # --- Choosing text layer or OCR, confidence (engine.py, confidence.py) ---------------------------------------------
 OCR_MAX_RENDER_SIDE = 2400  # px: the longest side a page is rendered at for OCR, where recognition stops gaining
