@@ -151,3 +151,13 @@ def test_the_stored_page_result_carries_the_warning_to_the_page_a_client_reads()
                is_fallback=False, confidence=0.05, details={})
     assert page_read(row, stored).warnings == [TEXT_DROPPED]
     assert page_read(row, None).warnings == []
+
+
+def test_running_heads_left_out_of_the_markdown_on_purpose_are_not_text_dropped() -> None:
+    from services.core.elements import Element, ElementType
+
+    heads = "Journal of Examples Volume 12 Issue 3 pages 101 to 140 ISSN 1234"
+    tree = [Element(id="p1-e1", type=ElementType.PAGE_HEADER, page=1, bbox=None, text=heads, markdown=heads),
+            Element(id="p1-e2", type=ElementType.PARAGRAPH, page=1, bbox=None, text="Figure 3", markdown="Figure 3")]
+    page = PageOutput(markdown="Figure 3\n", engine="cpu", confidence=0.95, elements=tree)
+    assert settle(page, Held(layer_words=14), ink=None).warnings == []

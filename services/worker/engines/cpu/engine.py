@@ -183,7 +183,7 @@ def _ocr_held(scanned: PageOutput) -> routes.Held:
 
 def _ink_if_empty(output: PageOutput, image: Callable[[], Image.Image]) -> float | None:
     """The page's ink share, measured (rendering a digital page) only when the output has no word."""
-    return routes.ink_share(image()) if routes.output_words(output.markdown) == 0 else None
+    return routes.ink_share(image()) if routes.written_words(output) == 0 else None
 
 
 def _picture_page(text: PageText) -> bool:

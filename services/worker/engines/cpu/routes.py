@@ -40,6 +40,13 @@ def output_words(markdown: str) -> int:
     return len(_WORD.findall(_TAG.sub(" ", markdown)))
 
 
+def written_words(output: PageOutput) -> int:
+    """Words the engine wrote: in its Markdown, or in its element tree, which also keeps the running heads and
+    feet the Markdown leaves out on purpose."""
+    in_tree = sum(output_words(element.text) for element in output.elements)
+    return max(output_words(output.markdown), in_tree)
+
+
 def plausible_words(text: str) -> int:
     """Words of a reading that look like words (the text layer's share of plausible shapes, counted)."""
     words = _WORD.findall(text)
@@ -64,7 +71,7 @@ def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
     structure = confidence.structure_signals(output.elements)
     output.signals.update(structure)
     output.confidence = round((output.confidence or 0.0) * confidence.structure_factor(structure), 4)
-    written = output_words(output.markdown)
+    written = written_words(output)
     output.signals["output_words"] = float(written)
     output.signals["held_words"] = float(held.words)
     coverage = min(1.0, written / held.words) if held.words else (1.0 if written else 0.0)
