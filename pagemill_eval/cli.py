@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from pagemill_eval import calibration
 from pagemill_eval.evaluate import evaluate
 from pagemill_eval.report import CASE_HEADER, case_line, side_by_side, summary_lines
 from pagemill_eval.run import LocalPagemill, RemotePagemill, SavedPredictions, Source
@@ -46,11 +47,24 @@ def run_eval(corpus_dirs: list[Path], *, settings: Settings, engine: str | None,
         click.echo("")
         for line in side_by_side(reports):
             click.echo(line)
+        result["calibration_pooled"] = pooled_calibration(reports)
+        for parser, figures in result["calibration_pooled"].items():
+            if figures["auroc"] is not None and len(corpus_dirs) > 1:
+                click.echo(f"{parser}: confidence AUROC over all corpora {figures['auroc']:.3f} "
+                           f"({figures['bad']} bad of {figures['samples']} cases)")
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         click.echo(f"\nwrote {json_out}")
     return result
+
+
+def pooled_calibration(reports: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each parser's confidence figures over the cases of all the corpora it ran on."""
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for report in reports:
+        cases.setdefault(report["meta"]["parser"], []).extend(report["cases"])
+    return {parser: calibration.summary(entries) for parser, entries in cases.items()}
 
 
 def _source(settings: Settings, engine: str | None, mode: str | None, server: str | None, api_key: str | None,
