@@ -180,9 +180,9 @@ $(PEERS_VENV)/.installed: bench/peers/requirements.txt bench/peers/requirements-
 	$(PEERS_VENV)/bin/python -m pip install -q --no-deps -r bench/peers/requirements-nodeps.txt
 	touch $@
 
-bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on the dev corpus, into docs/benchmarks.md
-	$(BIN)/python -m bench.quality --corpus $(PAGEMILL_CORPUS)/dev --peers-python $(PEERS_VENV)/bin/python \
-		--write docs/benchmarks.md --command "make bench-quality"
+bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on dev and wide side by side, into docs/benchmarks.md
+	$(BIN)/python -m bench.quality --corpus $(PAGEMILL_CORPUS)/dev --corpus $(PAGEMILL_CORPUS)/wide \
+		--peers-python $(PEERS_VENV)/bin/python --write docs/benchmarks.md --command "make bench-quality"
 
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)

@@ -55,7 +55,8 @@ def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = 
             entry.update(status="succeeded", markdown=outcome.output.markdown, engine=outcome.output.engine,
                          model=outcome.output.model, latency_ms=outcome.latency_ms,
                          confidence=outcome.output.confidence, is_fallback=outcome.is_fallback,
-                         signals=outcome.output.signals, width=outcome.output.width,
+                         signals=outcome.output.signals, warnings=list(outcome.output.warnings),
+                         width=outcome.output.width,
                          height=outcome.output.height,
                          elements=[e.model_dump(mode="json") for e in renumber(outcome.output.elements, number)])
         except PagemillError as exc:

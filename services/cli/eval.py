@@ -65,27 +65,37 @@ def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: st
 
 
 @main.command("eval")
-@click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("corpus_dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--engine", default=None, help="in-process engine (cpu, vllm, fake); default: settings")
 @click.option("--mode", default=None, type=click.Choice(["fast", "balanced", "accurate"]), help="sent with --server")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="write the report ({overall, by_kind, cases}) here")
+              help="write the report ({overall, by_kind, cases}; several: {reports}) here")
 @click.option("--cases", "patterns", multiple=True, help="only cases whose id matches this glob (repeatable)")
 @click.option("--server", default=None, help="a live pagemill URL instead of parsing in this process")
 @click.option("--api-key", envvar="PAGEMILL_API_KEY", default=None, help="bearer key for --server")
-@click.option("--predictions", default=None, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="score saved outputs (DIR/<case>.json) instead of parsing")
+@click.option("--predictions", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="score saved outputs (DIR/<case>.json; `{corpus}` in DIR: the corpus folder's name)")
 @click.option("--save-outputs", default=None, type=click.Path(file_okay=False, path_type=Path),
-              help="keep each case's per-page Markdown as DIR/<case>.json")
+              help="keep each case's per-page Markdown as DIR/<case>.json (several corpora: DIR/<corpus>/)")
+@click.option("--beside", "beside", multiple=True, metavar="NAME=DIR",
+              help="also score a peer's saved outputs (DIR/<case>.json, `{corpus}` as above) beside it (repeatable)")
 @click.option("--name", default=None, help="the parser's name in the report")
 @click.option("-q", "--quiet", is_flag=True, help="print only the summary")
-def eval_command(corpus_dir: Path, engine: str | None, mode: str | None, json_out: Path | None,
+def eval_command(corpus_dirs: tuple[Path, ...], engine: str | None, mode: str | None, json_out: Path | None,
                  patterns: tuple[str, ...], server: str | None, api_key: str | None, predictions: Path | None,
-                 save_outputs: Path | None, name: str | None, quiet: bool) -> None:
-    """Parse every case of CORPUS_DIR and score it against its ground truth (docs/evaluation.md)."""
+                 save_outputs: Path | None, beside: tuple[str, ...], name: str | None, quiet: bool) -> None:
+    """Parse every case of each CORPUS_DIR and score it against its ground truth (docs/evaluation.md); several
+    corpora (dev and wide) and `--beside` peers are reported side by side."""
     require_extra("eval", "`pagemill eval`")
     from pagemill_eval.cli import run_eval
 
-    run_eval(corpus_dir, settings=get_settings(), engine=engine, mode=mode, json_out=json_out,
+    peers = []
+    for entry in beside:
+        peer, separator, folder = entry.partition("=")
+        if not separator or not peer or not folder:
+            raise click.BadParameter(f"{entry!r}: expected NAME=DIR", param_hint="--beside")
+        peers.append((peer, folder))
+    run_eval(list(corpus_dirs), settings=get_settings(), engine=engine, mode=mode, json_out=json_out,
              patterns=list(patterns), server=server, api_key=api_key, predictions=predictions,
-             save_outputs=save_outputs, name=name, quiet=quiet)
+             save_outputs=save_outputs, name=name, quiet=quiet, beside=peers)

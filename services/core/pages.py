@@ -47,6 +47,8 @@ class PageRead(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     rotation: int = Field(default=0, description="degrees the page was turned before recognition")
+    warnings: list[str] = Field(default_factory=list, description="what the reader should know: `text_dropped` "
+                                "(the page holds text the output lost; its confidence is low)")
     details: dict[str, Any] = Field(default_factory=dict, description="engine diagnostics: attempt log, "
                                                                       "anchor, cache hit, …")
     error: PageErrorRead | None = None
@@ -68,7 +70,7 @@ def page_read(page: Page, result: dict[str, Any] | None) -> PageRead:
         confidence=page.confidence, signals=source.get("signals") or {},
         finish_reason=source.get("finish_reason") or None, prompt_tokens=int(source.get("prompt_tokens") or 0),
         completion_tokens=int(source.get("completion_tokens") or 0), rotation=int(source.get("rotation") or 0),
-        details=details, error=error,
+        warnings=[str(w) for w in (result or {}).get("warnings") or []], details=details, error=error,
     )
 
 

@@ -36,6 +36,7 @@ from services.worker import heartbeat, page_cache
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.multipage import run_group
 from services.worker.pipeline import PageOutcome, run_fallback, run_page
+from services.worker.routing import escalation_engine
 from services.worker.split import split_document
 from services.worker.vllm_serve import pages_per_request
 
@@ -100,6 +101,11 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
             output = outcomes[0].output
         else:
             outcome = _run(task, engine, page, settings, heartbeat=_lease_keeper(settings, job))
+            escalation = escalation_engine(job.mode, settings, engine.name, outcome.output.warnings)
+            if escalation is not None:  # the cpu engine lost text a configured vLLM may read
+                log.info("page.escalated", engine=escalation, warnings=outcome.output.warnings)
+                outcome = _run(task, load_engine(escalation, settings), page, settings,
+                               heartbeat=_lease_keeper(settings, job))
             _store_page(settings, store, job, claim.page_number, outcome, cached.store_key)
             output = outcome.output
     except SoftTimeLimitExceeded:
@@ -141,7 +147,7 @@ def _store_page(settings: Settings, store: ObjectStore, job: PageTask, page_numb
         latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback, fallback_reason=outcome.fallback_reason,
         confidence=output.confidence or 0.0, signals=output.signals, finish_reason=output.finish_reason,
         prompt_tokens=output.prompt_tokens, completion_tokens=output.completion_tokens,
-        width_px=output.width_px, height_px=output.height_px, rotation=output.rotation,
+        width_px=output.width_px, height_px=output.height_px, rotation=output.rotation, warnings=list(output.warnings),
         width=output.width, height=output.height,
         elements=[from_dict(PageElement, to_wire(e)) for e in renumber(output.elements, page_number)],
     )

@@ -165,6 +165,7 @@ class PageRead(Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     rotation: int = 0
+    warnings: list[str] = field(default_factory=list)  # `text_dropped`: the page holds text the output lost
     details: dict[str, Any] = field(default_factory=dict)
     error: ErrorBody | None = None
 

@@ -814,6 +814,11 @@ export interface components {
             /** Status */
             status: string;
             /**
+             * Warnings
+             * @description what the reader should know: `text_dropped` (the page holds text the output lost; its confidence is low)
+             */
+            warnings?: string[];
+            /**
              * Width
              * @description the page as displayed (after /Rotate) in PDF points; image uploads: pixels (1 px = 1 pt, 72 dpi)
              */

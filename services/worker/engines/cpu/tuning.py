@@ -113,6 +113,10 @@ OCR_ORIENTATION_MIN_SIDE = 12  # px: smaller text boxes do not vote on the page'
 OCR_ORIENTATION_ASPECT = 1.5  # side ratio: a box this much taller than wide votes upright, wider: lying text
 OCR_ORIENTATION_SAMPLE = 16  # boxes: the widest ones the line classifier votes on for a half turn
 OCR_SIZE_PER_HEIGHT = 0.75  # font size of an OCR line per pixel of its box height
+OCR_DOUBTFUL_MEAN_SCORE = 0.8  # recognition score (character-weighted mean) under which a page's turn is doubted
+OCR_DOUBTFUL_KEPT = 0.5  # share of detected boxes read under which a page's turn is doubted
+OCR_TURN_MIN_GAIN = 1.15  # another turn wins when its reading strength beats the first one's by this factor
+OCR_TURN_SAMPLE = 12  # boxes: the widest ones read to compare the turns of a doubtful page
 
 # --- Choosing text layer or OCR, confidence (engine.py, confidence.py) ---------------------------------------------
 OCR_MAX_RENDER_SIDE = 2400  # px: the longest side a page is rendered at for OCR, where recognition stops gaining
@@ -134,3 +138,21 @@ PICTURE_PAGE_PENALTY = 0.8  # ... has its confidence scaled by this (it may not 
 OCR_BLANK_CONFIDENCE = 0.9  # confidence of a page where OCR found no text at all (a blank page)
 OCR_CONFIDENCE_BASE = 0.6  # OCR confidence = mean score × (this + OCR_KEPT_WEIGHT × share of boxes read)
 OCR_KEPT_WEIGHT = 0.4
+
+# --- What the page holds against what the engine wrote (routes.py, engine.py) --------------------------------------
+LAYER_OVER_OCR_SHARE = 0.5  # a rejected layer is kept when OCR reads fewer words than this share of its words
+LAYER_OVER_OCR_CONFIDENCE = 0.45  # ... and the page's confidence is at most this
+INK_LEVEL = 48  # grey levels: a pixel this far from the page's median grey is ink
+BLANK_MAX_INK = 0.002  # share of ink pixels under which a page with no text is blank
+EMPTY_INKED_CONFIDENCE = 0.5  # confidence of a page with ink but no text found by any route
+DROP_MIN_HELD_WORDS = 8  # words: a page holding fewer is judged only on being empty
+DROP_MAX_COVERAGE = 0.3  # share of the held words under which the output dropped text
+DROPPED_CONFIDENCE = 0.3  # confidence of a page that dropped text: this × coverage + ...
+DROPPED_CONFIDENCE_FLOOR = 0.05  # ... this
+TABLE_EMPTY_OK = 0.5  # share of a table's grid that may be empty before its confidence drops
+TABLE_EMPTY_WEIGHT = 0.5  # confidence taken off a table whose grid is all empty
+TABLE_PACKED_WEIGHT = 0.5  # confidence taken off a table whose every cell holds two figures or more
+LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
+LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
+LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
+LOOSE_FIGURE_PENALTY = 0.85  # ... has its confidence scaled by this (a table read as paragraphs)
