@@ -33,8 +33,10 @@ class Watched:
         assert not self.errors, f"console errors: {self.errors}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """One Chromium for the browser tests, closed when the run leaves this package: Playwright's sync API keeps
+    an event loop running in the main thread while it is open, which would break `asyncio.run` in later tests."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
