@@ -134,7 +134,7 @@ def column_bands(rows: list[TextRow]) -> list[tuple[float, float]]:
     for row in basis:
         if row.count == 1 and row.box.width > 0.5 * table_width:
             continue  # a title, section or note row across the table says nothing about columns
-        pieces = [piece for line in row.lines for piece in _cut(line, lambda a, b, h: b - a > _WIDE_GAP * h)]
+        pieces = [piece for line in row.lines for piece in _cut(line, _column_gap)]
         for start, stop in _merged([(piece.box.x0, piece.box.x1) for piece in pieces]):
             events += [(start, 1), (stop, -1)]
     events.sort(key=lambda event: (event[0], -event[1]))
@@ -187,11 +187,19 @@ def span_of(columns: list[tuple[float, float]], x0: float, x1: float) -> tuple[i
     return nearest, nearest
 
 
-def _cut(line: Line, at_gap: Callable[[float, float, float], bool]) -> list[Line]:
-    """The line cut into pieces at the word gaps `at_gap(gap_start, gap_stop, line_height)` accepts."""
+def _column_gap(left: Word, right: Word, height: float) -> bool:
+    """A word gap that may separate two columns: a wide one, or a clear space between two figures (the text layer
+    joins close columns of figures into one run; a thousands space is narrower)."""
+    gap = right.box.x0 - left.box.x1
+    return gap > _WIDE_GAP * height or (gap > tuning.FIGURE_GAP * height and is_numeric(left.text)
+                                        and is_numeric(right.text))
+
+
+def _cut(line: Line, at_gap: Callable[[Word, Word, float], bool]) -> list[Line]:
+    """The line cut into pieces at the word gaps `at_gap(left_word, right_word, line_height)` accepts."""
     pieces: list[list[Word]] = [[line.words[0]]] if line.words else []
     for word in line.words[1:]:
-        if at_gap(pieces[-1][-1].box.x1, word.box.x0, line.box.height):
+        if at_gap(pieces[-1][-1], word, line.box.height):
             pieces.append([word])
         else:
             pieces[-1].append(word)
@@ -215,9 +223,10 @@ def _split_at_gutters(lines: list[Line], columns: list[tuple[float, float]]) -> 
     return _split_numeric_runs(out, columns)
 
 
-def _gap_in(gutters: list[tuple[float, float]]) -> Callable[[float, float, float], bool]:
+def _gap_in(gutters: list[tuple[float, float]]) -> Callable[[Word, Word, float], bool]:
     """Accepts a wide word gap lying in one of the gutters."""
-    def accepts(start: float, stop: float, height: float) -> bool:
+    def accepts(left: Word, right: Word, height: float) -> bool:
+        start, stop = left.box.x1, right.box.x0
         return _WIDE_GAP * height < stop - start and any(start < g1 and stop > g0 for g0, g1 in gutters)
     return accepts
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from services.worker.engines.cpu import tuning
-from services.worker.engines.cpu.grid import Cell, Grid, TextRow, build_grid, grid_html, header_rows, text_rows
+from services.worker.engines.cpu.grid import (Cell, Grid, TextRow, build_grid, grid_html, header_rows, is_numeric,
+                                               text_rows)
 from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, union_all
 
 __all__ = ["Cell", "Grid", "find_ruled_tables", "find_tables", "grid_html"]
@@ -192,12 +193,30 @@ def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Blo
         inside = [line for line in lines if id(line) not in used and area.contains_point(line.box.cx, line.box.cy)]
         if not inside:
             continue
+        if _lacks_row_rules(xs, ys, inside):
+            continue  # the rules draw only columns: its rows are read from the baselines by the text finder
         grid = _lattice_grid(xs, ys, hs, vs, inside)
         if grid is None or grid.cols < 2 or grid.rows < 2:
             continue
         used.update(id(line) for line in inside)
         blocks.append(Block(inside, area, BlockKind.TABLE, html=grid_html(grid)))
     return blocks, [line for line in lines if id(line) not in used]
+
+
+def _lacks_row_rules(xs: list[float], ys: list[float], lines: list[Line]) -> bool:
+    """Do the rules draw a table's columns but not its rows? Then one drawn row holds several text rows that
+    each put figures into two drawn columns or more, and the lattice would merge whole columns of figures into
+    single cells. Wrapped text (a paragraph in a cell, a header set on several lines in every column) holds no
+    such rows, so it keeps its drawn cells."""
+    for top, bottom in zip(ys, ys[1:], strict=False):
+        figure_rows = 0
+        for row in text_rows([line for line in lines if top <= line.box.cy <= bottom]):
+            columns = {_band_index(xs, line.box.cx) for line in row.lines if is_numeric(line.text)} - {None}
+            if len(columns) >= 2:
+                figure_rows += 1
+        if figure_rows >= tuning.LATTICE_MAX_FIGURE_ROWS:
+            return True
+    return False
 
 
 def _covered(segments: list[tuple[float, float, float]], pos: float, start: float, stop: float) -> bool:

@@ -82,6 +82,8 @@ RULE_CLUSTER_Y = 3.0  # pt: horizontal rules this close are one grid line
 LATTICE_MIN_LINES = 3  # grid lines: a drawn grid has this many in one direction at least (else a box)
 LATTICE_MIN_WIDTH = 30  # pt: a drawn grid is at least this wide ...
 LATTICE_MIN_HEIGHT = 12  # pt: ... and this high
+LATTICE_MAX_FIGURE_ROWS = 3  # text rows with figures in two drawn columns or more: a drawn row holding this many
+#                              is no row (the rules draw only columns); the text finder reads that table instead
 EDGE_TOLERANCE = 4.0  # pt: a rule this close to a cell edge draws it
 EDGE_MIN_DRAWN = 0.6  # share of a cell edge that rules must cover for the edge to count as drawn
 
@@ -90,6 +92,7 @@ ROW_LOOKBACK = 3  # rows: how many of the rows above a line may take it
 ROW_MIN_Y_OVERLAP = 0.5  # line heights (the smaller): a line overlapping a row this much joins it
 GRID_MIN_NUMERIC_ROWS = 3  # rows: with fewer rows holding figures, every row places the columns
 GRID_WIDE_ROW_SHARE = 6  # rows: one row in this many may straddle a column gap ("Total" labels running wide)
+FIGURE_GAP = 0.4  # line heights: two figures of one run further apart than this may stand in two columns
 SPAN_MIN_OVERLAP = 0.25  # share of the narrower of a segment and a column that they must overlap
 ROW_JOIN_PITCH = 1.25  # typical row pitches: rows closer than this may be one row of wrapped cells
 HEADER_MAX_ROWS = 5  # rows: the header of a table found among lines is at most this long
