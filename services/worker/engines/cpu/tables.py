@@ -23,10 +23,23 @@ _CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|source|note)\s*
 def find_tables(lines: list[Line], rules: list[Segment], width: float, size: float,
                 min_rows: int = tuning.TABLE_MIN_ROWS) -> tuple[list[Block], list[Line]]:
     """Table blocks found among the lines, and the lines left over for the text flow."""
-    ruled, lines = find_ruled_tables(lines, rules)
+    ruled, lines, partial = _ruled_tables(lines, rules)
+    tables, rest = _text_tables(lines, size, min_rows)
+    # A drawn grid that is only part of a table yields to the table the text finder reads around it; where the
+    # text finder reads none, the drawn grid is the best reading there is.
+    for block in partial:
+        if not any(block.box.x_overlap(t.box) > 0 and block.box.y_overlap(t.box) > 0 for t in tables):
+            taken = {id(line) for line in block.lines}
+            tables.append(block)
+            rest = [line for line in rest if id(line) not in taken]
+    return ruled + tables, rest
+
+
+def _text_tables(lines: list[Line], size: float, min_rows: int) -> tuple[list[Block], list[Line]]:
+    """Tables found from the alignment of the lines alone (no rules), and the lines left over."""
     rows = text_rows(lines)
     if not rows:
-        return ruled, lines
+        return [], lines
     text_width = max(1.0, max(r.box.x1 for r in rows) - min(r.box.x0 for r in rows))
     table_like = [_row_is_tabular(row, text_width) for row in rows]
     tables: list[Block] = []
@@ -67,7 +80,7 @@ def find_tables(lines: list[Line], rules: list[Segment], width: float, size: flo
                 continue
         index = max(index + 1, stop)
     rest = [line for line in lines if id(line) not in used]
-    return ruled + tables, rest
+    return tables, rest
 
 
 def _row_is_tabular(row: TextRow, text_width: float) -> bool:
@@ -155,10 +168,17 @@ def _merge_collinear(segments: list[tuple[float, float, float]]) -> list[tuple[f
 
 def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block], list[Line]]:
     """Tables whose cells are drawn: horizontal and vertical rules that cross each other form a grid."""
+    blocks, rest, _ = _ruled_tables(lines, rules)
+    return blocks, rest
+
+
+def _ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block], list[Line], list[Block]]:
+    """Drawn tables, the lines left over, and the drawn grids that seem to be only part of a table (their lines
+    are left over too)."""
     horizontal = _merge_collinear([(s.y0, min(s.x0, s.x1), max(s.x0, s.x1)) for s in rules if s.horizontal])
     vertical = _merge_collinear([(s.x0, min(s.y0, s.y1), max(s.y0, s.y1)) for s in rules if not s.horizontal])
     if len(horizontal) < 2 or len(vertical) < 2:
-        return [], lines
+        return [], lines, []
     parent = list(range(len(horizontal) + len(vertical)))
 
     def find(i: int) -> int:
@@ -178,6 +198,7 @@ def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Blo
     for vi, segment in enumerate(vertical):
         groups.setdefault(find(len(horizontal) + vi), ([], []))[1].append(segment)
     blocks: list[Block] = []
+    partial: list[Block] = []
     used: set[int] = set()
     for hs, vs in groups.values():
         if len(hs) < 2 or len(vs) < 2:
@@ -194,13 +215,17 @@ def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Blo
         if not inside:
             continue
         if _lacks_row_rules(xs, ys, inside):
-            continue  # the rules draw only columns: its rows are read from the baselines by the text finder
+            continue  # the rules draw only the columns: the text finder reads the rows from the baselines
         grid = _lattice_grid(xs, ys, hs, vs, inside)
         if grid is None or grid.cols < 2 or grid.rows < 2:
             continue
+        block = Block(inside, area, BlockKind.TABLE, html=grid_html(grid))
+        if _continues_outside(area, xs, inside, lines):
+            partial.append(block)
+            continue
         used.update(id(line) for line in inside)
-        blocks.append(Block(inside, area, BlockKind.TABLE, html=grid_html(grid)))
-    return blocks, [line for line in lines if id(line) not in used]
+        blocks.append(block)
+    return blocks, [line for line in lines if id(line) not in used], partial
 
 
 def _lacks_row_rules(xs: list[float], ys: list[float], lines: list[Line]) -> bool:
@@ -217,6 +242,22 @@ def _lacks_row_rules(xs: list[float], ys: list[float], lines: list[Line]) -> boo
         if figure_rows >= tuning.LATTICE_MAX_FIGURE_ROWS:
             return True
     return False
+
+
+def _continues_outside(area: Box, xs: list[float], inside: list[Line], lines: list[Line]) -> bool:
+    """Do most rows of a drawn grid go on past its left or right edge with short cells (a stub column or a last
+    column the rules leave out), within a column's width of the edge? Then the grid is only part of its table."""
+    reach = (xs[-1] - xs[0]) / max(1, len(xs) - 1)
+    outside = [line for line in lines if not area.contains_point(line.box.cx, line.box.cy)
+               and len(line.words) < tuning.TABLE_WORDY_SEGMENT
+               and (0 <= area.x0 - line.box.x1 <= reach or 0 <= line.box.x0 - area.x1 <= reach)]
+    rows = [row for row in text_rows(inside) if row.count >= 2]
+    if len(rows) < tuning.TABLE_MIN_ROWS:
+        return False
+    going_on = sum(1 for row in rows if any(
+        line.box.y_overlap(row.box) >= tuning.ROW_MIN_Y_OVERLAP * min(line.box.height, row.box.height)
+        for line in outside))
+    return going_on * 2 > len(rows)
 
 
 def _covered(segments: list[tuple[float, float, float]], pos: float, start: float, stop: float) -> bool:

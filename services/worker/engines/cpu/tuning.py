@@ -61,7 +61,7 @@ CODE_MIN_LINES = 2  # lines: code blocks have at least this many
 # --- Tables among lines, ruled tables (tables.py) ------------------------------------------------------------------
 TABLE_MIN_ROWS = 3  # rows: tabular rows a table needs
 TABLE_MAX_ROW_GAP = 2.5  # body sizes (or row heights): a wider gap ends the table
-TABLE_MAX_LOOSE_ROWS = 2  # rows: single-segment rows a table may hold in a row before it ends
+TABLE_MAX_LOOSE_ROWS = 3  # rows: single-segment rows a table may hold in a row before it ends
 TABLE_WORDY_SEGMENT = 6  # words: a segment this long is prose; rows mostly of such segments are not tabular
 TABLE_TWO_PART_SHORT = 0.3  # share of the text width: in a two-segment row, one segment must be shorter
 TABLE_MEDIAN_SEGMENT = 0.4  # share of the text width: a tabular row's median segment is shorter
