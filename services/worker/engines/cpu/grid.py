@@ -391,7 +391,9 @@ def widen_group_headers(grid: Grid, columns: list[tuple[float, float]]) -> None:
         for cell in cells:
             band = columns[cell.col][1] - columns[cell.col][0]
             overflows = cell.right - cell.left > tuning.HEADER_OVERFLOW * band
-            if cell.colspan < 2 and len(cells) > 1 and not overflows:
+            # A header standing in the gap between two columns, over neither, is centred over both.
+            in_gap = cell.right <= columns[cell.col][0] or cell.left >= columns[cell.col][1]
+            if cell.colspan < 2 and len(cells) > 1 and not overflows and not in_gap:
                 continue  # one column's own header
             lo = cell.col
             while lo - 1 > 0 and lo - 1 not in taken:

@@ -7,8 +7,16 @@ from __future__ import annotations
 import re
 
 from services.worker.engines.cpu import tuning
-from services.worker.engines.cpu.grid import (Cell, Grid, TextRow, build_grid, grid_html, header_rows, is_numeric,
-                                               text_rows)
+from services.worker.engines.cpu.grid import (
+    Cell,
+    Grid,
+    TextRow,
+    build_grid,
+    grid_html,
+    header_rows,
+    is_numeric,
+    text_rows,
+)
 from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, union_all
 
 __all__ = ["Cell", "Grid", "find_ruled_tables", "find_tables", "grid_html"]
