@@ -104,3 +104,25 @@ def test_a_drawn_grid_that_leaves_out_the_stub_column_yields_to_the_whole_table(
     assert len(tables) == 1 and rest == []
     rows = [[text for _, text in row] for row in rows_of(tables[0].html)]
     assert rows[0] == ["", "Finland", "Sweden", "Norway"] and rows[2] == ["2000", "0.1", "1.1", "2.1"]
+
+
+def test_a_table_set_in_side_by_side_copies_is_unfolded_into_one_long_table() -> None:
+    lines = []
+    for copy in range(3):
+        lines += [segment("Age", 150 * copy, 0), segment("Count", 150 * copy + 60, 0)]
+        for row in range(4):
+            lines += [segment(f"{10 * copy + row} years", 150 * copy, 14 + 14 * row),
+                      segment(f"{copy},{row}00", 150 * copy + 60, 14 + 14 * row)]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None and (grid.rows, grid.cols) == (13, 2)
+    rows = [[text for _, text in row] for row in rows_of(grid_html(grid))]
+    assert rows[0] == ["Age", "Count"] and rows[5] == ["10 years", "1,000"] and rows[12] == ["23 years", "2,300"]
+
+
+def test_repeated_column_heads_under_one_stub_head_are_not_unfolded() -> None:
+    lines = [segment("Age", 0, 0)] + [segment(("Male", "Female")[col % 2], 60 + 50 * col, 0) for col in range(4)]
+    for row in range(4):
+        lines += [segment(f"{row}0-{row}9", 0, 14 + 14 * row)]
+        lines += [segment(f"{row}{col}.5", 60 + 50 * col, 14 + 14 * row) for col in range(4)]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None and (grid.rows, grid.cols) == (5, 5)

@@ -345,11 +345,50 @@ def build_grid(rows: list[TextRow]) -> Grid | None:
             grid.cells.append(Cell(r, piece.first, piece.text.strip(), colspan=piece.last - piece.first + 1,
                                    left=piece.left, right=piece.right))
     grid.header_rows = header_rows(grid)
+    if unfold(grid):
+        columns = columns[: grid.cols]
     widen_group_headers(grid, columns)
     stub_head(grid)
     section_rows(grid)
     grouped_row_labels(grid)
     return grid
+
+
+def unfold(grid: Grid) -> bool:
+    """A long table set in side-by-side copies ("Age | Total", "Age | Total", ...) is one table: when the whole
+    header, stub head included, repeats in column groups and no body cell crosses from one group into the next,
+    the groups are stacked one under the other. Says whether it did."""
+    if grid.header_rows < 1 or grid.cols < 4:
+        return False
+    header = [c for c in grid.cells if c.row < grid.header_rows]
+    if any(c.colspan > 1 for c in header):
+        return False
+    texts = {(c.row, c.col): c.text for c in header}
+    for copies in range(2, grid.cols // 2 + 1):
+        width = grid.cols // copies
+        if grid.cols % copies or not texts.get((0, 0)):
+            continue
+        if all(texts.get((r, c), "") == texts.get((r, c % width), "") for r in range(grid.header_rows)
+               for c in range(grid.cols)):
+            break
+    else:
+        return False
+    body = [c for c in grid.cells if c.row >= grid.header_rows]
+    if any(c.col // width != (c.col + c.colspan - 1) // width for c in body):
+        return False
+    cells = [c for c in header if c.col < width]
+    row = grid.header_rows
+    for group in range(copies):
+        for source in range(grid.header_rows, grid.rows):
+            members = [c for c in body if c.row == source and c.col // width == group]
+            if not any(c.text for c in members):
+                continue
+            for cell in members:
+                cell.row, cell.col = row, cell.col - group * width
+                cells.append(cell)
+            row += 1
+    grid.cells, grid.rows, grid.cols = cells, row, width
+    return True
 
 
 def header_rows(grid: Grid) -> int:
