@@ -284,11 +284,12 @@ def _continues(upper: str, lower: str) -> bool:
     return lower[:1].islower() or bool(_OPEN_ENDING.search(upper.rstrip()))
 
 
-def _joins(row: dict[int, _Piece], lower: dict[int, _Piece]) -> bool:
+def _joins(row: dict[int, _Piece], lower: dict[int, _Piece], tight: bool = False) -> bool:
     """Is the text row `lower` more lines of the logical row `row` rather than a row of its own?
 
     Yes when it continues the text of cells it shares with the row (and shares at least one), or when it brings
-    the figures of a row whose label alone sat above them (a label centred on wrapped figures).
+    the figures of a row whose label alone sat above them (a label centred on wrapped figures). A `tight` row,
+    set at a fraction of the table's row pitch, continues any words above it, capitalised or not.
     """
     shared = False
     for below in lower.values():
@@ -297,7 +298,9 @@ def _joins(row: dict[int, _Piece], lower: dict[int, _Piece]) -> bool:
             continue
         if len(over) > 1 or (over[0].first, over[0].last) != (below.first, below.last):
             return False  # a header over several columns, with the columns' own headers below it
-        if not _continues(over[0].text, below.text):
+        if tight and not (is_numeric(over[0].text) or is_numeric(below.text)):
+            pass
+        elif not _continues(over[0].text, below.text):
             return False
         shared = True
     if shared:
@@ -311,8 +314,9 @@ def _logical_rows(rows: list[TextRow], placed: list[dict[int, _Piece]]) -> list[
     typical = statistics.median(pitches) if pitches else 0.0
     out: list[dict[int, _Piece]] = []
     for index, pieces in enumerate(placed):
-        if out and index > 0 and rows[index].box.cy - rows[index - 1].box.cy <= tuning.ROW_JOIN_PITCH * typical \
-                and _joins(out[-1], pieces):
+        pitch = rows[index].box.cy - rows[index - 1].box.cy if index > 0 else 0.0
+        tight = pitch < tuning.CELL_LINE_PITCH * typical
+        if out and index > 0 and pitch <= tuning.ROW_JOIN_PITCH * typical and _joins(out[-1], pieces, tight):
             for col, piece in pieces.items():
                 if col in out[-1]:
                     above = out[-1][col]

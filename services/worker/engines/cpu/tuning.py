@@ -94,6 +94,7 @@ GRID_MIN_NUMERIC_ROWS = 3  # rows: with fewer rows holding figures, every row pl
 GRID_WIDE_ROW_SHARE = 6  # rows: one row in this many may straddle a column gap ("Total" labels running wide)
 FIGURE_GAP = 0.4  # line heights: two figures of one run further apart than this may stand in two columns
 SPAN_MIN_OVERLAP = 0.25  # share of the narrower of a segment and a column that they must overlap
+CELL_LINE_PITCH = 0.5  # typical row pitches: a text row closer than this to the one above is more lines of its cells
 ROW_JOIN_PITCH = 1.25  # typical row pitches: rows closer than this may be one row of wrapped cells
 HEADER_MAX_ROWS = 5  # rows: the header of a table found among lines is at most this long
 HEADER_OVERFLOW = 1.3  # column widths: a header cell wider than this spans columns
