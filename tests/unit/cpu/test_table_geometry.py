@@ -126,3 +126,15 @@ def test_repeated_column_heads_under_one_stub_head_are_not_unfolded() -> None:
         lines += [segment(f"{row}{col}.5", 60 + 50 * col, 14 + 14 * row) for col in range(4)]
     grid = build_grid(text_rows(lines))
     assert grid is not None and (grid.rows, grid.cols) == (5, 5)
+
+
+def test_a_caption_boxed_with_a_drawn_table_stays_out_of_its_grid() -> None:
+    lines = [segment("Exhibit 4 Schools by size", 0, 0), segment("Size", 0, 20), segment("Share", 100, 20)]
+    for row, (size, share) in enumerate((("Small", "34%"), ("Medium", "11%"), ("Large", "2%"))):
+        lines += [segment(size, 0, 40 + 20 * row), segment(share, 100, 40 + 20 * row)]
+    rules = [Segment(-5, y, 200, y) for y in (-5, 15, 35, 55, 75, 95)]
+    rules += [Segment(-5, -5, -5, 95), Segment(200, -5, 200, 95), Segment(90, 15, 90, 95)]  # no rule in the caption
+    tables, rest = find_tables(lines, rules, 400, 10.0)
+    assert len(tables) == 1 and [line.text for line in rest] == ["Exhibit 4 Schools by size"]
+    rows = [[text for _, text in row] for row in rows_of(tables[0].html)]
+    assert rows == [["Size", "Share"], ["Small", "34%"], ["Medium", "11%"], ["Large", "2%"]]

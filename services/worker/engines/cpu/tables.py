@@ -216,6 +216,9 @@ def _ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block],
         ys = _clusters([h[0] for h in hs], tuning.RULE_CLUSTER_Y)
         if len(xs) < tuning.LATTICE_MIN_LINES and len(ys) < tuning.LATTICE_MIN_LINES:
             continue  # a plain box around some text, not a grid
+        ys = _without_caption_rows(xs, ys, vs, [line for line in lines if id(line) not in used])
+        if len(ys) < 2:
+            continue
         area = Box(xs[0], ys[0], xs[-1], ys[-1])
         if area.width < tuning.LATTICE_MIN_WIDTH or area.height < tuning.LATTICE_MIN_HEIGHT:
             continue
@@ -234,6 +237,24 @@ def _ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block],
         used.update(id(line) for line in inside)
         blocks.append(block)
     return blocks, [line for line in lines if id(line) not in used], partial
+
+
+def _without_caption_rows(xs: list[float], ys: list[float], vs: list[tuple[float, float, float]],
+                          lines: list[Line]) -> list[float]:
+    """The grid's row lines without a boxed caption over the table or a boxed note under it: a drawn row no
+    column rule crosses, whose text opens like a caption ("Exhibit 19 ...", "Source: ..."), stays text."""
+    def caption_between(top: float, bottom: float) -> bool:
+        if any(_covered(vs, x, top, bottom) for x in xs[1:-1]):
+            return False
+        band = sorted((line for line in lines if top <= line.box.cy <= bottom and xs[0] <= line.box.cx <= xs[-1]),
+                      key=lambda line: (line.box.y0, line.box.x0))
+        return bool(band) and bool(_CAPTION.match(band[0].text))
+
+    while len(ys) > 2 and caption_between(ys[0], ys[1]):
+        ys = ys[1:]
+    while len(ys) > 2 and caption_between(ys[-2], ys[-1]):
+        ys = ys[:-1]
+    return ys
 
 
 def _lacks_row_rules(xs: list[float], ys: list[float], lines: list[Line]) -> bool:
