@@ -17,6 +17,7 @@ from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Box, Line, Word, union_all
 
 _NUMERIC = re.compile(r"^[\s$€£¥%()+\-–—−.,:/*\d<>≤≥±x×~]+$")
+_MAGNITUDE = re.compile(r"(?<=\d)(?:[kKMB]|bn|mn)(?=[\s)*]|$)")
 # A word gap this many line heights wide may be a column boundary the text layer did not split at.
 _WIDE_GAP = 0.8
 _YEAR = re.compile(r"(19|20)\d\d")
@@ -77,6 +78,8 @@ def grid_html(grid: Grid) -> str:
 
 
 def is_numeric(text: str) -> bool:
+    """A figure: digits with signs, currency, separators and brackets, perhaps with a magnitude ("$1.1M", "3bn")."""
+    text = _MAGNITUDE.sub("", text)
     return bool(text) and bool(_NUMERIC.match(text)) and any(ch.isdigit() for ch in text)
 
 
