@@ -95,8 +95,8 @@ lint: $(STAMP) ## ruff and mypy, and uv.lock agrees with pyproject.toml
 tokenizer: $(STAMP) ## retrain specsim's BPE on scripts/tokenizer_text.txt into pagemill_eval/tokenizer.json
 	$(BIN)/python scripts/make_tokenizer.py
 
-specsim: $(STAMP) ## anchor-guided speculation on $(PAGEMILL_CORPUS)/dev (n-gram drafts simulated), written to docs/benchmarks.md
-	$(BIN)/pagemill specsim $(PAGEMILL_CORPUS)/dev --write docs/benchmarks.md
+specsim: $(STAMP) ## anchor-guided speculation on $(PAGEMILL_CORPUS)/dev and wide (n-gram drafts simulated), written to docs/benchmarks.md
+	$(BIN)/pagemill specsim $(PAGEMILL_CORPUS)/dev $(PAGEMILL_CORPUS)/wide --write docs/benchmarks.md
 
 proto: $(STAMP) ## regenerate the Python code of proto/pagemill/v1/*.proto
 	$(BIN)/python -m services.core.contracts.generate
@@ -148,8 +148,15 @@ office-tools: ## install LibreOffice (Debian packages) for office, web and e-mai
 bench-office: $(STAMP) ## office conversion time per page (LibreOffice), into docs/benchmarks.md
 	$(BIN)/python -m bench.office $(PAGEMILL_CORPUS)/office --write docs/benchmarks.md
 
-bench: $(STAMP) ## control-plane benchmark (fake engine vs raw Celery), written to docs/benchmarks.md
+bench: $(STAMP) ## control plane (fake engine vs raw Celery), event streams, webhook latency: into docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
+	$(MAKE) bench-events bench-webhooks
+
+bench-events: $(STAMP) ## one gateway's CPU and DB statements/s with 10, 100 and 1,000 open event streams
+	$(BIN)/python -m bench.event_streams --write docs/benchmarks.md
+
+bench-webhooks: $(STAMP) ## p50/p99 from a document's last page result to its succeeded webhook at a receiver
+	$(BIN)/python -m bench.webhook_latency --write docs/benchmarks.md
 
 bench-serve: $(STAMP) ## pages/s of `pagemill serve` (cpu engine) over the dev corpus, into docs/benchmarks.md
 	$(BIN)/python -m bench.serve_corpus $(PAGEMILL_CORPUS)/dev --write docs/benchmarks.md
@@ -173,11 +180,11 @@ $(PEERS_VENV)/.installed: bench/peers/requirements.txt bench/peers/requirements-
 	$(PEERS_VENV)/bin/python -m pip install -q --no-deps -r bench/peers/requirements-nodeps.txt
 	touch $@
 
-bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on the dev corpus, into docs/benchmarks.md
-	$(BIN)/python -m bench.quality --corpus $(PAGEMILL_CORPUS)/dev --peers-python $(PEERS_VENV)/bin/python \
-		--write docs/benchmarks.md --command "make bench-quality"
+bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on dev and wide side by side, into docs/benchmarks.md
+	$(BIN)/python -m bench.quality --corpus $(PAGEMILL_CORPUS)/dev --corpus $(PAGEMILL_CORPUS)/wide \
+		--peers-python $(PEERS_VENV)/bin/python --write docs/benchmarks.md --command "make bench-quality"
 
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak
+.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-events bench-webhooks bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak

@@ -5,8 +5,8 @@ after the other, and saves per-page Markdown; pagemill runs in this process thro
 outputs are scored by the same scorer, and the table goes into docs/benchmarks.md between this benchmark's
 markers, leaving the file's other sections alone.
 
-    python -m bench.quality --corpus ../shared/corpus/dev --peers-python .venv-peers/bin/python \
-        --write docs/benchmarks.md
+    python -m bench.quality --corpus ../shared/corpus/dev --corpus ../shared/corpus/wide \
+        --peers-python .venv-peers/bin/python --write docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -58,19 +58,18 @@ def _row(name: str, block: dict[str, Any]) -> str:
             f"| {block['failures']} |")
 
 
-def render_section(reports: dict[str, dict[str, Any]], command: str, corpus: Path,
+def render_section(by_corpus: dict[str, dict[str, dict[str, Any]]], command: str,
                    peer_versions: dict[str, str]) -> str:
+    """`by_corpus`: corpus folder -> parser -> report. The corpora side by side first, then each corpus alone,
+    overall and per kind."""
     header = ("| parser | olmOCR rules | text sim | TEDS | TEDS-S | pages/s | failures |\n"
               "|---|---|---|---|---|---|---|")
-    first = next(iter(reports.values()))["overall"]
     lines = [
         START,
         "## Parse quality: pagemill cpu vs CPU peers (`make bench-quality`)",
         "",
-        f"Corpus `{corpus}`: {first['cases']} cases, {first['pages']} pages "
-        f"({first['olmocr_rules']} olmOCR rules, {first['text_cases']} text references, "
-        f"{first['table_cases']} table references). Measured {dt.date.today().isoformat()} on "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}, one parser at a time, one process each.",
+        f"Measured {dt.date.today().isoformat()} on {os.cpu_count()} cores, Python {platform.python_version()}, "
+        "one parser at a time, one process each.",
         "Metrics and their ground truth: docs/evaluation.md. olmOCR rules = rules passed / rules; text sim and "
         "TEDS = mean over the cases that have that ground truth; pages/s = document pages / summed parse seconds "
         "over the cases the parser did not fail (model loading included); failures = cases where the parser "
@@ -83,21 +82,42 @@ def render_section(reports: dict[str, dict[str, Any]], command: str, corpus: Pat
         command,
         "```",
         "",
-        "### Overall",
-        "",
-        header,
-        *(_row(name, report["overall"]) for name, report in reports.items()),
+        *_side_by_side(by_corpus),
     ]
-    kinds = sorted({kind for report in reports.values() for kind in report["by_kind"]})
-    for kind in kinds:
-        blocks = {name: report["by_kind"].get(kind) for name, report in reports.items()}
-        count = next((b["cases"] for b in blocks.values() if b), 0)
-        lines += ["", f"### kind: {kind} ({count} cases)", "", header,
-                  *(_row(name, block) for name, block in blocks.items() if block)]
+    for corpus, reports in by_corpus.items():
+        first = next(iter(reports.values()))["overall"]
+        lines += ["", f"### `{corpus}`: {first['cases']} cases, {first['pages']} pages ({first['olmocr_rules']} "
+                  f"olmOCR rules, {first['text_cases']} text references, {first['table_cases']} table references)",
+                  "", header, *(_row(name, report["overall"]) for name, report in reports.items())]
+        kinds = sorted({kind for report in reports.values() for kind in report["by_kind"]})
+        for kind in kinds:
+            blocks = {name: report["by_kind"].get(kind) for name, report in reports.items()}
+            count = next((b["cases"] for b in blocks.values() if b), 0)
+            lines += ["", f"#### `{Path(corpus).name}`, kind: {kind} ({count} cases)", "", header,
+                      *(_row(name, block) for name, block in blocks.items() if block)]
     if peer_versions:
         lines += ["", "Peer versions: " + ", ".join(f"{k} {v}" for k, v in sorted(peer_versions.items())) + "."]
     lines.append(END)
     return "\n".join(lines) + "\n"
+
+
+def _side_by_side(by_corpus: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    names = [Path(corpus).name for corpus in by_corpus]
+    columns = [(name, label, key) for name in names
+               for label, key in (("rules", "olmocr_pass_rate"), ("text", "text_similarity"), ("TEDS", "teds"))]
+    parsers = list(dict.fromkeys(parser for reports in by_corpus.values() for parser in reports))
+    lines = ["### The corpora side by side", "",
+             "| parser | " + " | ".join(f"{name} {label}" for name, label, _ in columns) + " |",
+             "|---|" + "---|" * len(columns)]
+    for parser in parsers:
+        cells = []
+        for reports, name in zip(by_corpus.values(), names, strict=True):
+            report = reports.get(parser)
+            for column_name, _, key in columns:
+                if column_name == name:
+                    cells.append(_fmt(report["overall"][key]) if report else "–")
+        lines.append(f"| {parser} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def write_section(path: Path, section: str) -> None:
@@ -113,9 +133,31 @@ def write_section(path: Path, section: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def _one_corpus(corpus: Path, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """pagemill cpu and each peer over one corpus; outputs under --work/<corpus name>/<parser>."""
+    work = args.work / corpus.name
+    reports: dict[str, dict[str, Any]] = {}
+    print(f"== pagemill cpu on {corpus}", flush=True)
+    if args.rescore:
+        reports["**pagemill cpu**"] = evaluate(corpus, SavedPredictions(work / "pagemill-cpu", "pagemill-cpu"),
+                                               patterns=args.cases or None)
+    else:
+        reports["**pagemill cpu**"] = evaluate(corpus, LocalPagemill(Settings(), "cpu"), patterns=args.cases or None,
+                                               save_outputs=work / "pagemill-cpu")
+    for peer in [p for p in args.peers.split(",") if p]:
+        print(f"== {peer} on {corpus}", flush=True)
+        out = work / peer
+        if not args.rescore:
+            run_peer(peer, args.peers_python, corpus, out, args.cases)
+        reports[PEER_LABELS.get(peer, peer)] = evaluate(corpus, SavedPredictions(out, peer),
+                                                        patterns=args.cases or None)
+    return reports
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", required=True, type=Path)
+    parser.add_argument("--corpus", required=True, type=Path, action="append",
+                        help="a corpus folder (repeatable: dev and wide are reported side by side)")
     parser.add_argument("--peers-python", required=True, help="the peers venv's python")
     parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
     parser.add_argument("--cases", action="append", default=[], help="case-id glob (repeatable)")
@@ -126,25 +168,12 @@ def main() -> int:
                         help="score the outputs a previous run saved in --work, parsing nothing")
     args = parser.parse_args()
 
-    corpus = args.corpus.resolve()
-    reports: dict[str, dict[str, Any]] = {}
-    print("== pagemill cpu", flush=True)
-    if args.rescore:
-        reports["**pagemill cpu**"] = evaluate(corpus, SavedPredictions(args.work / "pagemill-cpu", "pagemill-cpu"),
-                                               patterns=args.cases or None)
-    else:
-        reports["**pagemill cpu**"] = evaluate(corpus, LocalPagemill(Settings(), "cpu"), patterns=args.cases or None,
-                                               save_outputs=args.work / "pagemill-cpu")
-    for peer in [p for p in args.peers.split(",") if p]:
-        print(f"== {peer}", flush=True)
-        out = args.work / peer
-        if not args.rescore:
-            run_peer(peer, args.peers_python, corpus, out, args.cases)
-        reports[PEER_LABELS.get(peer, peer)] = evaluate(corpus, SavedPredictions(out, peer),
-                                                        patterns=args.cases or None)
-    (args.work / "reports.json").write_text(json.dumps(reports, indent=1, ensure_ascii=False), encoding="utf-8")
+    by_corpus: dict[str, dict[str, dict[str, Any]]] = {}
+    for corpus_arg in args.corpus:
+        by_corpus[str(corpus_arg)] = _one_corpus(corpus_arg.resolve(), args)
+    (args.work / "reports.json").write_text(json.dumps(by_corpus, indent=1, ensure_ascii=False), encoding="utf-8")
     command = args.command or " ".join(["python -m bench.quality", *sys.argv[1:]])
-    section = render_section(reports, command, args.corpus, versions(args.peers_python))
+    section = render_section(by_corpus, command, versions(args.peers_python))
     print(section)
     if args.write:
         write_section(args.write, section)

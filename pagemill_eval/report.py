@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+from pagemill_eval import calibration, lists
 from pagemill_eval.score import CaseScore
 
 METRICS = ("olmocr_pass_rate", "text_similarity", "teds", "teds_struct")
@@ -39,6 +41,7 @@ def aggregate(cases: list[CaseScore]) -> dict[str, Any]:
         "seconds": round(seconds, 3),
         "pages_per_s": round(parsed_pages / parsed_seconds, 3) if parsed_seconds > 0 else None,
         "failures": sum(c.failed for c in cases),
+        **lists.aggregate([c.lists for c in cases]),
     }
 
 
@@ -49,8 +52,14 @@ def by_kind(cases: list[CaseScore]) -> dict[str, dict[str, Any]]:
 
 
 def build_report(cases: list[CaseScore], meta: dict[str, Any]) -> dict[str, Any]:
+    entries = [c.to_json() for c in cases]
     return {"meta": meta, "overall": aggregate(cases), "by_kind": by_kind(cases),
-            "cases": [c.to_json() for c in cases]}
+            "calibration": calibration.summary(entries), "empty_pages": empty_pages(cases), "cases": entries}
+
+
+def empty_pages(cases: list[CaseScore]) -> list[str]:
+    """`case pN` for every page the parser left without a word while its ground truth has text."""
+    return [f"{c.case_id} p{page}" for c in cases for page in c.empty_pages]
 
 
 def _cell(value: float | None, width: int = 6) -> str:
@@ -76,4 +85,36 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"{name:<16} {block['cases']:>5} {_cell(block['olmocr_pass_rate'])} "
                      f"{_cell(block['text_similarity'])} {_cell(block['teds'])} {_cell(block['teds_struct'])} "
                      f"{(f'{pps:.2f}' if pps is not None else '-'):>8} {block['failures']:>4}")
+    list_rows = [line for name, block in rows if (line := lists.summary_line(name, block))]
+    if list_rows:
+        lines += ["", lists.SUMMARY_HEADER, *list_rows]
+    figures = report.get("calibration") or {}
+    if figures.get("samples"):
+        value = figures["auroc"]
+        lines.append(f"\nconfidence AUROC for score < {calibration.BAD_SCORE}: "
+                     f"{'-' if value is None else f'{value:.3f}'} ({figures['bad']} bad of {figures['samples']} cases)")
+    empty = report.get("empty_pages") or []
+    lines.append(f"empty pages whose truth has text: {len(empty)}" + (f" ({', '.join(empty)})" if empty else ""))
+    return lines
+
+
+_SIDE_ROWS = (("olmOCR rules", "olmocr_pass_rate"), ("text sim", "text_similarity"), ("TEDS", "teds"),
+              ("TEDS-S", "teds_struct"), ("pages/s", "pages_per_s"), ("failures", "failures"))
+
+
+def side_by_side(reports: list[dict[str, Any]]) -> list[str]:
+    """Several reports (corpora, parsers) as columns, one metric a row; the confidence AUROC and the count of
+    pages left empty while their truth has text at the bottom."""
+    names = [f"{Path(r['meta']['corpus']).name}/{r['meta']['parser']}" for r in reports]
+    width = max(12, *(len(n) for n in names))
+    lines = [f"{'':<16}" + "".join(f" {n:>{width}}" for n in names)]
+    for label, key in _SIDE_ROWS:
+        cells = []
+        for r in reports:
+            value = r["overall"][key]
+            cells.append("-" if value is None else str(value) if key == "failures" else f"{value:.3f}")
+        lines.append(f"{label:<16}" + "".join(f" {c:>{width}}" for c in cells))
+    auroc = [(r.get("calibration") or {}).get("auroc") for r in reports]
+    lines.append(f"{'conf. AUROC':<16}" + "".join(f" {'-' if a is None else f'{a:.3f}':>{width}}" for a in auroc))
+    lines.append(f"{'empty pages':<16}" + "".join(f" {len(r.get('empty_pages') or []):>{width}}" for r in reports))
     return lines

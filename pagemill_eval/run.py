@@ -28,18 +28,23 @@ class Outcome:
     seconds: float = 0.0
     failed_pages: int = 0
     error: str | None = None  # the whole document failed
+    confidences: list[float | None] = field(default_factory=list)  # per page, when the parser tells
+    warnings: list[list[str]] = field(default_factory=list)  # per page (`text_dropped`, ...), when it tells
 
     @property
     def markdown(self) -> str:
         return "\n\n".join(self.pages)
 
     def to_json(self) -> dict[str, Any]:
-        return {"pages": self.pages, "seconds": self.seconds, "failed_pages": self.failed_pages, "error": self.error}
+        return {"pages": self.pages, "seconds": self.seconds, "failed_pages": self.failed_pages, "error": self.error,
+                "confidences": self.confidences, "warnings": self.warnings}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Outcome:
         return cls(pages=[str(p) for p in data.get("pages", [])], seconds=float(data.get("seconds", 0.0)),
-                   failed_pages=int(data.get("failed_pages", 0)), error=data.get("error"))
+                   failed_pages=int(data.get("failed_pages", 0)), error=data.get("error"),
+                   confidences=[_confidence(c) for c in data.get("confidences") or []],
+                   warnings=[[str(w) for w in page or []] for page in data.get("warnings") or []])
 
 
 class Source(Protocol):
@@ -64,7 +69,9 @@ class LocalPagemill:
         except PagemillError as exc:
             return Outcome(seconds=time.perf_counter() - started, error=f"{exc.code}: {exc}")
         pages = [str(p.get("markdown") or "") if p["status"] == "succeeded" else "" for p in result.pages]
-        return Outcome(pages=pages, seconds=result.seconds, failed_pages=result.failed)
+        return Outcome(pages=pages, seconds=result.seconds, failed_pages=result.failed,
+                       confidences=[_page_confidence(p) for p in result.pages],
+                       warnings=[list(p.get("warnings") or []) for p in result.pages])
 
 
 class RemotePagemill:
@@ -104,7 +111,18 @@ class RemotePagemill:
         texts = [str(p.get("markdown") or "") if p.get("status") == "succeeded" else "" for p in pages]
         failed = sum(1 for p in pages if p.get("status") != "succeeded")
         whole_failure = status in ("failed", "cancelled") and failed == len(pages)
-        return Outcome(pages=texts, seconds=seconds, failed_pages=failed, error=status if whole_failure else None)
+        return Outcome(pages=texts, seconds=seconds, failed_pages=failed, error=status if whole_failure else None,
+                       confidences=[_page_confidence(p) for p in pages],
+                       warnings=[list(p.get("warnings") or []) for p in pages])
+
+
+def _confidence(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _page_confidence(page: dict[str, Any]) -> float | None:
+    """A failed page is one the parser itself gave up on: confidence 0."""
+    return _confidence(page.get("confidence")) if page.get("status") == "succeeded" else 0.0
 
 
 def _error_text(response: httpx.Response) -> str:

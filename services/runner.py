@@ -14,6 +14,7 @@ from services.core.elements import renumber
 from services.core.errors import PagemillError
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
+from services.results.furniture import mark_running_furniture
 from services.results.render.markdown import render_markdown
 from services.worker.engines import PageInput, load_engine
 from services.worker.pipeline import run_page
@@ -54,7 +55,8 @@ def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = 
             entry.update(status="succeeded", markdown=outcome.output.markdown, engine=outcome.output.engine,
                          model=outcome.output.model, latency_ms=outcome.latency_ms,
                          confidence=outcome.output.confidence, is_fallback=outcome.is_fallback,
-                         signals=outcome.output.signals, width=outcome.output.width,
+                         signals=outcome.output.signals, warnings=list(outcome.output.warnings),
+                         width=outcome.output.width,
                          height=outcome.output.height,
                          elements=[e.model_dump(mode="json") for e in renumber(outcome.output.elements, number)])
         except PagemillError as exc:
@@ -64,6 +66,7 @@ def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = 
         entries.append(entry)
         if on_page:
             on_page(entry)
+    mark_running_furniture(entries)  # as the platform's assembly does
     return LocalResult(render_markdown(entries), entries, time.perf_counter() - started)
 
 

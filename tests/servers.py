@@ -87,8 +87,8 @@ def start_postgres(workdir: Path, *, prefer_wheel: bool = False) -> tuple[str, S
         with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=workdir / "pgdata", user=server.system_user)
 
-    if info.socket_path is not None:  # pg8000 reaches a unix socket through `unix_sock`
-        return f"postgresql://postgres@/postgres?unix_sock={info.socket_path}", stop
+    if info.socket_dir is not None:  # libpq reaches a unix socket as a `host` that is a folder
+        return f"postgresql://postgres@/postgres?host={info.socket_dir}&port={info.port}", stop
     return server.get_uri("postgres"), stop
 
 

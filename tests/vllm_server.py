@@ -30,16 +30,20 @@ SERVED_NAME = "tiny-vlm"
 START_TIMEOUT_S = float(os.environ.get("PAGEMILL_VLLM_START_TIMEOUT", "420"))
 
 
-def engine_settings(venv: Path, port: int) -> dict[str, Any]:
-    """The engine settings the tier runs with: the generic preset on the tiny model, small token budgets."""
+def engine_settings(venv: Path, port: int, preset: str = "generic") -> dict[str, Any]:
+    """The engine settings the tier runs with: a preset (generic unless asked) on the tiny model, small token
+    budgets; the server is started with that preset's own serve flags and speculative method."""
     return {
-        "kind": "vllm", "preset": "generic", "model": SERVED_NAME, "vllm_url": f"http://127.0.0.1:{port}",
+        "kind": "vllm", "preset": preset, "model": SERVED_NAME, "vllm_url": f"http://127.0.0.1:{port}",
         "max_in_flight": 4, "max_tokens": 48, "max_attempts": 3, "anchor_max_chars": 1500,
         "request_timeout_s": 120,
         "serve": {
             "model_path": str(venv / "models" / "tiny-vlm"), "host": "127.0.0.1", "port": port,
             # CPU: no fp8 weights or KV cache; the real deployment keeps the fp8 defaults.
             "quantization": "", "kv_cache_dtype": "", "max_model_len": 4096,
+            # Several images per request: the multi-page presets' requests (the tiny model's processor caps
+            # every image at 224x224 pixels, 64 tokens, so four fit the context).
+            "max_images": 4,
             "extra_args": ["--dtype", "bfloat16", "--enforce-eager", "--max-num-batched-tokens", "4096"],
         },
     }
@@ -60,11 +64,11 @@ def engine_env(settings: dict[str, Any], prefix: str = "PAGEMILL_ENGINE__") -> d
 
 
 class VllmServer:
-    def __init__(self, venv: Path, workdir: Path) -> None:
+    def __init__(self, venv: Path, workdir: Path, preset: str = "generic") -> None:
         self.venv = venv
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.engine = engine_settings(venv, self.port)
+        self.engine = engine_settings(venv, self.port, preset)
         self.settings = Settings(engine=self.engine)
         self.log_path = workdir / "vllm-server.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -144,15 +148,29 @@ class VllmServer:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""
 
 
-@pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+def _served(tmp_path_factory: pytest.TempPathFactory, preset: str) -> Iterator[VllmServer]:
     venv = os.environ.get("PAGEMILL_VLLM_VENV")
     if not venv or not (Path(venv) / "bin" / "vllm").exists():
         pytest.fail("no vLLM venv: run `make test-vllm` (it builds one with scripts/vllm/setup.sh)")
-    server = VllmServer(Path(venv), tmp_path_factory.mktemp("vllm"))
+    server = VllmServer(Path(venv), tmp_path_factory.mktemp(f"vllm-{preset}"), preset)
     try:
         server.start()
     except RuntimeError as exc:
         pytest.fail(str(exc))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """The generic preset's server: n-gram speculation, prefix caching (vLLM's default)."""
+    yield from _served(tmp_path_factory, "generic")
+
+
+@pytest.fixture(scope="session")
+def hunyuan_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """hunyuan_ocr's own serve flags: no speculation, no prefix caching, no multimodal processor cache, two
+    images per request (and more, for the tier). Its greedy `top_k` 1 does not go to the n-gram server: there a
+    request whose prompt was a prefix-cache hit but for a few tokens crashed vLLM 0.32's CPU engine
+    (`apply_top_k_only` on an empty tensor in the rejection sampler)."""
+    yield from _served(tmp_path_factory, "hunyuan_ocr")

@@ -4,9 +4,10 @@ The closure is what `pip install pagemill` brings, on this platform: the package
 `dependencies` (no extra), markers evaluated here. Each licence is read from the installed package's metadata
 (`License-Expression`, else the `License :: ...` classifiers, else a short `License` field). Fails when a
 package of the closure is missing, is installed at another version than the lock's, has no licence it can read,
-or is under the GPL or AGPL (LGPL only for a package listed in `LGPL_ALLOWED`, none today); with `--write`, also
-when the report it rewrote was stale. The extras (local, eval, dev) are tools for developers, not shipped in the
-images: they are listed apart for information and never fail the check.
+or is under the GPL or AGPL, or the LGPL (except a package listed in `LGPL_ALLOWED` under exactly the licence
+listed there: psycopg, used unmodified); with `--write`, also when the report it rewrote was stale. The extras
+(local, eval, dev) are tools for developers, not shipped in the images: they are listed apart for information
+and never fail the check.
 """
 
 from __future__ import annotations
@@ -28,8 +29,27 @@ LOCK = REPO / "uv.lock"
 OUT = REPO / "docs" / "licenses.md"
 PROJECT = "pagemill"
 
-# Packages allowed under the LGPL, each with the reason (dynamic linking only, no modification, ...). None today.
-LGPL_ALLOWED: dict[str, str] = {}
+
+@dataclass(frozen=True)
+class LgplAllowance:
+    """An LGPL package that may ship: under exactly this licence (a change of licence is reviewed again)."""
+
+    license: str
+    reason: str
+
+
+_PSYCOPG_REASON = ("the PostgreSQL driver, installed from PyPI and imported as a library, never modified, "
+                   "patched or copied into pagemill; anyone can replace it with another build of the same API, "
+                   "which is what the LGPL asks of a work that uses the library")
+# Packages allowed under the LGPL, each with the licence reviewed and the reason. Nothing else LGPL may ship.
+LGPL_ALLOWED: dict[str, LgplAllowance] = {
+    "psycopg": LgplAllowance("LGPL-3.0-only", _PSYCOPG_REASON),
+    "psycopg-binary": LgplAllowance(
+        "LGPL-3.0-only", "psycopg's compiled speed-ups (the same project, used the same way, and replaceable by "
+        "psycopg's pure-Python mode over the machine's libpq), with libpq and the shared libraries libpq loads "
+        "bundled unmodified (PostgreSQL, OpenSSL, Kerberos, OpenLDAP, Cyrus SASL licences; libxcrypt and "
+        "keyutils: LGPL-2.1)"),
+}
 # Packages whose metadata names no licence: the licence read from their source by hand, with where it was read.
 KNOWN: dict[str, str] = {}
 
@@ -99,7 +119,8 @@ class License:
         alternatives = re.split(r"\s+OR\s+|\s*;\s*", self.license)
         if any(not _copyleft(alt) for alt in alternatives):
             return "ok"
-        if all("LGPL" in alt or "Lesser" in alt for alt in alternatives) and self.package in LGPL_ALLOWED:
+        allowance = LGPL_ALLOWED.get(self.package)
+        if allowance is not None and self.license == allowance.license:
             return "ok"
         return "copyleft (GPL/AGPL/LGPL)"
 
@@ -143,8 +164,14 @@ def report(runtime: list[License], extras: list[License]) -> str:
         "pagemill is licensed under the Apache License 2.0 (`LICENSE`). Below: every package `pip install pagemill`",
         "brings (its runtime closure, from `uv.lock`, on Linux x86-64, CPython 3.11), with the licence its",
         "installed metadata declares. `make licenses` regenerates this page and fails on a GPL or AGPL licence",
-        "(LGPL only for a package explicitly allowed in `tools/licenses.py`: none is), on a package whose licence",
-        "it cannot read, and on a missing package. Generated: do not edit.",
+        "(LGPL only for a package explicitly allowed in `tools/licenses.py`, under the licence reviewed there), on",
+        "a package whose licence it cannot read, and on a missing package. Generated: do not edit.",
+        "",
+        "## LGPL packages allowed, and why",
+        "",
+        "| package | licence | why it may ship |",
+        "|---|---|---|",
+        *[f"| {name} | {allowance.license} | {allowance.reason} |" for name, allowance in sorted(LGPL_ALLOWED.items())],
         "",
         f"## Runtime ({len(runtime)} packages)",
         "",

@@ -1,11 +1,12 @@
 """The prompt specsim measures: a fixed instruction, the page image, and an anchor.
 
-The anchor is what the vllm engine puts in its prompt so prompt-lookup drafts hit: the page's embedded text
-(pypdfium2), the cpu engine's OCR hypothesis of the rendered page, or the cpu engine's own Markdown for the page
-(its layout of the text layer when it trusts it, its OCR otherwise); whitespace tidied and clipped to a
-character budget by the engine's own `clip_anchor`, keeping the head of the page (generation runs in reading
-order). The instruction and the anchor block are the generic preset's; their exact words barely move the
-figures, since drafts come from text the output repeats.
+The anchor is what the vllm engine puts in its prompt so prompt-lookup drafts hit. Measured: the page's embedded
+text (pypdfium2), the cpu engine's OCR hypothesis of the rendered page, and **engine**: the anchor the engine
+sends, built by the engine's own function (`services.worker.pipeline.page_anchor`, so the two cannot differ) —
+in `auto` the cpu engine's reading of the page (its layout of the text layer when it trusts it, its OCR
+otherwise). Each is whitespace-tidied and clipped to a character budget by the engine's `clip_anchor`, keeping
+the head of the page (generation runs in reading order). The instruction and the anchor block are the generic
+preset's; their exact words barely move the figures, since drafts come from text the output repeats.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from services.core.pdf import pdf_text_layer, png_bytes, render_pdf_page
 from services.core.settings import EngineSettings, Settings
 from services.worker.engines import PageInput, load_engine
 from services.worker.engines.cpu.engine import ocr_longest_side
+from services.worker.pipeline import page_anchor
 from services.worker.presets import get_preset
 
-ANCHOR_KINDS = ("none", "text_layer", "ocr", "cpu")
+ANCHOR_KINDS = ("none", "text_layer", "ocr", "engine")
 DEFAULT_ANCHOR_MAX_CHARS = EngineSettings.model_fields["anchor_max_chars"].default
 # The production prompt: the generic preset's instruction and anchor block, so the figures are the engine's.
 PROMPT_PRESET = get_preset("generic")
@@ -43,7 +45,8 @@ def ocr_text(settings: Settings, page: PageInput) -> str:
     return load_engine("cpu", settings).parse(page).markdown
 
 
-def cpu_reading(settings: Settings, page: PageInput) -> tuple[str, str]:
-    """The cpu engine's Markdown for the page as it parses it in production, and its source (text_layer / ocr)."""
-    output = load_engine("cpu", settings).parse(page)
-    return output.markdown, str(output.details.get("source", ""))
+def engine_anchor(settings: Settings, page: PageInput, max_chars: int) -> tuple[str, str]:
+    """The anchor the vllm engine sends for the page (clipped to `max_chars`) and its source: text_layer, ocr."""
+    engine = settings.engine.model_copy(update={"anchor_max_chars": max_chars})
+    anchor, source = page_anchor(page, settings.model_copy(update={"engine": engine}))
+    return anchor or "", source

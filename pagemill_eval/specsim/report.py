@@ -14,7 +14,7 @@ from pagemill_eval.specsim.run import MEASURED_ANCHORS, PageResult, SpecsimRun
 from pagemill_eval.specsim.simulate import DecodeStats
 
 START, END = "<!-- specsim:start -->", "<!-- specsim:end -->"
-HEADLINE_ANCHORS = ("none", "text_layer", "ocr")
+HEADLINE_ANCHORS = ("none", "text_layer", "ocr", "engine")
 
 
 def pooled(pages: Iterable[PageResult], k: int, anchor: str) -> DecodeStats:
@@ -66,7 +66,7 @@ def to_json(run: SpecsimRun) -> dict[str, Any]:
         "pages": [{
             "case_id": p.case_id, "page": p.page_number, "kinds": list(p.kinds), "ground_truth": p.source,
             "scope": p.scope, "target_tokens": p.target_tokens, "anchor_chars": p.anchor_chars,
-            "cpu_source": p.cpu_source,
+            "anchor_source": p.anchor_source,
             "committed_per_step": {str(k): {name: round(s.committed_per_step, 3) for name, s in by_anchor.items()}
                                    for k, by_anchor in p.stats.items()},
         } for p in run.pages],
@@ -94,9 +94,17 @@ def tables(run: SpecsimRun) -> str:
     return "\n\n".join(parts)
 
 
-def markdown_section(run: SpecsimRun, command: str) -> str:
-    skipped = "; ".join(f"`{case_id}`" for case_id, _ in run.skipped) or "none"
-    text_layer_pages = sum(1 for p in run.pages if p.cpu_source == "text_layer")
+def markdown_section(runs: list[tuple[str, SpecsimRun]], command: str) -> str:
+    """The docs section: how the figures are made, then each corpus's tables."""
+    first = runs[0][1]
+    parts = []
+    for name, run in runs:
+        skipped = "; ".join(f"`{case_id}`" for case_id, _ in run.skipped) or "none"
+        text_layer_pages = sum(1 for p in run.pages if p.anchor_source == "text_layer")
+        parts.append(f"### {name}\n\n{len(run.pages)} pages; the engine's anchor is its laid-out text layer on "
+                     f"{text_layer_pages} of them, its OCR on the others. Skipped, having no page-level reference "
+                     f"(olmOCR-bench rules only, no reference, or a multi-page reference without page boundaries): "
+                     f"{skipped}.\n\n{tables(run)}")
     return f"""{START}
 ## Anchor-guided speculation (`pagemill specsim`)
 
@@ -104,23 +112,24 @@ Made with `{command}`.
 
 Each page with a page-level reference is decoded by an oracle model that emits the reference (then
 `<|im_end|>`). The prompt is the chat template with the page image, a fixed instruction and an anchor:
-**none**, the page's **text_layer** (pypdfium2; empty for images), the cpu engine's **ocr** of the rendered
-page, or **cpu**: the cpu engine's own Markdown for the page (its layout of the text layer when it trusts it —
-{text_layer_pages} of {len(run.pages)} pages here — its OCR otherwise). Anchors are clipped to
-{run.anchor_max_chars} characters, head kept. Drafts come from vLLM's n-gram proposer over prompt + generated
-tokens (longest n-gram from max down to min, earliest occurrence, up to `num_speculative_tokens` tokens);
+**none**, the page's raw **text_layer** (pypdfium2; empty for images), the cpu engine's **ocr** of the rendered
+page, or **engine**: the anchor the vllm engine sends, made by the engine's own function
+(`services/worker/pipeline.py` `page_anchor`) — the cpu engine's reading of the page, its Markdown of the text
+layer when it trusts it (reading order, headings, tables as the model writes them), its OCR otherwise. Anchors
+are clipped to {first.anchor_max_chars} characters, head kept. Drafts come from vLLM's n-gram proposer over
+prompt + generated tokens (longest n-gram from max down to min, earliest occurrence, up to
+`num_speculative_tokens` tokens) with the engine's defaults (`PAGEMILL_ENGINE__SERVE__PROMPT_LOOKUP_MIN`/`MAX`);
 verification is greedy: the accepted prefix plus one bonus token per step, and the prefill step commits the
-first token. Tokens: pagemill's byte-level BPE ({run.tokenizer_vocab} tokens, Qwen2 pre-tokenization, trained
+first token. Tokens: pagemill's byte-level BPE ({first.tokenizer_vocab} tokens, Qwen2 pre-tokenization, trained
 on committed neutral text: `pagemill_eval/tokenizer.py`), which splits words finer than a production
 tokenizer. A figure is the tokens over the steps of all pages of its row; a case counts under each of its
 kinds.
 
 References, first usable per case: Markdown (docling's, cut into pages by its DoclingDocument JSON; olmOCR's
 front matter dropped) → derived HTML tables (PubTabNet crops: the whole image; ICDAR pages: only their tables)
-→ plain text (spaces collapsed) → LaTeX source body (comments and TikZ removed). Skipped, having no page-level
-reference (olmOCR-bench rules only, no reference, or a multi-page reference without page boundaries): {skipped}.
+→ plain text (spaces collapsed) → LaTeX source body (comments and TikZ removed).
 
-{tables(run)}
+{chr(10).join(chr(10) + part for part in parts).strip()}
 {END}"""
 
 

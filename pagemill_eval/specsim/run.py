@@ -13,7 +13,7 @@ from pagemill_eval.specsim.lookup import LookupParams
 from pagemill_eval.specsim.simulate import DecodeStats, simulate
 from pagemill_eval.tokenizer import EOS, load_tokenizer
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
-from services.core.settings import Settings
+from services.core.settings import Settings, VllmServeSettings
 from services.worker.engines import PageInput
 from services.worker.quality import clip_anchor
 
@@ -29,7 +29,7 @@ class PageResult:
     scope: str  # "page" or "tables"
     target_tokens: int
     anchor_chars: dict[str, int]
-    cpu_source: str  # what the cpu engine read the page from: text_layer or ocr
+    anchor_source: str  # what the engine's anchor was read from: text_layer, ocr (none: no anchor)
     stats: dict[int, dict[str, DecodeStats]] = field(default_factory=dict)  # k -> anchor -> stats
 
 
@@ -61,8 +61,13 @@ def select_cases(cases: list[Case], patterns: Sequence[str]) -> list[Case]:
     return [case for case in cases if any(fnmatch.fnmatch(case.case_id, p) for p in patterns)]
 
 
-def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4, 8), lookup_min: int = 2,
-                lookup_max: int = 4, anchor_max_chars: int = anchors.DEFAULT_ANCHOR_MAX_CHARS,
+# The engine's own configuration (vLLM's `--speculative-config`), so a plain run measures what is served.
+LOOKUP_MIN = VllmServeSettings.model_fields["prompt_lookup_min"].default
+LOOKUP_MAX = VllmServeSettings.model_fields["prompt_lookup_max"].default
+
+
+def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4, 8), lookup_min: int = LOOKUP_MIN,
+                lookup_max: int = LOOKUP_MAX, anchor_max_chars: int = anchors.DEFAULT_ANCHOR_MAX_CHARS,
                 case_patterns: Sequence[str] = (),
                 on_page: Callable[[PageResult], None] | None = None) -> SpecsimRun:
     params = {k: LookupParams(num_speculative_tokens=k, prompt_lookup_min=lookup_min, prompt_lookup_max=lookup_max)
@@ -89,15 +94,14 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
                 continue
             page = PageInput(case.case_id, number - 1, media_type, page_bytes)
             ocr = anchors.ocr_text(settings, page)
-            # An image's cpu reading is the same OCR; a PDF page's is the laid-out text layer or OCR.
-            cpu, cpu_source = anchors.cpu_reading(settings, page) if page.is_pdf else (ocr, "ocr")
             layer = anchors.text_layer(page_bytes if page.is_pdf else None)
-            texts = {"none": "", "text_layer": layer, "ocr": ocr, "cpu": cpu}
+            texts = {"none": "", "text_layer": layer, "ocr": ocr}
             clipped = {name: clip_anchor(text, anchor_max_chars) or "" for name, text in texts.items()}
+            clipped["engine"], anchor_source = anchors.engine_anchor(settings, page, anchor_max_chars)
             prompts = {name: encode(anchors.prompt_text(anchor)) for name, anchor in clipped.items()}
             target_ids = [*encode(target.text), eos]
             result = PageResult(case.case_id, number, case.kinds, target.source, target.scope, len(target_ids),
-                                {name: len(anchor) for name, anchor in clipped.items()}, cpu_source)
+                                {name: len(anchor) for name, anchor in clipped.items()}, anchor_source)
             for k, lookup in params.items():
                 result.stats[k] = {name: simulate(prompts[name], target_ids, lookup) for name in MEASURED_ANCHORS}
             run.pages.append(result)

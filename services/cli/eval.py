@@ -14,29 +14,32 @@ from services.core.settings import get_settings
 
 
 @main.command()
-@click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("corpus_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
-              help="write the figures (and per-page detail) here")
+              help="write the figures (and per-page detail) here; several corpora: one object per corpus name")
 @click.option("--write", "markdown_out", type=click.Path(dir_okay=False), default=None,
               help="put the table into this Markdown file (e.g. docs/benchmarks.md) between the specsim markers")
 @click.option("-k", "--num-speculative-tokens", "ks", type=click.IntRange(1), multiple=True, default=(4, 8),
               show_default=True, help="draft lengths to simulate; the first one's figures head the JSON")
-@click.option("--prompt-lookup-min", default=2, show_default=True, type=click.IntRange(1))
-@click.option("--prompt-lookup-max", default=4, show_default=True, type=click.IntRange(1))
+@click.option("--prompt-lookup-min", default=None, type=click.IntRange(1), help="default: the engine's setting")
+@click.option("--prompt-lookup-max", default=None, type=click.IntRange(1), help="default: the engine's setting")
 @click.option("--anchor-max-chars", default=6000, show_default=True, type=click.IntRange(0))
 @click.option("--case", "case_patterns", multiple=True, help="only cases whose id matches this glob (repeatable)")
-def specsim(corpus_dir: str, json_out: str | None, markdown_out: str | None, ks: tuple[int, ...],
-            prompt_lookup_min: int, prompt_lookup_max: int, anchor_max_chars: int,
+def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: str | None, ks: tuple[int, ...],
+            prompt_lookup_min: int | None, prompt_lookup_max: int | None, anchor_max_chars: int,
             case_patterns: tuple[str, ...]) -> None:
-    """Simulate n-gram speculative decoding on CORPUS_DIR's pages with no anchor, text-layer and OCR anchors."""
+    """Simulate n-gram speculative decoding on the pages of each CORPUS_DIR with no anchor, the text layer, OCR
+    and the anchor the vllm engine sends."""
     import json
     import shlex
 
     require_extra("eval", "`pagemill specsim`")
     from pagemill_eval.specsim import report
-    from pagemill_eval.specsim.run import PageResult, run_specsim
+    from pagemill_eval.specsim.run import LOOKUP_MAX, LOOKUP_MIN, PageResult, run_specsim
 
-    if prompt_lookup_min > prompt_lookup_max:
+    lookup_min = LOOKUP_MIN if prompt_lookup_min is None else prompt_lookup_min
+    lookup_max = LOOKUP_MAX if prompt_lookup_max is None else prompt_lookup_max
+    if lookup_min > lookup_max:
         raise click.BadParameter("--prompt-lookup-min must not exceed --prompt-lookup-max")
 
     def progress(page: PageResult) -> None:
@@ -44,43 +47,55 @@ def specsim(corpus_dir: str, json_out: str | None, markdown_out: str | None, ks:
         click.echo(f"{page.case_id} p{page.page_number}: {page.target_tokens} tokens, "
                    + ", ".join(f"{name} {stats.committed_per_step:.2f}" for name, stats in figures.items()), err=True)
 
-    run = run_specsim(Path(corpus_dir), get_settings(), ks=ks, lookup_min=prompt_lookup_min,
-                      lookup_max=prompt_lookup_max, anchor_max_chars=anchor_max_chars, case_patterns=case_patterns,
-                      on_page=progress)
-    if not run.pages:
-        raise click.ClickException("no page with a page-level reference was found")
-    click.echo(report.tables(run))
-    if run.skipped:
-        click.echo("\nskipped: " + "; ".join(f"{case_id} ({reason})" for case_id, reason in run.skipped))
+    runs = []
+    for corpus_dir in corpus_dirs:
+        run = run_specsim(Path(corpus_dir), get_settings(), ks=ks, lookup_min=lookup_min, lookup_max=lookup_max,
+                          anchor_max_chars=anchor_max_chars, case_patterns=case_patterns, on_page=progress)
+        if not run.pages:
+            raise click.ClickException(f"{corpus_dir}: no page with a page-level reference was found")
+        runs.append((Path(corpus_dir).name, run))
+        click.echo(f"{Path(corpus_dir).name}:\n{report.tables(run)}")
+        if run.skipped:
+            click.echo("\nskipped: " + "; ".join(f"{case_id} ({reason})" for case_id, reason in run.skipped))
     if json_out:
-        Path(json_out).write_text(json.dumps(report.to_json(run), indent=1, ensure_ascii=False) + "\n",
-                                  encoding="utf-8")
+        body = report.to_json(runs[0][1]) if len(runs) == 1 else {name: report.to_json(run) for name, run in runs}
+        Path(json_out).write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     if markdown_out:
-        report.write_section(Path(markdown_out), report.markdown_section(run, shlex.join(["pagemill", *sys.argv[1:]])))
+        report.write_section(Path(markdown_out), report.markdown_section(runs, shlex.join(["pagemill", *sys.argv[1:]])))
 
 
 @main.command("eval")
-@click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("corpus_dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--engine", default=None, help="in-process engine (cpu, vllm, fake); default: settings")
 @click.option("--mode", default=None, type=click.Choice(["fast", "balanced", "accurate"]), help="sent with --server")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="write the report ({overall, by_kind, cases}) here")
+              help="write the report ({overall, by_kind, cases}; several: {reports}) here")
 @click.option("--cases", "patterns", multiple=True, help="only cases whose id matches this glob (repeatable)")
 @click.option("--server", default=None, help="a live pagemill URL instead of parsing in this process")
 @click.option("--api-key", envvar="PAGEMILL_API_KEY", default=None, help="bearer key for --server")
-@click.option("--predictions", default=None, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="score saved outputs (DIR/<case>.json) instead of parsing")
+@click.option("--predictions", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="score saved outputs (DIR/<case>.json; `{corpus}` in DIR: the corpus folder's name)")
 @click.option("--save-outputs", default=None, type=click.Path(file_okay=False, path_type=Path),
-              help="keep each case's per-page Markdown as DIR/<case>.json")
+              help="keep each case's per-page Markdown as DIR/<case>.json (several corpora: DIR/<corpus>/)")
+@click.option("--beside", "beside", multiple=True, metavar="NAME=DIR",
+              help="also score a peer's saved outputs (DIR/<case>.json, `{corpus}` as above) beside it (repeatable)")
 @click.option("--name", default=None, help="the parser's name in the report")
 @click.option("-q", "--quiet", is_flag=True, help="print only the summary")
-def eval_command(corpus_dir: Path, engine: str | None, mode: str | None, json_out: Path | None,
+def eval_command(corpus_dirs: tuple[Path, ...], engine: str | None, mode: str | None, json_out: Path | None,
                  patterns: tuple[str, ...], server: str | None, api_key: str | None, predictions: Path | None,
-                 save_outputs: Path | None, name: str | None, quiet: bool) -> None:
-    """Parse every case of CORPUS_DIR and score it against its ground truth (docs/evaluation.md)."""
+                 save_outputs: Path | None, beside: tuple[str, ...], name: str | None, quiet: bool) -> None:
+    """Parse every case of each CORPUS_DIR and score it against its ground truth (docs/evaluation.md); several
+    corpora (dev and wide) and `--beside` peers are reported side by side."""
     require_extra("eval", "`pagemill eval`")
     from pagemill_eval.cli import run_eval
 
-    run_eval(corpus_dir, settings=get_settings(), engine=engine, mode=mode, json_out=json_out,
+    peers = []
+    for entry in beside:
+        peer, separator, folder = entry.partition("=")
+        if not separator or not peer or not folder:
+            raise click.BadParameter(f"{entry!r}: expected NAME=DIR", param_hint="--beside")
+        peers.append((peer, folder))
+    run_eval(list(corpus_dirs), settings=get_settings(), engine=engine, mode=mode, json_out=json_out,
              patterns=list(patterns), server=server, api_key=api_key, predictions=predictions,
-             save_outputs=save_outputs, name=name, quiet=quiet)
+             save_outputs=save_outputs, name=name, quiet=quiet, beside=peers)

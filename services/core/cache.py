@@ -43,6 +43,7 @@ OUTPUT_SETTINGS: dict[str, tuple[str, ...]] = {
     "vllm": (
         "engine.preset", "engine.model", "engine.render_longest_side", "engine.max_tokens", "engine.max_attempts",
         "engine.temperatures", "engine.anchor", "engine.anchor_max_chars", "engine.request_extra",
+        "engine.pages_per_request",  # a page read with its neighbour is read differently
         # what the server loads and how (the server `pagemill vllm-command` describes)
         "engine.serve.model_path", "engine.serve.quantization", "engine.serve.kv_cache_dtype",
         "engine.serve.max_model_len", "engine.serve.extra_args",
@@ -60,6 +61,7 @@ NO_OUTPUT_EFFECT = frozenset({
     "engine.serve.host", "engine.serve.port", "engine.serve.max_num_seqs", "engine.serve.gpu_memory_utilization",
     "engine.serve.speculative_method", "engine.serve.num_speculative_tokens", "engine.serve.prompt_lookup_min",
     "engine.serve.prompt_lookup_max", "engine.serve.draft_model",
+    "engine.serve.max_images",  # how many images a request may carry, not what is read from them
 })
 # Options that steer the platform, not the parse: they are not part of a cache key.
 CONTROL_OPTIONS = frozenset({"cache", "do_not_cache", "webhook_id", "cached_from", "formats"})

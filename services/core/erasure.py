@@ -3,7 +3,8 @@
 The object store loses the source and the results (`delete_prefix`); this takes what the rows copied from the
 upload — its metadata, filename and error text — out of every table that holds a copy:
 
-    documents            metadata → {}, filename → "", error_message → NULL
+    documents            metadata → {}, filename → "", error_message → NULL, task_params → {} (schema, language),
+                         an e-mail's attachment names → ""
     pages                error_message → NULL, the error messages in the attempt log
     document_events      payload.data.metadata → {}, payload.data.error.message → ""
     webhook_deliveries   body: the same as the event payload — only once the delivery is final
@@ -74,7 +75,10 @@ def scrub_document(session: Session, document_id: str, now: datetime) -> bool:
     """Erases the document's copies of customer data, in the caller's transaction (which deletes or expires
     it). Returns True when nothing is left for later (no delivery of it is still pending)."""
     session.execute(sa.update(Document).where(Document.id == document_id).values(
-        metadata_={}, filename="", error_message=None))
+        metadata_={}, filename="", error_message=None, task_params={}))
+    document = session.get(Document, document_id)
+    if document is not None and (attachments := (document.options or {}).get("attachments")):
+        document.options = {**document.options, "attachments": [{**a, "filename": ""} for a in attachments]}
     # Error text sits on failed pages and in the attempt log of pages that fell back (an engine's refusal).
     for page in session.execute(sa.select(Page).where(
             Page.document_id == document_id,

@@ -10,6 +10,8 @@
     │   ├── CorruptDocument        422 corrupt_document
     │   ├── EmptyDocument          422 empty_document
     │   ├── ValidationFailed       422 validation_error
+    │   │   └── InvalidJsonSchema  422 invalid_json_schema (an `extract` task's `schema`)
+    │   ├── TaskNeedsModel         422 task_needs_model (translate/extract/summarize without a vLLM engine)
     │   ├── NotFound               404 not_found
     │   ├── ResultNotReady         409 result_not_ready
     │   ├── ResultExpired          410 result_expired
@@ -111,6 +113,19 @@ class ValidationFailed(InputError):
 
     status_code = 422
     code = "validation_error"
+
+
+class InvalidJsonSchema(ValidationFailed):
+    """The `schema` of an `extract` task is not a JSON Schema pagemill can hold the answer to."""
+
+    code = "invalid_json_schema"
+
+
+class TaskNeedsModel(InputError):
+    """The task needs a language model, and this deployment runs no vLLM engine."""
+
+    status_code = 422
+    code = "task_needs_model"
 
 
 class NotFound(InputError):

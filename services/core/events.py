@@ -1,6 +1,7 @@
 """Document events: recorded in the transaction that changes the document, then fanned out.
 
-    state change ──same transaction──▶ document_events row ──▶ SSE stream (`/v1/documents/{id}/events`)
+    state change ──same transaction──▶ document_events row ──after commit──▶ notice (Redis pub/sub) ──▶ SSE
+                                     │                                      stream (`/v1/documents/{id}/events`)
                                      └▶ webhook_deliveries rows ──after commit──▶ `webhooks` queue
 
 Because the event and its deliveries are written with the state change, an event is never lost: if the
@@ -19,6 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from services.core import notices
 from services.core.contracts import DocumentEvent, WebhookTask, timestamp, to_dict
 from services.core.db.models import (
     DOCUMENT_FINAL,
@@ -60,7 +62,7 @@ def build_event(document: Document, event_type: EventType) -> DocumentEvent:
         status=document.status, pages_total=document.pages_total, pages_done=document.pages_done,
         pages_failed=document.pages_failed, occurred_at=timestamp(), error_code=document.error_code or "",
         error_message=document.error_message or "", request_id=document.request_id or "",
-        metadata_json=json.dumps(document.metadata_ or {}, ensure_ascii=False),
+        metadata_json=json.dumps(document.metadata_ or {}, ensure_ascii=False), parent_id=document.parent_id or "",
     )
 
 
@@ -85,7 +87,7 @@ def public_payload(event: DocumentEvent, finished_at: datetime | None = None,
             "event_id": event.id, "document_id": event.document_id, "status": event.status,
             "pages_total": event.pages_total, "pages_done": event.pages_done, "pages_failed": event.pages_failed,
             "error": error, "metadata": json.loads(event.metadata_json or "{}"), "request_id": event.request_id,
-            "finished_at": _iso(finished_at), "formats": formats or [],
+            "finished_at": _iso(finished_at), "formats": formats or [], "parent_id": event.parent_id or None,
         },
     }
 
@@ -127,6 +129,7 @@ def record(session: Session, document: Document | str, event_type: EventType) ->
             session.add(delivery)
             enqueue(deliver_job(delivery.id))
     session.flush()
+    notices.notify(loaded.id)  # the gateways' event streams read it after the commit
     return event
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from services.core import events
+from services.core import events, notices
 from services.core.db.models import (
     DOCUMENT_FINAL,
     PAGE_FINAL,
@@ -234,6 +234,8 @@ def finish_page(session: Session, document_id: str, index: int, finish: PageFini
         if not rowcount(session.execute(FINISH, params)):
             return False  # another delivery of the same page finished first
         row = session.execute(COUNT_DONE if succeeded else COUNT_FAILED, params).one_or_none()
+    if row is not None:
+        notices.notify(document_id)  # its page counts moved: the event streams send a progress event
     if row is None or row.pages_done + row.pages_failed < row.pages_total:
         return False
     return claim_assembly(session, document_id, lease_s=None, now=now)

@@ -47,6 +47,8 @@ class PageRead(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     rotation: int = Field(default=0, description="degrees the page was turned before recognition")
+    warnings: list[str] = Field(default_factory=list, description="what the reader should know: `text_dropped` "
+                                "(the page holds text the output lost; its confidence is low)")
     details: dict[str, Any] = Field(default_factory=dict, description="engine diagnostics: attempt log, "
                                                                       "anchor, cache hit, …")
     error: PageErrorRead | None = None
@@ -68,8 +70,21 @@ def page_read(page: Page, result: dict[str, Any] | None) -> PageRead:
         confidence=page.confidence, signals=source.get("signals") or {},
         finish_reason=source.get("finish_reason") or None, prompt_tokens=int(source.get("prompt_tokens") or 0),
         completion_tokens=int(source.get("completion_tokens") or 0), rotation=int(source.get("rotation") or 0),
-        details=details, error=error,
+        warnings=[str(w) for w in (result or {}).get("warnings") or []], details=details, error=error,
     )
+
+
+class AttachmentRead(BaseModel):
+    """One attachment of an e-mail: its child document (`id`, that document's `status`), or `status: rejected`
+    with the reason in `error` (an unsupported type, over the limits)."""
+
+    index: int = Field(description="0-based position among the e-mail's attachments")
+    filename: str
+    media_type: str
+    size_bytes: int
+    id: str | None = Field(default=None, description="the child document, `GET /v1/documents/{id}`")
+    status: str = Field(description="the child document's status; `rejected` (not parsed) or `deleted`")
+    error: PageErrorRead | None = None
 
 
 class DocumentResult(BaseModel):
@@ -91,3 +106,7 @@ class DocumentResult(BaseModel):
     conversion: dict[str, Any] | None = Field(
         default=None, description="office documents: what the conversion found — `warnings`, `sheets` (every sheet's "
                                   "cells and HTML table), `charts` (kind, title, data), `attachments` (e-mail)")
+    parent_id: str | None = Field(default=None, description="an e-mail attachment's document: the e-mail's id")
+    attachments: list[AttachmentRead] = Field(
+        default_factory=list, description="an e-mail's attachments, each a child document or refused with a reason; "
+                                          "statuses as they were when the e-mail finished")

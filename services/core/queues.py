@@ -18,7 +18,7 @@ from typing import Any
 from celery import Celery, Task
 from kombu.entity import Queue as KombuQueue  # = kombu.Queue, which kombu does not export to type checkers
 
-from services.core import cache
+from services.core import cache, notices
 from services.core import outbox as _outbox
 from services.core.contracts import DocumentTask, PageTask, timestamp, to_dict
 from services.core.db.models import Document
@@ -110,13 +110,22 @@ class Job:
     countdown: float | None = None  # held back this long (a webhook's next attempt)
 
 
-def send_jobs(app: Celery, jobs: Sequence[Job]) -> None:
-    """The only place a task is sent: one producer for the batch, the send-time header on every message."""
-    with app.producer_or_acquire() as producer:
-        for job in jobs:
-            app.send_task(job.name.value, args=[job.payload], queue=job.queue.value, routing_key=job.queue.value,
-                          producer=producer, priority=job.priority, countdown=job.countdown,
-                          headers={SENT_AT_HEADER: time.time()})
+def send_jobs(app: Celery, jobs: Sequence[Job | notices.DocumentNotice]) -> None:
+    """The only place a task is sent: one producer for the batch, the send-time header on every message.
+    Document notices of the batch are published on the broker's Redis after the tasks, even when sending
+    the tasks failed (a notice is best effort and never raises: `services.core.notices`)."""
+    tasks = [job for job in jobs if isinstance(job, Job)]
+    try:
+        if tasks:
+            with app.producer_or_acquire() as producer:
+                for job in tasks:
+                    app.send_task(job.name.value, args=[job.payload], queue=job.queue.value,
+                                  routing_key=job.queue.value, producer=producer, priority=job.priority,
+                                  countdown=job.countdown, headers={SENT_AT_HEADER: time.time()})
+    finally:
+        document_notices = [job for job in jobs if isinstance(job, notices.DocumentNotice)]
+        if document_notices:
+            notices.publish(str(app.conf.broker_url), document_notices)
 
 
 def enqueue(job: Job) -> None:
@@ -128,7 +137,7 @@ def enqueue(job: Job) -> None:
 def outbox(app: Celery | Callable[[], Celery]) -> Iterator[_outbox.Outbox]:
     """One unit of work whose jobs go out through `app` (or the app a callable builds on first send)."""
 
-    def send(jobs: Sequence[Job]) -> None:
+    def send(jobs: Sequence[Job | notices.DocumentNotice]) -> None:
         send_jobs(app if isinstance(app, Celery) else app(), jobs)
 
     with _outbox.open_outbox(send) as box:

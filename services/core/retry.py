@@ -39,10 +39,12 @@ _MAX_EXPONENT = 62  # 2**62 s is past any cap; beyond it the float would overflo
 def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, PagemillError):
         return exc.retryable
-    if isinstance(exc, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError | sqlalchemy.exc.TimeoutError):
+    if isinstance(exc, sqlalchemy.exc.DBAPIError):
+        return exc.connection_invalidated or _driver_error_is_transient(exc.orig)
+    if isinstance(exc, sqlalchemy.exc.TimeoutError):  # no connection free in the pool in time
         return True
-    if isinstance(exc, sqlalchemy.exc.DBAPIError) and (exc.connection_invalidated or _server_away(exc.orig)):
-        return True
+    if type(exc).__module__.startswith("psycopg"):  # the driver's own error, not wrapped by SQLAlchemy
+        return _driver_error_is_transient(exc)
     if type(exc).__name__ == "ClientError":  # botocore: an S3 API that answered 500/503 after boto's own retries
         return _s3_server_error(getattr(exc, "response", None))
     if type(exc).__name__ == "S3UploadFailedError":  # boto3's managed (multipart) upload wraps the ClientError
@@ -97,17 +99,26 @@ def retry_task(task: Any, exc: BaseException, policy: RetryPolicy) -> Exception:
     return retry
 
 
-# SQLSTATEs of a server that is away or restarting (pg8000 reports some of them as ProgrammingError): connection
-# exceptions (class 08), admin/crash shutdown and "the database system is starting up" (57P01-03), too many
-# connections (53300).
+# SQLSTATEs of a server that is away or restarting: connection exceptions (class 08), admin/crash shutdown and
+# "the database system is starting up" (57P01-03), too many connections (53300).
 _SERVER_AWAY_STATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+# A driver error without a SQLSTATE of these classes is the client's own failure to reach the server.
+_UNREACHED_NAMES = frozenset({"OperationalError", "InterfaceError"})
 
 
-def _server_away(error: BaseException | None) -> bool:
-    state = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
-    if state is None and error is not None and error.args and isinstance(error.args[0], dict):
-        state = error.args[0].get("C")  # pg8000: the server's error fields
-    return isinstance(state, str) and (state.startswith("08") or state in _SERVER_AWAY_STATES)
+def _driver_error_is_transient(error: BaseException | None) -> bool:
+    """A DBAPI error (psycopg's or sqlite3's) worth another try.
+
+    When the server answered, its SQLSTATE decides: only a server going away, starting up or full of
+    connections is transient. psycopg files many other states under OperationalError too (a deadlock, a
+    cancelled statement, a wrong password, a full disk); those are not retried, as before. Without a SQLSTATE
+    the server was never heard: psycopg's OperationalError of a refused, cut or timed-out connection, its
+    InterfaceError of a connection already closed, and sqlite3's OperationalError of a locked database.
+    """
+    state = getattr(error, "sqlstate", None)
+    if isinstance(state, str):
+        return state.startswith("08") or state in _SERVER_AWAY_STATES
+    return error is not None and any(cls.__name__ in _UNREACHED_NAMES for cls in type(error).__mro__)
 
 
 _S3_TRANSIENT_CODES = frozenset({"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout"})

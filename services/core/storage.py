@@ -24,11 +24,14 @@ def page_result_key(document_id: str, index: int) -> str:
 
 
 # The assembled document, one object per format (`?format=` of the result endpoint), and their media types.
+# The last three are the answers of the model tasks (services/core/document_tasks.py).
 RESULT_FILES = {"markdown": "document.md", "json": "document.json", "html": "document.html",
-                "latex": "document.tex", "chunks": "chunks.json"}
+                "latex": "document.tex", "chunks": "chunks.json", "extraction": "extraction.json",
+                "translation": "translation.md", "summary": "summary.md"}
 RESULT_MEDIA_TYPES = {"markdown": "text/markdown; charset=utf-8", "json": "application/json",
                       "html": "text/html; charset=utf-8", "latex": "application/x-tex; charset=utf-8",
-                      "chunks": "application/json"}
+                      "chunks": "application/json", "extraction": "application/json",
+                      "translation": "text/markdown; charset=utf-8", "summary": "text/markdown; charset=utf-8"}
 
 
 def document_result_key(document_id: str, fmt: str) -> str:

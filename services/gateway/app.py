@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 
 import kombu.exceptions
@@ -168,11 +169,20 @@ class OutboxMiddleware:
             await run_in_threadpool(box.flush)
 
 
+@contextlib.asynccontextmanager
+async def close_feeds_on_shutdown(app: FastAPI) -> AsyncIterator[None]:
+    """The document feeds (`deps.get_feeds`) start with the first stream; their subscription ends with the app."""
+    yield
+    feeds = getattr(app.state, "feeds", None)
+    if feeds is not None:
+        await feeds.close()
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(json=settings.log_json, level=settings.log_level)
     app = FastAPI(title="pagemill", version="1.0", summary="PDFs and page images in, Markdown out.",
-                  docs_url=None, redoc_url=None)  # served offline by install_docs
+                  docs_url=None, redoc_url=None, lifespan=close_feeds_on_shutdown)  # docs: install_docs
     app.state.settings = settings
     install_error_handlers(app)
     openapi.install(app, settings)

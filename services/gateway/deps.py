@@ -17,6 +17,7 @@ from services.core.errors import Forbidden, Unauthorized
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, get_store
 from services.core.tenants import authenticate
+from services.gateway.documents.feeds import FeedHub
 from services.gateway.ratelimit import RateLimiter
 
 
@@ -104,3 +105,15 @@ def get_rate_limiter(request: Request, client: RedisDep) -> RateLimiter:
 
 
 RateLimiterDep = Annotated[RateLimiter, Depends(get_rate_limiter)]
+
+
+def get_feeds(request: Request, settings: SettingsDep) -> FeedHub:
+    """The process's document feeds (one Redis subscription for every event stream and long-poll)."""
+    hub: FeedHub | None = getattr(request.app.state, "feeds", None)
+    if hub is None:
+        hub = request.app.state.feeds = FeedHub(settings.resolved_database_url(), settings.redis_url,
+                                                recheck_s=settings.events.recheck_s)
+    return hub
+
+
+FeedsDep = Annotated[FeedHub, Depends(get_feeds)]

@@ -8,8 +8,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from services.core.db.models import DOCUMENT_FINAL, Document, Page, PageStatus
+from services.core.attachments import with_statuses
+from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus
 from services.core.db.session import session_scope
+from services.core.document_tasks import task_of
 from services.core.formats import OFFICE_TYPES
 from services.core.lifecycle import final_status, finalize_document
 from services.core.logging import get_logger
@@ -17,6 +19,8 @@ from services.core.metrics import DOCUMENTS_TOTAL
 from services.core.pages import DocumentResult, page_read
 from services.core.settings import Settings
 from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, ObjectStore, document_prefix, document_result_key
+from services.results.document_task import TaskFailed, run_document_task
+from services.results.furniture import mark_running_furniture
 from services.results.render.formats import render_document
 from services.results.render.markdown import render_charts, render_sheets
 
@@ -43,6 +47,17 @@ def _conversion(document: Document, store: ObjectStore) -> dict[str, Any] | None
     return found
 
 
+def _task_answer(document: Document, entries: list[dict[str, Any]], settings: Settings,
+                 store: ObjectStore) -> tuple[dict[str, bytes], TaskFailed | None]:
+    """The model task's answer, or the reason it has none (an unreachable server raises: assembly retries)."""
+    task = task_of(document.task, document.task_params)
+    try:
+        return run_document_task(task, document.id, entries, settings, store), None
+    except TaskFailed as exc:
+        log.warning("document.task_failed", document_id=document.id, task=task.kind.value, error=str(exc)[:300])
+        return {}, exc
+
+
 def assemble_document(document_id: str, settings: Settings, store: ObjectStore) -> str | None:
     """Writes the document's results and sets its final status. Returns that status, or None if not due."""
     db = settings.resolved_database_url()
@@ -52,6 +67,8 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
             return None
         pages = list(session.execute(
             sa.select(Page).where(Page.document_id == document_id).order_by(Page.index)).scalars())
+        # An e-mail ends on its own body: its attachments are listed with the status they have now.
+        attachments = with_statuses(session, [document]).get(document_id, [])
     if any(p.status not in (PageStatus.SUCCEEDED, PageStatus.FAILED, PageStatus.CANCELLED) for p in pages):
         log.warning("document.assemble_early", document_id=document_id)
         return None
@@ -68,16 +85,22 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
                 page.error_message = "the page result is missing from the object store"
                 missing.append(page.index)
         entries.append(page_entry(page, result))
+    # Running heads and feet repeat across pages: only here, where the pages meet, can that be seen.
+    mark_running_furniture(entries)
     done = sum(1 for e in entries if e["status"] == "succeeded")
     failed = len(entries) - done
     status = final_status(done, failed, settings.worker.on_page_failure)
+    answer, task_error = _task_answer(document, entries, settings, store) if done else ({}, None)
+    if task_error is not None:  # the parse formats stay readable; what was asked for on top of them is not there
+        status = DocumentStatus.FAILED
     body = DocumentResult.model_validate({
         "id": document.id, "status": status.value, "filename": document.filename,
         "pages_total": document.pages_total, "pages_done": done, "pages_failed": failed,
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
-        "pages": entries, "conversion": _conversion(document, store),
+        "pages": entries, "conversion": _conversion(document, store), "parent_id": document.parent_id,
+        "attachments": attachments,
     }).model_dump(mode="json")
-    rendered = render_document(entries, body, settings)
+    rendered = render_document(entries, body, settings, extra=answer)
     conversion: dict[str, Any] = body.get("conversion") or {}
     if conversion.get("sheets") or conversion.get("charts"):  # an office document's exact tables and charts
         markdown = render_sheets(conversion["sheets"]) if conversion.get("sheets") \
@@ -90,6 +113,9 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     log.info("document.rendered", document_id=document_id, pages=len(entries),
              ms={fmt: round(seconds * 1000, 1) for fmt, seconds in rendered.seconds.items()})
     error = None if failed == 0 else (f"{failed} of {len(entries)} pages failed")
+    error_code = "pages_failed" if failed else None
+    if task_error is not None:
+        error_code, error = task_error.code, str(task_error)[:500]
     with session_scope(db) as session:
         if missing:
             session.execute(sa.update(Page).where(Page.document_id == document_id, Page.index.in_(missing))
@@ -100,8 +126,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         # The formats ride on the document, so its status and final event list what can be fetched.
         session.execute(sa.update(Document).where(Document.id == document_id)
                         .values(options={**(document.options or {}), "formats": rendered.formats}))
-        changed = finalize_document(session, document_id, status, error_code="pages_failed" if failed else None,
-                                    error_message=error)
+        changed = finalize_document(session, document_id, status, error_code=error_code, error_message=error)
     if changed:
         DOCUMENTS_TOTAL.labels(status=status.value, mode=document.mode).inc()
         log.info("document.finished", document_id=document_id, status=status.value, pages=len(entries),

@@ -9,8 +9,11 @@ writes the rows once. What the converter refuses ends the document with the reas
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus, Tenant, utcnow
 from services.core.db.session import rowcount, session_scope
@@ -22,9 +25,13 @@ from services.core.selection import parse_page_selection
 from services.core.settings import Settings
 from services.core.storage import ObjectNotFound, ObjectStore, document_prefix
 from services.core.tenants import effective_limits
+from services.worker.attachments import Parent, family_page_budget, insert_children, plan_children
 from services.worker.convert import convert_document
 
 log = get_logger(__name__)
+
+# What the e-mail's options list of each attachment (the rest of the plan serves the child's creation).
+_LISTED = ("index", "filename", "media_type", "size_bytes", "id", "status", "error")
 
 
 def converted_key(document_id: str) -> str:
@@ -46,39 +53,66 @@ def prepare_office_document(document_id: str, settings: Settings, store: ObjectS
         if document is None:
             return None
         tenant = session.get(Tenant, document.tenant_id) if document.tenant_id else None
-        limit = effective_limits(tenant, settings).max_pages
+        limits = effective_limits(tenant, settings)
+        limits = replace(limits, max_file_bytes=min(limits.max_file_bytes, settings.limits.max_file_bytes))
         source_key, media_type, pages_spec = document.source_key, document.media_type, document.options.get("pages")
+        parent_id = document.parent_id
     try:
         try:
             pdf = store.get(converted_key(document_id))
+            attachments = json.loads(store.get(conversion_key(document_id))).get("attachments") or []
         except ObjectNotFound:
             converted = convert_document(store.get(source_key), media_type, settings)
             pdf = converted.pdf
+            page_count = len(parse_page_selection(pages_spec, inspect_document(pdf).page_count))
+            # An e-mail over the limit itself fails below: none of its attachments is stored for it.
+            wanted = converted.attachments if page_count <= limits.max_pages else []
+            attachments = plan_children(Parent(document_id, page_count, parent_id is not None), wanted, limits,
+                                        store) if wanted else []
             store.put(conversion_key(document_id), json.dumps({
                 "warnings": converted.warnings, "sheets": [sheet.as_json() for sheet in converted.sheets],
                 "charts": [chart.as_json() for chart in converted.charts],
-                "attachments": [{"filename": a.filename, "content_type": a.content_type, "size_bytes": len(a.data)}
-                                for a in converted.attachments],
+                "attachments": attachments,
             }, ensure_ascii=False).encode(), content_type="application/json")
             store.put(converted_key(document_id), pdf, content_type="application/pdf")
         page_numbers = parse_page_selection(pages_spec, inspect_document(pdf).page_count)
-        if len(page_numbers) > limit:
-            raise TooManyPages(f"the converted document has {len(page_numbers)} pages to parse; the limit is {limit}")
+        with session_scope(db) as session:
+            _claim(session, document_id, parent_id, page_numbers, limits.max_pages, attachments)
     except InputError as exc:
         log.warning("document.conversion_refused", document_id=document_id, code=exc.code, error=str(exc))
         with session_scope(db) as session:
             finalize_document(session, document_id, DocumentStatus.FAILED, error_code=exc.code,
                               error_message=str(exc))
         return None
-    with session_scope(db) as session:
-        claimed = rowcount(session.execute(
-            sa.update(Document).where(Document.id == document_id, Document.pages_total == 0,
-                                      Document.status == DocumentStatus.QUEUED)
-            .values(pages_total=len(page_numbers), page_numbers=page_numbers, updated_at=utcnow())))
-        if claimed:
-            session.execute(sa.insert(Page), [
-                {"document_id": document_id, "index": i, "page_number": number, "details": {},
-                 "status": PageStatus.PENDING, "engine": document.engine}
-                for i, number in enumerate(page_numbers)])
     log.info("document.converted", document_id=document_id, media_type=media_type, pages=len(page_numbers))
     return pdf
+
+
+def _claim(session: Session, document_id: str, parent_id: str | None, page_numbers: list[int], max_pages: int,
+           attachments: list[dict[str, Any]]) -> None:
+    """Writes the page rows (and an e-mail's children) once; raises `TooManyPages` over the page limit, which an
+    e-mail's attachment shares with its e-mail and siblings (the e-mail's row is locked, so two siblings
+    converted at once take the family's pages one after the other)."""
+    if parent_id is not None:
+        session.execute(sa.select(Document.id).where(Document.id == parent_id).with_for_update())
+    document = session.get(Document, document_id)
+    if document is None or document.pages_total or document.status != DocumentStatus.QUEUED:
+        return  # claimed by an earlier run (whose siblings may have used the rest since), or ended
+    limit = family_page_budget(session, document, max_pages)
+    if len(page_numbers) > limit:
+        raise TooManyPages(f"the converted document has {len(page_numbers)} pages to parse; the limit is {limit}"
+                           + (" (what its e-mail and the other attachments left)" if parent_id else ""))
+    claimed = rowcount(session.execute(
+        sa.update(Document).where(Document.id == document_id, Document.pages_total == 0,
+                                  Document.status == DocumentStatus.QUEUED)
+        .values(pages_total=len(page_numbers), page_numbers=page_numbers, updated_at=utcnow())))
+    if not claimed:
+        return
+    session.execute(sa.insert(Page), [
+        {"document_id": document_id, "index": i, "page_number": number, "details": {},
+         "status": PageStatus.PENDING, "engine": document.engine}
+        for i, number in enumerate(page_numbers)])
+    if attachments:  # written with the page rows, by the one run that claims them
+        session.refresh(document)
+        document.options = {**document.options, "attachments": [{k: a.get(k) for k in _LISTED} for a in attachments]}
+        insert_children(session, document, attachments)

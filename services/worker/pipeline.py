@@ -187,16 +187,32 @@ class _Hypothesis:
         return self._output
 
 
+def page_anchor(page: PageInput, settings: Settings) -> tuple[str | None, str]:
+    """The anchor the engine sends for a page and its source, as `_run_generative` builds it: what specsim
+    measures (`pagemill_eval/specsim`), so the simulation and the engine cannot drift apart."""
+    text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
+    return _anchor(text_layer, _Hypothesis(page, settings), settings)
+
+
 def _anchor(text_layer: str, cpu: _Hypothesis, settings: Settings) -> tuple[str | None, str]:
+    """`auto`: the cpu engine's reading of the page — its Markdown of the text layer when it trusts it, its OCR
+    otherwise — which is laid out as a model writes the page (reading order, headings, tables), so more of the
+    model's n-grams are found in the prompt than in the raw text layer (docs/benchmarks.md, specsim). The
+    reading is made anyway, to box the answer's blocks. `text_layer`: a usable text layer only."""
     mode, budget = settings.engine.anchor, settings.engine.anchor_max_chars
     if mode == "none":
         return None, "none"
+    if mode == "auto":
+        try:
+            reading = cpu.output()
+        except Exception as exc:  # noqa: BLE001 - no cpu reading is no reason to send no anchor
+            log.warning("page.anchor_reading_failed", document_id=cpu.page.document_id, index=cpu.page.index,
+                        error=str(exc))
+        else:
+            if has_words(reading.markdown, 1):
+                return clip_anchor(reading.markdown, budget), str(reading.details.get("source") or "ocr")
     if usable_text_layer(text_layer):
         return clip_anchor(text_layer, budget), "text_layer"
-    if mode == "auto":
-        hypothesis = cpu.output()
-        if has_words(hypothesis.markdown, 1):
-            return clip_anchor(hypothesis.markdown, budget), "ocr"
     return None, "none"
 
 

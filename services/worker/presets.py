@@ -51,6 +51,8 @@ class Preset:
     # None leaves vLLM's default; True/False put --enable-prefix-caching / --no-enable-prefix-caching on the line.
     prefix_caching: bool | None = None
     reports_rotation: bool = False
+    # Consecutive pages of a document read in one request (several images); 1: one page per request.
+    pages_per_request: int = 1
     # The model leaves running headers and footers out by design: they are not stripped a second time.
     strips_furniture: bool = False
     notes: str = ""
@@ -59,6 +61,10 @@ class Preset:
         if anchor and self.anchor_template:
             return self.prompt + self.anchor_template.format(anchor=anchor)
         return self.prompt
+
+    def pages_text(self, count: int) -> str:
+        """The prompt of a request with `count` page images: the preset's own, and how to mark the pages."""
+        return MULTI_PAGE_PROMPT.format(count=count, prompt=self.prompt)
 
 
 # Answer parsing -----------------------------------------------------------------------------------------------
@@ -160,6 +166,14 @@ def parse_dots_layout(text: str) -> ParsedAnswer:
 
 
 # The table ---------------------------------------------------------------------------------------------------
+
+# Several pages in one request: the answer is split back at the markers (services/worker/multipage.py).
+MULTI_PAGE_PROMPT = (
+    "The {count} images are consecutive pages of one document, in order. For each page: {prompt}\n"
+    "Start the answer of page k (k = 1 to {count}) with a line of its own: <!-- page k -->. A sentence, "
+    "paragraph or table that runs across a page break is written once, whole, in the answer of the page where "
+    "it starts; the next page's answer goes on after it."
+)
 
 GENERIC_PROMPT = (
     "Convert this page of a document to Markdown, in reading order. Write headings with #, tables as HTML "
@@ -281,13 +295,17 @@ PRESETS: dict[str, Preset] = {
             anchor_template="", parse=parse_plain, render_longest_side=2048, max_tokens=16384,
             max_model_len=32768, sampling={"top_k": 1, "repetition_penalty": 1.0}, speculative_method="none",
             prefix_caching=False, strips_furniture=True, serve_args=("--mm-processor-cache-gb", "0"),
+            pages_per_request=2,
             notes="Small end-to-end OCR experts (~1B, native-resolution encoder): HunyuanOCR's document-parsing "
                   "prompt and greedy sampling (top_k 1, repetition_penalty 1.0) from vLLM's HunyuanOCR recipe, "
                   "which also turns prefix caching and the multimodal processor cache off. Rendered at 2048 px "
                   "(the encoder takes native resolution; PAGEMILL_ENGINE__RENDER_LONGEST_SIDE up to 4096). No "
                   "speculative method is set by default; a block-diffusion drafter runs with SPECULATIVE_METHOD=dflash "
                   "and DRAFT_MODEL. HunYuanVLForConditionalGeneration is in the pinned vLLM's (0.32) registry. "
-                  "Several pages per request is not implemented yet (one page per request).",
+                  "Two consecutive pages go in one request (PAGEMILL_ENGINE__PAGES_PER_REQUEST), so a sentence or "
+                  "table across the break is read whole; the answer is split at page markers, and a split that "
+                  "fails falls back to one page per request. How well HunyuanOCR itself follows the marker "
+                  "instruction has not been measured (no GPU here).",
         ),
         Preset(
             name="qwen35_vl", model="Qwen/Qwen3.5-4B", prompt=GENERIC_PROMPT, anchor_template=GENERIC_ANCHOR,

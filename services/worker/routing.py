@@ -13,8 +13,10 @@ from dataclasses import dataclass, field, replace
 import pypdfium2.raw as pdfium_c
 
 from services.core.pdf import PDF, PDFIUM_LOCK, open_page_pdf
-from services.core.settings import EngineKind
+from services.core.settings import EngineKind, Settings
 from services.worker.quality import usable_text_layer
+
+TEXT_DROPPED = "text_dropped"  # the cpu engine's warning (engines/cpu/routes.py) for a page that lost text
 
 # Thresholds, as shares of the page's area or counts of page objects.
 FIGURE_AREA = 0.12  # images (or a scan) covering this much of the page
@@ -111,6 +113,16 @@ def route_page(mode: str, document_engine: str, media_type: str, data: bytes | N
     except Exception:  # noqa: BLE001 - a page pdfium cannot take apart is no page for the cpu engine either
         reasons = ("unreadable",)
     return (EngineKind.VLLM.value if reasons else EngineKind.CPU.value), reasons
+
+
+def escalation_engine(mode: str, settings: Settings, engine_name: str, warnings: list[str]) -> str | None:
+    """The engine a cpu page that dropped text (`text_dropped`) goes to next: vLLM, in `balanced` and `accurate`
+    mode when the deployment's engine is vLLM; None when the page stays as it is."""
+    if engine_name != EngineKind.CPU.value or TEXT_DROPPED not in warnings:
+        return None
+    if mode not in ("balanced", "accurate") or settings.engine.kind != EngineKind.VLLM:
+        return None
+    return EngineKind.VLLM.value
 
 
 def _font_name(text_object: object) -> str:

@@ -16,6 +16,7 @@ from services.worker.presets import get_preset
 # head served as `eagle`; DFlash, a block-diffusion drafter), the model's own MTP layers, or none.
 SPECULATIVE_METHODS = ("ngram", "eagle", "eagle3", "dflash", "mtp", "none")
 DRAFT_METHODS = ("eagle", "eagle3", "dflash")
+STRUCTURED_OUTPUTS = {"backend": "xgrammar", "disable_any_whitespace": True}
 
 
 def speculative_config(settings: Settings) -> dict[str, Any] | None:
@@ -45,6 +46,15 @@ def speculative_config(settings: Settings) -> dict[str, Any] | None:
     return config
 
 
+def pages_per_request(settings: Settings) -> int:
+    return settings.engine.pages_per_request or get_preset(settings.engine.preset).pages_per_request
+
+
+def images_per_request(settings: Settings) -> int:
+    """What `--limit-mm-per-prompt` allows: the pages of one request, unless the serve settings say more."""
+    return max(settings.engine.serve.max_images, pages_per_request(settings), 1)
+
+
 def vllm_command(settings: Settings, *, executable: str = "vllm") -> list[str]:
     """argv of `vllm serve` for the configured preset and engine settings.
 
@@ -58,7 +68,7 @@ def vllm_command(settings: Settings, *, executable: str = "vllm") -> list[str]:
         "--host", serve.host, "--port", str(serve.port),
         "--max-num-seqs", str(serve.max_num_seqs or engine.max_in_flight),
         "--max-model-len", str(serve.max_model_len or preset.max_model_len),
-        "--limit-mm-per-prompt", json.dumps({"image": 1, "video": 0}),
+        "--limit-mm-per-prompt", json.dumps({"image": images_per_request(settings), "video": 0}),
     ]
     # A preset's own quantization ("" for pre-quantized checkpoints) applies unless the setting was given.
     quantization = serve.quantization
@@ -75,6 +85,9 @@ def vllm_command(settings: Settings, *, executable: str = "vllm") -> list[str]:
     spec = speculative_config(settings)
     if spec is not None:
         argv += ["--speculative-config", json.dumps(spec)]
+    # The extract task's JSON (structured outputs) without whitespace between tokens: budget it does not need,
+    # and noise a weak model can run on in. vLLM sets this per server only, and only for xgrammar or guidance.
+    argv += ["--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS)]
     return argv + list(preset.serve_args) + list(serve.extra_args)
 
 

@@ -21,8 +21,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.faults]
 # What the platform's processes log, rightly, while a server is away (Celery's broker reconnects, a failed
 # statement, a retried page); anything else is still an error.
 REDIS_AWAY = r"[Rr]edis|broker|Connection refused|Error 111|ConnectionError|Connection closed"
-POSTGRES_AWAY = r"pg8000|OperationalError|InterfaceError|network error|Connection refused|starting up|" \
-                r"shutting down|terminating connection"
+POSTGRES_AWAY = r"psycopg|OperationalError|InterfaceError|server closed the connection|connection is (lost|closed)|" \
+                r"Connection refused|starting up|shutting down|terminating connection"
 S3_AWAY = r"InternalError|SlowDown|ServiceUnavailable|ClientError|\b50[03]\b"
 
 

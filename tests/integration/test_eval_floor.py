@@ -52,7 +52,7 @@ def test_eval_command_writes_the_report(corpus: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "pypdf_crazyones" in result.output and "OVERALL" in result.output
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert set(report) == {"meta", "overall", "by_kind", "cases"}
+    assert set(report) == {"meta", "overall", "by_kind", "calibration", "empty_pages", "cases"}
     assert [c["case_id"] for c in report["cases"]] == ["olmocr_earnings", "pypdf_crazyones", "icdar2013_eu-002"]
     assert report["overall"]["olmocr_rules"] == 5 and report["overall"]["table_cases"] == 1
     # the fake engine writes a placeholder sentence: it must score far below a real parse

@@ -57,11 +57,11 @@ def test_specsim_command_on_a_corpus_slice(corpus: Path, tmp_path: Path) -> None
     assert "| **overall** | 2 |" in finished.stdout
 
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert set(report["overall"]) == {"none", "text_layer", "ocr"}
+    assert set(report["overall"]) == {"none", "text_layer", "ocr", "engine"}
     assert set(report["by_kind"]) == {"digital", "image"}
-    assert all(set(figures) == {"none", "text_layer", "ocr"} for figures in report["by_kind"].values())
+    assert all(set(figures) == {"none", "text_layer", "ocr", "engine"} for figures in report["by_kind"].values())
     assert [r["num_speculative_tokens"] for r in report["runs"]] == [4, 8]
-    assert report["params"]["num_speculative_tokens"] == 4 and report["params"]["prompt_lookup_max"] == 4
+    assert report["params"]["num_speculative_tokens"] == 4 and report["params"]["prompt_lookup_max"] == 8
     assert [s["case_id"] for s in report["skipped"]] == ["olmocr_earnings"]
     for value in report["overall"].values():
         assert 1.0 <= value <= 5.0  # at least the bonus token, at most k + 1
@@ -73,11 +73,12 @@ def test_specsim_command_on_a_corpus_slice(corpus: Path, tmp_path: Path) -> None
     assert image["text_layer"] == image["none"]
     assert image["ocr"] > image["none"]
     k4 = report["runs"][0]["by_kind"]["digital"]
-    assert set(k4) >= {"none", "text_layer", "ocr", "cpu", "pages", "target_tokens"} and k4["pages"] == 1
-    assert k4["cpu"] > k4["none"] + 0.5  # the cpu engine's own reading of a digital page is an anchor too
+    assert set(k4) >= {"none", "text_layer", "ocr", "engine", "pages", "target_tokens"} and k4["pages"] == 1
+    assert k4["engine"] > k4["none"] + 0.5  # what the engine sends: the cpu engine's reading of the page
+    assert image["engine"] == image["ocr"]  # a scan's reading is its OCR
     k8 = report["runs"][1]["by_kind"]["digital"]
     assert k8["text_layer"] >= digital["text_layer"]  # longer drafts cannot commit less when they are copies
-    assert report["pages"][0]["cpu_source"] == "text_layer"
+    assert report["pages"][0]["anchor_source"] == "text_layer"
 
     text = docs.read_text(encoding="utf-8")
     assert text.startswith("# Benchmarks\n\n## Control plane\n\nkept as it is\n")

@@ -88,13 +88,43 @@ def test_a_missing_extra_is_one_line_naming_it() -> None:
     ("GPL-3.0-only", "copyleft (GPL/AGPL/LGPL)"),
     ("AGPL-3.0", "copyleft (GPL/AGPL/LGPL)"),
     ("GNU General Public License v2 (GPLv2)", "copyleft (GPL/AGPL/LGPL)"),
-    ("LGPL-2.1-or-later", "copyleft (GPL/AGPL/LGPL)"),  # LGPL_ALLOWED is empty
+    ("LGPL-2.1-or-later", "copyleft (GPL/AGPL/LGPL)"),  # "pkg" is not in LGPL_ALLOWED
+    ("LGPL-3.0-only", "copyleft (GPL/AGPL/LGPL)"),
     ("MIT AND GPL-2.0", "copyleft (GPL/AGPL/LGPL)"),
     ("", "no licence in its metadata"),
 ])
 def test_the_licence_check_refuses_gpl_agpl_and_unlisted_lgpl(licence: str, verdict: str) -> None:
-    assert not LGPL_ALLOWED
     assert License("pkg", "1.0", licence, "License-Expression").verdict == verdict
+
+
+def test_only_psycopg_may_be_lgpl_and_only_under_the_licence_reviewed() -> None:
+    assert set(LGPL_ALLOWED) == {"psycopg", "psycopg-binary"}
+    assert License("psycopg", "3.3.9", "LGPL-3.0-only", "License-Expression").verdict == "ok"
+    for other in ("LGPL-2.1-or-later", "GPL-3.0-only", "AGPL-3.0-only", "LGPL-3.0-only AND GPL-2.0"):
+        assert License("psycopg", "3.3.9", other, "License-Expression").verdict != "ok", other
+
+
+def test_the_lgpl_driver_is_used_unmodified() -> None:
+    """No module of services/ assigns to an attribute of psycopg (a monkey-patch, as was done to pg8000)."""
+    patches = []
+    for path in (REPO / "services").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bound = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names
+                 if (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0] == "psycopg"}
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+            for target in targets:
+                root = target
+                while isinstance(root, ast.Attribute | ast.Subscript):
+                    root = root.value
+                if target is not root and isinstance(root, ast.Name) and root.id in bound:
+                    patches.append(f"{path.relative_to(REPO)}:{node.lineno}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                    and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in bound:
+                patches.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not patches, patches
 
 
 def test_the_licence_report_is_the_committed_one() -> None:

@@ -108,6 +108,26 @@ def test_an_outage_is_not_a_bad_answer_and_a_refused_request_falls_back_at_once(
     assert outcome.is_fallback and outcome.fallback_reason == "engine_rejected" and len(model.calls) == 1
 
 
+def test_the_anchor_sent_is_the_cpu_engines_reading_and_the_one_specsim_measures() -> None:
+    """`auto` sends the cpu engine's Markdown of the page (its layout of the text layer); specsim builds its
+    `engine` anchor with the same function, so what it measures is what the model is sent."""
+    from pagemill_eval.specsim.anchors import engine_anchor
+    from services.core.pdf import pdf_text_layer
+    from services.worker.engines import load_engine
+    from services.worker.quality import clip_anchor
+
+    model = ScriptedModel([(GOOD, "stop")])
+    page, config = pdf_page(), settings(anchor_max_chars=120)
+    outcome = run_page(model, page, config)
+    reading = load_engine("cpu", config).parse(page).markdown
+    assert model.calls[0]["anchor"] == clip_anchor(reading, 120) and outcome.details["anchor_source"] == "text_layer"
+    assert engine_anchor(config, page, 120) == (model.calls[0]["anchor"], "text_layer")
+    assert model.calls[0]["anchor"] != clip_anchor(pdf_text_layer(page.data), 120)  # laid out, not the raw layer
+    raw = ScriptedModel([(GOOD, "stop")])
+    run_page(raw, page, settings(anchor="text_layer", anchor_max_chars=120))
+    assert raw.calls[0]["anchor"] == clip_anchor(pdf_text_layer(page.data), 120)
+
+
 def test_no_anchor_when_switched_off() -> None:
     model = ScriptedModel([(GOOD, "stop")])
     outcome = run_page(model, pdf_page(), settings(anchor="none"))

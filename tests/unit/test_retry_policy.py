@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+
+import psycopg
+import psycopg.errors
 import sqlalchemy.exc
 from botocore.exceptions import ClientError
 
@@ -13,10 +17,17 @@ def s3_error(status: int, code: str) -> ClientError:
                        "PutObject")
 
 
-def pg8000_error(sqlstate: str) -> sqlalchemy.exc.DBAPIError:
-    """As SQLAlchemy wraps pg8000's ProgrammingError, whose first argument holds the server's error fields."""
-    original = Exception({"S": "FATAL", "C": sqlstate, "M": "message"})
-    return sqlalchemy.exc.ProgrammingError("SELECT 1", {}, original)
+def wrapped(original: Exception) -> sqlalchemy.exc.DBAPIError:
+    """As SQLAlchemy wraps a DBAPI error: the wrapper's class follows the driver's (OperationalError, ...)."""
+    base = sqlite3.Error if isinstance(original, sqlite3.Error) else psycopg.Error
+    error = sqlalchemy.exc.DBAPIError.instance("SELECT 1", {}, original, base)
+    assert isinstance(error, sqlalchemy.exc.DBAPIError)
+    return error
+
+
+def server_error(sqlstate: str) -> sqlalchemy.exc.DBAPIError:
+    """The error psycopg raises for a server's ErrorResponse with this SQLSTATE, wrapped by SQLAlchemy."""
+    return wrapped(psycopg.errors.lookup(sqlstate)("message"))
 
 
 def test_an_s3_api_answering_5xx_is_transient_and_a_4xx_is_not() -> None:
@@ -26,6 +37,29 @@ def test_an_s3_api_answering_5xx_is_transient_and_a_4xx_is_not() -> None:
 
 def test_a_database_starting_up_or_cut_off_is_transient_and_a_bad_statement_is_not() -> None:
     for state in ("57P03", "57P01", "08006", "53300"):
-        assert is_retryable(pg8000_error(state)), state
-    assert not is_retryable(pg8000_error("42601"))  # syntax error
-    assert not is_retryable(pg8000_error("23505"))  # unique violation
+        assert is_retryable(server_error(state)), state
+        assert is_retryable(psycopg.errors.lookup(state)("message")), state  # unwrapped, as the driver raises it
+    assert not is_retryable(server_error("42601"))  # syntax error
+    assert not is_retryable(server_error("23505"))  # unique violation
+
+
+def test_operational_errors_the_server_sent_are_not_all_transient() -> None:
+    # psycopg files these under OperationalError; they are a bug, a misconfiguration or a full disk, not a blip.
+    for state in ("40P01", "57014", "28P01", "53100"):
+        error = server_error(state)
+        assert isinstance(error, sqlalchemy.exc.OperationalError) and not is_retryable(error), state
+
+
+def test_a_connection_refused_or_cut_before_the_server_answered_is_transient() -> None:
+    assert is_retryable(wrapped(psycopg.OperationalError("connection failed: Connection refused")))
+    assert is_retryable(wrapped(psycopg.InterfaceError("the connection is closed")))
+    assert is_retryable(psycopg.OperationalError("consuming input failed: server closed the connection"))
+    invalidated = wrapped(psycopg.DatabaseError("SSL SYSCALL error: EOF detected"))
+    invalidated.connection_invalidated = True  # SQLAlchemy's disconnect detection said so
+    assert is_retryable(invalidated)
+    assert not is_retryable(wrapped(psycopg.DatabaseError("something else")))
+
+
+def test_a_locked_sqlite_database_is_transient() -> None:
+    assert is_retryable(wrapped(sqlite3.OperationalError("database is locked")))
+    assert not is_retryable(wrapped(sqlite3.IntegrityError("UNIQUE constraint failed: documents.id")))

@@ -25,7 +25,7 @@ def test_the_olmocr_command_carries_fp8_the_batch_size_and_ngram_speculation() -
     assert flag(argv, "--max-num-seqs") == "24" and flag(argv, "--max-model-len") == "16384"
     assert json.loads(flag(argv, "--limit-mm-per-prompt")) == {"image": 1, "video": 0}
     assert json.loads(flag(argv, "--speculative-config")) == {
-        "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+        "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 8, "prompt_lookup_min": 2}
 
 
 def test_settings_override_the_preset() -> None:
@@ -73,3 +73,17 @@ def test_the_cli_prints_a_shell_line_and_json_from_the_environment(monkeypatch: 
     assert flag(argv, "--port") == "8001"
     assert json.loads(as_json.output)[2] == "allenai/olmOCR-2-7B-1025"
     assert bad.exit_code == 2 and "unknown engine preset" in bad.output
+
+
+def test_the_image_limit_follows_the_pages_of_one_request() -> None:
+    assert json.loads(flag(vllm_command(Settings(engine={"preset": "hunyuan_ocr"})), "--limit-mm-per-prompt")) == {
+        "image": 2, "video": 0}
+    assert json.loads(flag(vllm_command(Settings(engine={"pages_per_request": 3})), "--limit-mm-per-prompt")) == {
+        "image": 3, "video": 0}
+    assert json.loads(flag(vllm_command(Settings(engine={"serve": {"max_images": 4}})), "--limit-mm-per-prompt"))[
+        "image"] == 4
+
+
+def test_extraction_json_is_compact_by_the_servers_structured_outputs_config() -> None:
+    config = json.loads(flag(vllm_command(Settings()), "--structured-outputs-config"))
+    assert config == {"backend": "xgrammar", "disable_any_whitespace": True}

@@ -30,6 +30,7 @@ from pagemill_client._errors import (
 )
 from pagemill_client._models import (
     FORMATS,
+    AttachmentRead,
     Document,
     DocumentCreated,
     DocumentDeleted,
@@ -40,6 +41,7 @@ from pagemill_client._models import (
     Mode,
     PageRead,
     Progress,
+    Task,
     UsageLine,
     UsageRead,
 )
@@ -48,10 +50,10 @@ from pagemill_client._webhooks import verify_webhook
 __version__ = "0.1.0"
 
 __all__ = [
-    "FORMATS", "APIConnectionError", "APIError", "AsyncClient", "Client", "CorruptDocument", "Document",
-    "DocumentCreated", "DocumentDeleted", "DocumentFailed", "DocumentRead", "Element", "EmptyDocument",
+    "FORMATS", "APIConnectionError", "APIError", "AsyncClient", "AttachmentRead", "Client", "CorruptDocument",
+    "Document", "DocumentCreated", "DocumentDeleted", "DocumentFailed", "DocumentRead", "Element", "EmptyDocument",
     "EncryptedPdf", "EngineUnavailable", "ErrorBody", "FileTooLarge", "Forbidden", "Format", "IdempotencyConflict",
     "InternalError", "Mode", "NotFound", "PageRead", "PagemillError", "Progress", "RateLimited", "ResultExpired",
-    "ResultNotReady", "RetryPolicy", "TooManyPages", "Unauthorized", "UnsupportedMediaType", "UsageLine",
+    "ResultNotReady", "RetryPolicy", "Task", "TooManyPages", "Unauthorized", "UnsupportedMediaType", "UsageLine",
     "UsageRead", "ValidationError", "WaitTimeout", "WebhookVerificationError", "verify_webhook",
 ]

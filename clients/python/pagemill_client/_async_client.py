@@ -38,6 +38,7 @@ from pagemill_client._models import (
     Mode,
     PageRead,
     Progress,
+    Task,
     UsageRead,
 )
 
@@ -87,10 +88,12 @@ class AsyncClient:
     async def submit(self, file: FileInput, *, filename: str | None = None, pages: str | None = None,
                      mode: Mode | None = None, metadata: dict[str, Any] | None = None,
                      webhook_url: str | None = None, cache: bool = True, do_not_cache: bool = False,
-                     idempotency_key: str | None = None) -> DocumentCreated:
+                     idempotency_key: str | None = None, task: Task | None = None,
+                     target_language: str | None = None, schema: dict[str, Any] | None = None) -> DocumentCreated:
         upload = build_upload(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
                               webhook_url=webhook_url, cache=cache, do_not_cache=do_not_cache,
-                              idempotency_key=idempotency_key)
+                              idempotency_key=idempotency_key, task=task,
+                              target_language=target_language, schema=schema)
         response = await self._request("POST", "/v1/documents", files=upload.files, data=upload.fields,
                                        headers={"Idempotency-Key": upload.idempotency_key})
         return created_from(response)

@@ -106,7 +106,8 @@ class Upload:
 
 def build_upload(file: FileInput, *, filename: str | None, pages: str | None, mode: str | None,
                  metadata: dict[str, Any] | None, webhook_url: str | None, cache: bool, do_not_cache: bool,
-                 idempotency_key: str | None) -> Upload:
+                 idempotency_key: str | None, task: str | None = None, target_language: str | None = None,
+                 schema: dict[str, Any] | None = None) -> Upload:
     if isinstance(file, bytes):
         data, name = file, filename or "document"
     elif isinstance(file, str | os.PathLike):
@@ -127,6 +128,12 @@ def build_upload(file: FileInput, *, filename: str | None, pages: str | None, mo
         fields["cache"] = "false"
     if do_not_cache:
         fields["do_not_cache"] = "true"
+    if task:
+        fields["task"] = task
+    if target_language:
+        fields["target_language"] = target_language
+    if schema is not None:
+        fields["schema"] = json.dumps(schema)
     return Upload(name, data, fields, idempotency_key or f"pmc-{uuid.uuid4().hex}")
 
 

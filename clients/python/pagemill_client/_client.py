@@ -36,6 +36,7 @@ from pagemill_client._models import (
     Mode,
     PageRead,
     Progress,
+    Task,
     UsageRead,
 )
 
@@ -86,12 +87,17 @@ class Client:
 
     def submit(self, file: FileInput, *, filename: str | None = None, pages: str | None = None,
                mode: Mode | None = None, metadata: dict[str, Any] | None = None, webhook_url: str | None = None,
-               cache: bool = True, do_not_cache: bool = False, idempotency_key: str | None = None) -> DocumentCreated:
+               cache: bool = True, do_not_cache: bool = False, idempotency_key: str | None = None,
+               task: Task | None = None, target_language: str | None = None,
+               schema: dict[str, Any] | None = None) -> DocumentCreated:
         """Uploads a file (a path, bytes or a binary file object). Every retry carries the same Idempotency-Key
-        (made here unless given), so a retried upload never makes a second document."""
+        (made here unless given), so a retried upload never makes a second document. `task`: parse (default),
+        translate (`target_language`), extract (a JSON Schema in `schema`) or summarize; the answer is the
+        result format extraction, translation or summary."""
         upload = build_upload(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
                               webhook_url=webhook_url, cache=cache, do_not_cache=do_not_cache,
-                              idempotency_key=idempotency_key)
+                              idempotency_key=idempotency_key, task=task,
+                              target_language=target_language, schema=schema)
         response = self._request("POST", "/v1/documents", files=upload.files, data=upload.fields,
                                  headers={"Idempotency-Key": upload.idempotency_key})
         return created_from(response)

@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar, Union
 
-Format = Literal["markdown", "html", "latex", "json", "chunks"]
+# The last three: the answer of a document's model task (`task=extract|translate|summarize`).
+Format = Literal["markdown", "html", "latex", "json", "chunks", "extraction", "translation", "summary"]
 FORMATS: tuple[Format, ...] = typing.get_args(Format)
 Mode = Literal["fast", "balanced", "accurate"]
+Task = Literal["parse", "translate", "extract", "summarize"]
 Status = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
 FINAL_STATUSES = frozenset({"succeeded", "partial", "failed", "cancelled"})
 # Formats whose body is JSON (the others are text).
-JSON_FORMATS = frozenset({"json", "chunks"})
+JSON_FORMATS = frozenset({"json", "chunks", "extraction"})
 
 T = TypeVar("T", bound="Model")
 
@@ -90,6 +92,21 @@ class DocumentCreated(Model):
 
 
 @dataclass(frozen=True, slots=True)
+class AttachmentRead(Model):
+    """One attachment of an e-mail: its own child document (`id`, whose `status` this is), or `status: rejected`
+    with the reason in `error`."""
+
+    __schema__ = "AttachmentRead"
+    index: int
+    filename: str
+    media_type: str
+    size_bytes: int
+    status: str
+    id: str | None = None
+    error: ErrorBody | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentRead(Model):
     __schema__ = "DocumentRead"
     id: str
@@ -108,6 +125,9 @@ class DocumentRead(Model):
     cached: bool = False
     expired_at: datetime | None = None
     formats: list[str] = field(default_factory=list)
+    parent_id: str | None = None  # an e-mail attachment's document: the e-mail's id
+    attachments: list[AttachmentRead] = field(default_factory=list)
+    task: str = "parse"
 
     @property
     def finished(self) -> bool:
@@ -145,6 +165,7 @@ class PageRead(Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     rotation: int = 0
+    warnings: list[str] = field(default_factory=list)  # `text_dropped`: the page holds text the output lost
     details: dict[str, Any] = field(default_factory=dict)
     error: ErrorBody | None = None
 

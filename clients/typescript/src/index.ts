@@ -13,11 +13,13 @@ export type DocumentRead = Schemas["DocumentRead"];
 export type DocumentDeleted = Schemas["DocumentDeleted"];
 export type PageRead = Schemas["PageRead"];
 export type UsageRead = Schemas["UsageRead"];
-export const FORMATS = ["markdown", "html", "latex", "json", "chunks"] as const;
+// The last three: the answer of a document's model task (`task` extract, translate, summarize).
+export const FORMATS = ["markdown", "html", "latex", "json", "chunks", "extraction", "translation", "summary"] as const;
 export type Format = (typeof FORMATS)[number];
 export type Mode = "fast" | "balanced" | "accurate";
+export type Task = "parse" | "translate" | "extract" | "summarize";
 const FINAL = new Set(["succeeded", "partial", "failed", "cancelled"]);
-const JSON_FORMATS = new Set<Format>(["json", "chunks"]);
+const JSON_FORMATS = new Set<Format>(["json", "chunks", "extraction"]);
 const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
 
 /** An `{"error": {"code", "message"}}` answer, or (status 0) a request that never got one. */
@@ -49,6 +51,9 @@ export interface SubmitOptions {
   webhookUrl?: string;
   cache?: boolean;
   idempotencyKey?: string;
+  task?: Task;
+  targetLanguage?: string;
+  schema?: Record<string, unknown>;
 }
 
 export interface WaitOptions { timeoutMs?: number; onProgress?: (progress: Progress) => void; sse?: boolean }
@@ -129,6 +134,9 @@ export class PagemillClient {
     if (options.mode) form.append("mode", options.mode);
     if (options.metadata) form.append("metadata", JSON.stringify(options.metadata));
     if (options.webhookUrl) form.append("webhook_url", options.webhookUrl);
+    if (options.task) form.append("task", options.task);
+    if (options.targetLanguage) form.append("target_language", options.targetLanguage);
+    if (options.schema) form.append("schema", JSON.stringify(options.schema));
     if (options.cache === false) form.append("cache", "false");
     return this.unwrap(this.api.POST("/v1/documents", {
       body: form as never, bodySerializer: (body: unknown) => body as FormData,

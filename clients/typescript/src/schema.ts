@@ -138,7 +138,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get Document */
+        /**
+         * Get Document
+         * @description With `wait`, answers as soon as the status or a page count changes (pushed: no polling), or after `wait`
+         *     seconds with the document as it is.
+         */
         get: operations["get_document_v1_documents__document_id__get"];
         put?: never;
         post?: never;
@@ -159,7 +163,8 @@ export interface paths {
         /**
          * Document Events
          * @description Server-sent events: the document's events so far, `document.progress` as pages end, then the final
-         *     event, after which the stream closes. Reconnect with `Last-Event-ID` to resume.
+         *     event, after which the stream closes. Reconnect with `Last-Event-ID` to resume. Pushed as they happen,
+         *     with a keep-alive comment after 15 s of silence.
          */
         get: operations["document_events_v1_documents__document_id__events_get"];
         put?: never;
@@ -350,6 +355,35 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AttachmentRead
+         * @description One attachment of an e-mail: its child document (`id`, that document's `status`), or `status: rejected`
+         *     with the reason in `error` (an unsupported type, over the limits).
+         */
+        AttachmentRead: {
+            error?: components["schemas"]["PageErrorRead"] | null;
+            /** Filename */
+            filename: string;
+            /**
+             * Id
+             * @description the child document, `GET /v1/documents/{id}`
+             */
+            id?: string | null;
+            /**
+             * Index
+             * @description 0-based position among the e-mail's attachments
+             */
+            index: number;
+            /** Media Type */
+            media_type: string;
+            /** Size Bytes */
+            size_bytes: number;
+            /**
+             * Status
+             * @description the child document's status; `rejected` (not parsed) or `deleted`
+             */
+            status: string;
+        };
         /** AttemptRead */
         AttemptRead: {
             /** Duration Ms */
@@ -440,6 +474,11 @@ export interface components {
         /** DocumentRead */
         DocumentRead: {
             /**
+             * Attachments
+             * @description an e-mail's attachments (known once it is converted): each its own child document with its current status, or `rejected` with a reason
+             */
+            attachments?: components["schemas"]["AttachmentRead"][];
+            /**
              * Cached
              * @default false
              */
@@ -477,16 +516,32 @@ export interface components {
             pages_failed: number;
             /** Pages Total */
             pages_total: number;
+            /**
+             * Parent Id
+             * @description an e-mail attachment's document: the e-mail's id
+             */
+            parent_id?: string | null;
             /** Started At */
             started_at: string | null;
             /** Status */
             status: string;
+            /**
+             * Task
+             * @description parse, translate, extract or summarize (the upload's `task`)
+             * @default parse
+             */
+            task: string;
         };
         /**
          * DocumentResult
          * @description `result?format=json` (`document.json`): the document and every page in order.
          */
         DocumentResult: {
+            /**
+             * Attachments
+             * @description an e-mail's attachments, each a child document or refused with a reason; statuses as they were when the e-mail finished
+             */
+            attachments?: components["schemas"]["AttachmentRead"][];
             /**
              * Conversion
              * @description office documents: what the conversion found — `warnings`, `sheets` (every sheet's cells and HTML table), `charts` (kind, title, data), `attachments` (e-mail)
@@ -522,6 +577,11 @@ export interface components {
             pages_failed: number;
             /** Pages Total */
             pages_total: number;
+            /**
+             * Parent Id
+             * @description an e-mail attachment's document: the e-mail's id
+             */
+            parent_id?: string | null;
             /** Status */
             status: string;
         };
@@ -663,11 +723,6 @@ export interface components {
             /** Retention Days */
             retention_days?: number | null;
         };
-        /**
-         * OutputFormat
-         * @enum {string}
-         */
-        OutputFormat: "markdown" | "html" | "latex" | "json" | "chunks";
         /** PageErrorRead */
         PageErrorRead: {
             /** Code */
@@ -759,11 +814,22 @@ export interface components {
             /** Status */
             status: string;
             /**
+             * Warnings
+             * @description what the reader should know: `text_dropped` (the page holds text the output lost; its confidence is low)
+             */
+            warnings?: string[];
+            /**
              * Width
              * @description the page as displayed (after /Rotate) in PDF points; image uploads: pixels (1 px = 1 pt, 72 dpi)
              */
             width?: number | null;
         };
+        /**
+         * ResultFormat
+         * @description The parse formats every document has, and the answer of its model task (`task`), if it has one.
+         * @enum {string}
+         */
+        ResultFormat: "markdown" | "html" | "latex" | "json" | "chunks" | "extraction" | "translation" | "summary";
         /** TenantCreate */
         TenantCreate: {
             limits?: components["schemas"]["LimitsUpdate"] | null;
@@ -1605,6 +1671,16 @@ export interface operations {
                     mode?: "fast" | "balanced" | "accurate";
                     /** @description 1-based pages to parse, e.g. '1-3,7' (default: every page) */
                     pages?: string;
+                    /** @description task=extract: a JSON Schema object (draft 2020-12 unless `$schema` says otherwise; local $ref only); invalid: 422 invalid_json_schema */
+                    schema?: string;
+                    /** @description task=translate: the language to translate into */
+                    target_language?: string;
+                    /**
+                     * @description parse; or parse, then a model answer: translate (target_language), extract (schema), summarize. Without a vLLM engine: 422 task_needs_model
+                     * @default parse
+                     * @enum {string}
+                     */
+                    task?: "parse" | "translate" | "extract" | "summarize";
                     /**
                      * Format: uri
                      * @description receives this document's events, signed
@@ -2164,8 +2240,8 @@ export interface operations {
     get_result_v1_documents__document_id__result_get: {
         parameters: {
             query?: {
-                /** @description markdown, html (standalone, KaTeX inlined), latex (XeLaTeX), json (pages and elements), chunks (for retrieval) */
-                format?: components["schemas"]["OutputFormat"];
+                /** @description markdown, html (standalone, KaTeX inlined), latex (XeLaTeX), json (pages and elements), chunks (for retrieval); extraction, translation, summary: the answer of the document's task */
+                format?: components["schemas"]["ResultFormat"];
                 /** @description 307 to a presigned object-store URL (S3 store only) */
                 redirect?: boolean;
             };

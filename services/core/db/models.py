@@ -79,6 +79,10 @@ class Document(Base):
     engine: Mapped[str] = mapped_column(sa.String(32), default="cpu")
     options: Mapped[dict[str, Any]] = mapped_column(default=dict)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
+    # What the document was submitted for (services/core/document_tasks.py): `parse`, or a model task whose
+    # answer is made after the pages, with its parameters (`target_language`, `schema`).
+    task: Mapped[str] = mapped_column(sa.String(16), default="parse", server_default="parse")
+    task_params: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default=sa.text("'{}'"))
     request_id: Mapped[str | None] = mapped_column(sa.String(64))
     error_code: Mapped[str | None] = mapped_column(sa.String(64))
     error_message: Mapped[str | None] = mapped_column(sa.Text)
@@ -98,6 +102,8 @@ class Document(Base):
     expired_at: Mapped[datetime | None]  # the retention sweep deleted its stored objects
     # Deleted or expired, and every copy of the customer's data in the database erased (services/core/erasure.py).
     scrubbed_at: Mapped[datetime | None]
+    # An e-mail's attachment parsed as a document of its own: the e-mail's id (services/worker/attachments.py).
+    parent_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)
 
     __table_args__ = (
         sa.Index("ix_documents_unfinished", "status", "finished_at"),

@@ -16,11 +16,23 @@ from services.core import outbox
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
+# psycopg 3 is the PostgreSQL driver; every usual spelling of a PostgreSQL URL selects it (pg8000, the driver
+# before it, is no longer installed, so its spelling is mapped too rather than failing on the import).
+_POSTGRES_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg2://", "postgresql+pg8000://")
+# psycopg prepares a statement on the server (parsed and planned once, then only bound and executed) when a
+# connection runs it once more than this: the hot path's statements are prepared within a connection's first
+# tasks, a statement run once or twice (migrations, admin commands) is not. Each connection keeps the 100 it
+# used last.
+# Its pipeline mode is not used: SQLAlchemy reads a statement's rows and rowcount as soon as it is executed,
+# and in a pipeline they only arrive at the sync (a SELECT reads as no rows, an UPDATE's rowcount as -1).
+# psycopg pipelines an `executemany` by itself.
+PREPARE_THRESHOLD = 2
+
+
 def _normalize_url(url: str) -> str:
-    # pg8000 is the PostgreSQL driver (BSD-licensed, pure Python); accept the usual spellings of the URL.
-    for prefix in ("postgresql://", "postgres://", "postgresql+psycopg://", "postgresql+psycopg2://"):
+    for prefix in _POSTGRES_PREFIXES:
         if url.startswith(prefix):
-            return "postgresql+pg8000://" + url[len(prefix) :]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -52,13 +64,10 @@ def get_engine(url: str, *, autocommit: bool = False) -> sa.Engine:
         # failing with SQLITE_BUSY_SNAPSHOT. SQLite is the single-machine default; PostgreSQL scales out.
         sa.event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
         return engine.execution_options(isolation_level="AUTOCOMMIT") if autocommit else engine
-    if url.startswith("postgresql+pg8000"):
-        from services.core.db import pg_pipeline
-
-        pg_pipeline.install()
     # No pre-ping round trip per checkout: a connection that died raises a disconnect error, which
     # invalidates the pool and counts as retryable for the task that hit it; pool_recycle retires old ones.
-    options: dict[str, Any] = {"pool_size": 5, "max_overflow": 10, "pool_recycle": 1800}
+    options: dict[str, Any] = {"pool_size": 5, "max_overflow": 10, "pool_recycle": 1800,
+                               "connect_args": {"prepare_threshold": PREPARE_THRESHOLD}}
     if autocommit:
         options.update(isolation_level="AUTOCOMMIT", pool_reset_on_return=None)
     return sa.create_engine(url, **options)

@@ -28,8 +28,10 @@ from services.core.db.models import (
     utcnow,
 )
 from services.core.db.session import session_scope
+from services.core.document_tasks import TaskKind
 from services.core.errors import IdempotencyConflict, RateLimited, TooManyPages, ValidationFailed
 from services.core.fairness import priority_for
+from services.core.formats import EML
 from services.core.metrics import CACHE_LOOKUPS, DOCUMENTS_TOTAL, RATE_LIMITED
 from services.core.pdf import EXTENSIONS
 from services.core.settings import Settings
@@ -66,7 +68,8 @@ def request_hash(upload: Upload, options: SubmitOptions) -> str:
     """What "the same request" means for an Idempotency-Key: the file and every form field."""
     fields = {"file": upload.sha256, "filename": upload.filename, "pages": upload.pages,
               "metadata": upload.metadata, "mode": upload.mode, "cache": options.cache,
-              "do_not_cache": options.do_not_cache, "webhook_url": options.webhook_url}
+              "do_not_cache": options.do_not_cache, "webhook_url": options.webhook_url,
+              "task": upload.task, "target_language": upload.target_language, "schema": upload.schema}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
@@ -119,12 +122,18 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
         doc_options["cache"] = False
     if options.do_not_cache:
         doc_options["do_not_cache"] = True
+    # A model task's answer is part of what a cached copy hands back: the task is part of the key.
+    keyed = doc_options if accepted.task.kind is TaskKind.PARSE else {
+        **doc_options, "task": accepted.task.kind.value, "task_params": accepted.task.params}
     cache_key = cache.document_key(sha256=accepted.sha256, page_numbers=accepted.page_numbers, mode=accepted.mode,
-                                   engine=accepted.engine, options=doc_options, settings=settings)
-    stored_key = cache_key if cache.writes_cache(doc_options, settings) else None
+                                   engine=accepted.engine, options=keyed, settings=settings)
+    # An e-mail is never answered from the document cache: its attachments are documents of their own, which a
+    # copy would not have (its pages still come from the page cache).
+    cacheable = accepted.info.media_type != EML
+    stored_key = cache_key if cacheable and cache.writes_cache(doc_options, settings) else None
     document_id = new_id("doc")
     copied = None
-    if cache.reads_cache(doc_options, settings):
+    if cacheable and cache.reads_cache(doc_options, settings):
         with session_scope(db) as session:
             hit = cache.find_document(session, tenant.id, cache_key)
             pages = list(session.execute(sa.select(Page).where(Page.document_id == hit.id)
@@ -228,6 +237,7 @@ def _insert_cached(session: Session, tenant: Tenant, upload: Upload, accepted: A
         options={**options, "cached_from": source.id, "formats": events.ready_formats(source)},
         request_id=request_id, created_at=now, updated_at=now,
         split_at=now, started_at=now, assembly_claimed_at=now, finished_at=now, cache_key=stored_key,
+        task=accepted.task.kind.value, task_params=accepted.task.params,
     )
     session.add(document)
     session.flush()

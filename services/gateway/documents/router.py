@@ -5,7 +5,6 @@ Every route needs a tenant's API key; another tenant's document answers 404, exa
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from enum import StrEnum
@@ -16,18 +15,27 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, StreamingResponse
 
 from services.core import pages
+from services.core.attachments import with_statuses
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
 from services.core.errors import NotFound, ResultExpired, ResultNotReady, ValidationFailed
 from services.core.events import ready_formats
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
-from services.core.settings import OutputFormat
 from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, document_result_key
 from services.core.tenants import effective_limits
-from services.gateway.deps import CurrentTenant, RateLimiterDep, SessionDep, SettingsDep, StoreDep, public_link
+from services.gateway.deps import (
+    CurrentTenant,
+    FeedsDep,
+    RateLimiterDep,
+    SessionDep,
+    SettingsDep,
+    StoreDep,
+    public_link,
+)
 from services.gateway.documents import intake, receive, service, sse
 from services.gateway.documents.schemas import (
+    AttachmentRead,
     DocumentCreated,
     DocumentDeleted,
     DocumentList,
@@ -46,7 +54,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for co
 MAX_WAIT_S = 60.0
 
 
-def to_read(document: Document) -> DocumentRead:
+def to_read(document: Document, attachments: list[dict[str, Any]] | None = None) -> DocumentRead:
+    """`attachments`: an e-mail's list with its children's statuses (`services.core.attachments.with_statuses`)."""
     error = ErrorBody(code=document.error_code, message=document.error_message or "") if document.error_code else None
     return DocumentRead(
         id=document.id, status=document.status, filename=document.filename, media_type=document.media_type,
@@ -54,7 +63,8 @@ def to_read(document: Document) -> DocumentRead:
         pages_failed=document.pages_failed, metadata=document.metadata_, created_at=document.created_at,
         started_at=document.started_at, finished_at=document.finished_at, error=error,
         cached=bool(document.options.get("cached_from")), expired_at=document.expired_at,
-        formats=ready_formats(document),
+        formats=ready_formats(document), task=document.task or "parse", parent_id=document.parent_id,
+        attachments=[AttachmentRead.model_validate(a) for a in attachments or []],
     )
 
 
@@ -98,7 +108,8 @@ async def create_document(
         fields = received.fields
         upload = service.Upload(source=received.path, size=received.size, sha256=received.sha256,
                                 filename=received.filename, pages=fields.get("pages"),
-                                metadata=fields.get("metadata"), mode=fields.get("mode"))
+                                metadata=fields.get("metadata"), mode=fields.get("mode"), task=fields.get("task"),
+                                target_language=fields.get("target_language"), schema=fields.get("schema"))
         options = intake.SubmitOptions(cache=form_bool(fields, "cache", True),
                                        do_not_cache=form_bool(fields, "do_not_cache", False),
                                        webhook_url=fields.get("webhook_url") or None, idempotency_key=key)
@@ -136,40 +147,48 @@ def list_documents(
 ) -> DocumentList:
     rows, next_cursor = service.list_documents(session, tenant_id=tenant.id, limit=limit, cursor=cursor,
                                                status=status)
-    return DocumentList(data=[to_read(d) for d in rows], next_cursor=next_cursor)
+    children = with_statuses(session, rows)
+    return DocumentList(data=[to_read(d, children.get(d.id)) for d in rows], next_cursor=next_cursor)
 
 
 @router.get("/{document_id}", response_model=DocumentRead, responses=ERRORS)
 async def get_document(
-    document_id: str, settings: SettingsDep, tenant: CurrentTenant,
+    document_id: str, settings: SettingsDep, tenant: CurrentTenant, feeds: FeedsDep,
     wait: Annotated[float, Query(ge=0, description=f"long-poll up to this many seconds (max {MAX_WAIT_S:.0f})")] = 0,
 ) -> DocumentRead:
-    def load() -> Document:
-        with session_scope(settings.resolved_database_url()) as session:
-            return service.get_document(session, document_id, tenant.id)
-
-    document = await run_in_threadpool(load)
-    if wait > 0 and document.status not in DOCUMENT_FINAL:
+    """With `wait`, answers as soon as the status or a page count changes (pushed: no polling), or after `wait`
+    seconds with the document as it is."""
+    db = settings.resolved_database_url()
+    if wait <= 0:
+        return await run_in_threadpool(_read_visible, db, document_id, tenant.id)
+    # Followed before it is read: a change between the read and the wait is not missed.
+    async with feeds.follow(document_id, after=None) as listener:
+        document = await run_in_threadpool(_load_visible, db, document_id, tenant.id)
         seen = (document.status, document.pages_done, document.pages_failed)
         deadline = time.monotonic() + min(wait, MAX_WAIT_S)
-        while time.monotonic() < deadline:
-            await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
-            document = await run_in_threadpool(load)
-            if (document.status, document.pages_done, document.pages_failed) != seen:
+        while document.status not in DOCUMENT_FINAL and (left := deadline - time.monotonic()) > 0:
+            snapshot = await listener.next(timeout=left)
+            if snapshot is None:
                 break
-    return to_read(document)
+            if snapshot.document is None:
+                raise NotFound(f"no document {document_id!r}")
+            if (snapshot.document.status, snapshot.document.pages_done, snapshot.document.pages_failed) != seen:
+                document = snapshot.document
+                break
+    return to_read(document, await run_in_threadpool(_attachments, db, document))
 
 
 @router.get("/{document_id}/events", responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}})
 async def document_events(
-    document_id: str, request: Request, settings: SettingsDep, tenant: CurrentTenant,
+    document_id: str, settings: SettingsDep, tenant: CurrentTenant, feeds: FeedsDep,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """Server-sent events: the document's events so far, `document.progress` as pages end, then the final
-    event, after which the stream closes. Reconnect with `Last-Event-ID` to resume."""
+    event, after which the stream closes. Reconnect with `Last-Event-ID` to resume. Pushed as they happen,
+    with a keep-alive comment after 15 s of silence."""
     db = settings.resolved_database_url()
-    await run_in_threadpool(lambda: _load_visible(db, document_id, tenant.id))  # 404 before the stream opens
-    return StreamingResponse(sse.stream(request, db, document_id, tenant.id, last_event_id),
+    await run_in_threadpool(_load_visible, db, document_id, tenant.id)  # 404 before the stream opens
+    return StreamingResponse(sse.stream(feeds, document_id, last_event_id, keepalive_s=settings.events.keepalive_s),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -179,15 +198,40 @@ def _load_visible(db: str, document_id: str, tenant_id: str) -> Document:
         return service.get_document(session, document_id, tenant_id)
 
 
+def _read_visible(db: str, document_id: str, tenant_id: str) -> DocumentRead:
+    with session_scope(db) as session:
+        document = service.get_document(session, document_id, tenant_id)
+        return to_read(document, with_statuses(session, [document]).get(document.id, []))
+
+
+def _attachments(db: str, document: Document) -> list[dict[str, Any]]:
+    """An e-mail's attachment list with its children's current status (empty for any other document)."""
+    with session_scope(db) as session:
+        return with_statuses(session, [document]).get(document.id, [])
+class ResultFormat(StrEnum):
+    """The parse formats every document has, and the answer of its model task (`task`), if it has one."""
+
+    MARKDOWN = "markdown"
+    HTML = "html"
+    LATEX = "latex"
+    JSON = "json"
+    CHUNKS = "chunks"
+    EXTRACTION = "extraction"
+    TRANSLATION = "translation"
+    SUMMARY = "summary"
+
+
 @router.get("/{document_id}/result", responses={
     **ERRORS, 200: {"model": pages.DocumentResult,
                     "content": {media.split(";")[0]: {} for media in RESULT_MEDIA_TYPES.values()}},
     307: {"description": "redirect=true with the S3 store"}})
 def get_result(
     document_id: str, session: SessionDep, store: StoreDep, settings: SettingsDep, tenant: CurrentTenant,
-    format: Annotated[OutputFormat, Query(description="markdown, html (standalone, KaTeX inlined), latex "
-                                                      "(XeLaTeX), json (pages and elements), chunks (for retrieval)")
-                      ] = OutputFormat.MARKDOWN,
+    format: Annotated[ResultFormat, Query(description="markdown, html (standalone, KaTeX inlined), latex "
+                                                      "(XeLaTeX), json (pages and elements), chunks (for retrieval); "
+                                                      "extraction, translation, summary: the answer of the "
+                                                      "document's task")
+                      ] = ResultFormat.MARKDOWN,
     redirect: Annotated[bool, Query(description="307 to a presigned object-store URL (S3 store only)")] = False,
 ) -> Response:
     document = service.get_document(session, document_id, tenant.id)

@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.core.pages import PageRead
+from services.core.pages import AttachmentRead, PageRead
 
-__all__ = ["DocumentCreated", "DocumentDeleted", "DocumentList", "DocumentRead", "ErrorBody", "ErrorResponse",
-           "PageRead"]
+__all__ = ["AttachmentRead", "DocumentCreated", "DocumentDeleted", "DocumentList", "DocumentRead", "ErrorBody",
+           "ErrorResponse", "PageRead"]
 
 
 class ErrorBody(BaseModel):
@@ -51,6 +51,11 @@ class DocumentRead(BaseModel):
     expired_at: datetime | None = None  # the retention sweep deleted its stored data
     formats: list[str] = Field(default_factory=list,
                                description="result formats ready to fetch (`result?format=`); empty until it ends")
+    task: str = Field(default="parse", description="parse, translate, extract or summarize (the upload's `task`)")
+    parent_id: str | None = Field(default=None, description="an e-mail attachment's document: the e-mail's id")
+    attachments: list[AttachmentRead] = Field(
+        default_factory=list, description="an e-mail's attachments (known once it is converted): each its own "
+                                          "child document with its current status, or `rejected` with a reason")
 
 
 class DocumentList(BaseModel):

@@ -13,15 +13,16 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from services.core import erasure
-from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, new_id, utcnow
+from services.core.db.models import DOCUMENT_FINAL, Document, Page, new_id, utcnow
+from services.core.document_tasks import TaskSpec, parse_task
+from services.core.documents import NewDocument, insert_document
 from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, ValidationFailed
-from services.core.formats import OFFICE_TYPES, sniff_office
+from services.core.formats import EML, sniff_office
 from services.core.lifecycle import cancel_document
-from services.core.pdf import EXTENSIONS, IMAGE_TYPES, DocumentInfo, inspect_document
-from services.core.queues import enqueue, page_job, split_job
+from services.core.pdf import EXTENSIONS, DocumentInfo, inspect_document
 from services.core.selection import check_page_selection_form, parse_page_selection
 from services.core.settings import EngineKind, Settings
-from services.core.storage import ObjectStore, document_prefix, source_key
+from services.core.storage import ObjectNotFound, ObjectStore, document_prefix, source_key
 
 MODES = ("fast", "balanced", "accurate")
 MAX_METADATA_BYTES = 16_384
@@ -98,6 +99,9 @@ class Upload:
     pages: str | None = None
     metadata: str | None = None
     mode: str | None = None
+    task: str | None = None
+    target_language: str | None = None
+    schema: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,7 @@ class Accepted:
     mode: str
     engine: str
     sha256: str
+    task: TaskSpec = TaskSpec()
 
 
 def office_accepted(settings: Settings) -> bool:
@@ -120,7 +125,7 @@ def office_accepted(settings: Settings) -> bool:
 
 
 def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None = None) -> Accepted:
-    """Type, pages, metadata and mode, checked before anything is stored or queued.
+    """Type, pages, metadata, mode and task, checked before anything is stored or queued.
 
     An office document's pages are known only once it is converted: its page selection is checked for form
     here and applied (with the page limit) by the worker after the conversion."""
@@ -138,8 +143,9 @@ def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None
     if len(page_numbers) > limit:
         raise TooManyPages(f"the document has {len(page_numbers)} pages to parse; the limit is {limit}")
     mode = resolve_mode(upload.mode, settings)
+    task = parse_task(upload.task, upload.target_language, upload.schema, settings)
     return Accepted(info=info, page_numbers=page_numbers, metadata=parse_metadata(upload.metadata), mode=mode,
-                    engine=engine_for_mode(mode, settings), sha256=upload.sha256)
+                    engine=engine_for_mode(mode, settings), sha256=upload.sha256, task=task)
 
 
 def create_document(session: Session, store: ObjectStore, settings: Settings, upload: Upload, *,
@@ -151,45 +157,16 @@ def create_document(session: Session, store: ObjectStore, settings: Settings, up
 
     With `source_stored`, the caller already stored the source under `document_id`'s key."""
     accepted = accepted or validate_upload(upload, settings)
-    info, page_numbers = accepted.info, accepted.page_numbers
     document_id = document_id or new_id("doc")
-    key = source_key(document_id, EXTENSIONS[info.media_type])
+    key = source_key(document_id, EXTENSIONS[accepted.info.media_type])
     if not source_stored:
-        store.put_file(key, upload.source, content_type=info.media_type)
-    now = utcnow()
-    document = Document(
-        id=document_id, tenant_id=tenant_id, status=DocumentStatus.QUEUED, filename=upload.filename[:512],
-        media_type=info.media_type, size_bytes=upload.size, sha256=accepted.sha256,
-        source_key=key, page_numbers=page_numbers, pages_total=len(page_numbers), mode=accepted.mode,
-        engine=accepted.engine, metadata_=accepted.metadata, options=options or {}, request_id=request_id,
-        created_at=now, updated_at=now, priority=priority, cache_key=cache_key,
-    )
-    if info.media_type in OFFICE_TYPES:
-        # Converted by the split job, which then writes the page rows; the selection waits in the options.
-        document.options = {**document.options, **({"pages": upload.pages} if upload.pages else {})}
-        session.add(document)
-        document.split_enqueued_at = now
-        session.flush()
-        enqueue(split_job(document))
-        return document
-    session.add(document)
-    session.flush()
-    single_image = info.media_type in IMAGE_TYPES and page_numbers == [1]
-    session.execute(sa.insert(Page), [
-        {"document_id": document_id, "index": i, "page_number": number, "details": {},
-         "status": PageStatus.QUEUED if single_image else PageStatus.PENDING,
-         "source_key": key if single_image else None, "engine": document.engine,
-         "enqueued_at": now if single_image else None}
-        for i, number in enumerate(page_numbers)
-    ])
-    if single_image:
-        # A plain image is its own page file: no split step.
-        document.split_at = now
-        enqueue(page_job(document, 0, key))
-    else:
-        document.split_enqueued_at = now
-        enqueue(split_job(document))
-    return document
+        store.put_file(key, upload.source, content_type=accepted.info.media_type)
+    return insert_document(session, NewDocument(
+        id=document_id, tenant_id=tenant_id, filename=upload.filename, media_type=accepted.info.media_type,
+        size_bytes=upload.size, sha256=accepted.sha256, source_key=key, page_numbers=accepted.page_numbers,
+        mode=accepted.mode, engine=accepted.engine, metadata=accepted.metadata, options=options or {},
+        request_id=request_id, priority=priority, cache_key=cache_key, pages_spec=upload.pages,
+        task=accepted.task.kind.value, task_params=accepted.task.params))
 
 
 def visible_documents(tenant_id: str | None) -> sa.Select[Document]:
@@ -226,8 +203,28 @@ def get_page(session: Session, document: Document, position: int) -> Page:
 
 
 def delete_document(session: Session, store: ObjectStore, document: Document) -> str:
-    """Cancels what is pending and erases the stored data and the rows' copies of the customer's data.
-    Returns the document's last status."""
+    """Cancels what is pending and erases the stored data and the rows' copies of the customer's data; an
+    e-mail's attachment documents go with it. Returns the document's last status."""
+    for child in session.execute(visible_documents(document.tenant_id).where(
+            Document.parent_id == document.id)).scalars().all():
+        _delete_one(session, store, child)
+    for child_id in _planned_children(store, document):  # stored, but the e-mail ended before they were made
+        store.delete_prefix(document_prefix(child_id))
+    return _delete_one(session, store, document)
+
+
+def _planned_children(store: ObjectStore, document: Document) -> list[str]:
+    """The child ids an e-mail's conversion planned (`conversion.json`, written by the worker)."""
+    if document.media_type != EML:
+        return []
+    try:
+        planned = json.loads(store.get(f"{document_prefix(document.id)}conversion.json")).get("attachments") or []
+    except (ObjectNotFound, ValueError):
+        return []
+    return [str(entry["id"]) for entry in planned if isinstance(entry, dict) and entry.get("id")]
+
+
+def _delete_one(session: Session, store: ObjectStore, document: Document) -> str:
     if document.status not in DOCUMENT_FINAL:
         cancel_document(session, document.id)
         session.refresh(document)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.document_tasks import MAX_LANGUAGE_CHARS, MAX_SCHEMA_BYTES, TaskKind
 from services.core.selection import MAX_PAGES_SPEC_CHARS
 from services.gateway.documents.schemas import ErrorResponse
 from services.gateway.documents.service import MAX_METADATA_BYTES, MODES
@@ -41,6 +42,15 @@ UPLOAD_REQUEST_BODY: dict[str, Any] = {
                                  "description": "true: never answer later uploads with this one"},
                 "webhook_url": {"type": "string", "format": "uri", "maxLength": MAX_WEBHOOK_URL_CHARS,
                                 "pattern": "^https?://", "description": "receives this document's events, signed"},
+                "task": {"type": "string", "enum": [k.value for k in TaskKind], "default": "parse",
+                         "description": "parse; or parse, then a model answer: translate (target_language), "
+                                        "extract (schema), summarize. Without a vLLM engine: 422 "
+                                        "task_needs_model"},
+                "target_language": {"type": "string", "maxLength": MAX_LANGUAGE_CHARS,
+                                    "description": "task=translate: the language to translate into"},
+                "schema": {"type": "string", "maxLength": MAX_SCHEMA_BYTES, "contentMediaType": "application/json",
+                           "description": "task=extract: a JSON Schema object (draft 2020-12 unless `$schema` "
+                                          "says otherwise; local $ref only); invalid: 422 invalid_json_schema"},
             },
         },
         "encoding": {"file": {"contentType": ", ".join(ACCEPTED_MEDIA_TYPES)}},

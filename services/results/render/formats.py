@@ -27,7 +27,9 @@ class Rendered:
 
     @property
     def formats(self) -> list[str]:
-        return [f.value for f in ORDER if f.value in self.bodies]
+        """The parse formats in their order, then a model task's answer (`extraction`, …) if there is one."""
+        parse = [f.value for f in ORDER]
+        return [f for f in parse if f in self.bodies] + [f for f in self.bodies if f not in parse]
 
 
 def wanted(settings: Settings, only: list[str] | None = None) -> list[OutputFormat]:
@@ -36,8 +38,9 @@ def wanted(settings: Settings, only: list[str] | None = None) -> list[OutputForm
 
 
 def render_document(entries: list[dict[str, Any]], body: dict[str, Any], settings: Settings,
-                    only: list[str] | None = None) -> Rendered:
-    """`entries`: the page entries (assemble.page_entry); `body`: the document JSON, which gets `formats`."""
+                    only: list[str] | None = None, extra: dict[str, bytes] | None = None) -> Rendered:
+    """`entries`: the page entries (assemble.page_entry); `body`: the document JSON, which gets `formats`;
+    `extra`: bodies made elsewhere (a model task's answer), stored and listed with the rest."""
     formats = wanted(settings, only)
     out = Rendered()
     clock = time.perf_counter()
@@ -58,8 +61,10 @@ def render_document(entries: list[dict[str, Any]], body: dict[str, Any], setting
             out.bodies[fmt.value] = data
         out.seconds[fmt.value] = time.perf_counter() - started
     out.seconds["elements"] = derive_s
+    out.bodies.update(extra or {})
     if OutputFormat.JSON in formats:
-        body["formats"] = [f.value for f in ORDER if f.value in out.bodies or f is OutputFormat.JSON]
+        parse = [f.value for f in ORDER if f.value in out.bodies or f is OutputFormat.JSON]
+        body["formats"] = parse + [f for f in out.bodies if f not in {x.value for x in ORDER}]
         out.bodies[OutputFormat.JSON.value] = json.dumps(body, ensure_ascii=False).encode()
     return out
 

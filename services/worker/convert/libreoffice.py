@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from services.core.errors import ConversionFailed, ConversionTimeout, EngineUnavailable
-from services.core.formats import OFFICE_EXTENSIONS
+from services.core.formats import HTML, OFFICE_EXTENSIONS
 from services.core.logging import get_logger
 
 log = get_logger(__name__)
@@ -94,6 +94,12 @@ def slot(pool_size: int, wait_s: float, lock_dir: Path | None = None) -> Iterato
         time.sleep(0.2)
 
 
+def _import_filter(media_type: str) -> list[str]:
+    """HTML opens in Writer, not Writer/Web (LibreOffice's choice for .html): Writer/Web's PDF export drops a
+    leading <h1> and leaves an empty first page, and it would lose the title of every web page and e-mail."""
+    return ["--infilter=HTML (StarWriter)"] if media_type == HTML else []
+
+
 def convert(data: bytes, media_type: str, *, timeout_s: float, memory_mb: int, target: str = "pdf") -> bytes:
     """The document as `target` (pdf, xlsx). Raises ConversionTimeout / ConversionFailed; never leaves a process
     behind."""
@@ -109,8 +115,8 @@ def convert(data: bytes, media_type: str, *, timeout_s: float, memory_mb: int, t
         (profile / "user" / "registrymodifications.xcu").write_text(_PROFILE)
         out = folder / "out"
         argv = [executable, "--headless", "--invisible", "--norestore", "--nolockcheck", "--nodefault", "--nologo",
-                "--nofirststartwizard", f"-env:UserInstallation={profile.as_uri()}", "--convert-to", target,
-                "--outdir", str(out), str(source)]
+                "--nofirststartwizard", f"-env:UserInstallation={profile.as_uri()}", *_import_filter(media_type),
+                "--convert-to", target, "--outdir", str(out), str(source)]
         if _can_unshare_network():
             argv = ["unshare", "-n", *argv]
         limit = memory_mb << 20

@@ -1,4 +1,4 @@
-"""An e-mail as a document: its headers and body become one HTML page; its attachments are listed beside it."""
+"""An e-mail as a document: its headers and body become one HTML page; its attachments are handed back beside it."""
 
 from __future__ import annotations
 
@@ -27,7 +27,19 @@ class Mail:
 _HEADERS = ("From", "To", "Cc", "Date", "Subject")
 
 
-def read_mail(data: bytes, *, max_attachments: int = 50) -> Mail:
+def _attachment(part: EmailMessage) -> Attachment:
+    if part.get_content_type() == "message/rfc822":  # a forwarded e-mail: its payload is a message, not bytes
+        inner = part.get_payload()
+        message = inner[0] if isinstance(inner, list) and inner else inner
+        data = message.as_bytes() if isinstance(message, email.message.Message) else b""
+        return Attachment(part.get_filename() or "message.eml", part.get_content_type(), data)
+    payload = part.get_payload(decode=True)
+    data = payload if isinstance(payload, bytes) else b""
+    return Attachment(part.get_filename() or "attachment", part.get_content_type(), data)
+
+
+def read_mail(data: bytes) -> Mail:
+    """The body page and every attachment (a forwarded e-mail too): which are parsed is decided later."""
     try:
         message = email.message_from_bytes(data, policy=email.policy.default)
     except (ValueError, TypeError, IndexError) as exc:
@@ -42,13 +54,7 @@ def read_mail(data: bytes, *, max_attachments: int = 50) -> Mail:
         body = text if body_part.get_content_subtype() == "html" else f"<pre>{html.escape(text)}</pre>"
     rows = "".join(f"<tr><th>{name}</th><td>{html.escape(str(message[name]))}</td></tr>"
                    for name in _HEADERS if message[name])
-    attachments: list[Attachment] = []
-    for part in message.iter_attachments():
-        if len(attachments) >= max_attachments:
-            break
-        payload = part.get_payload(decode=True)
-        if isinstance(payload, bytes):
-            attachments.append(Attachment(part.get_filename() or "attachment", part.get_content_type(), payload))
+    attachments = [_attachment(part) for part in message.iter_attachments()]
     listed = "".join(f"<li>{html.escape(a.filename)} ({html.escape(a.content_type)}, {len(a.data):,} bytes)</li>"
                      for a in attachments)
     page = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(str(message['Subject'] or ''))}"

@@ -52,6 +52,8 @@ class PageOutput:
     height: float = 0.0
     elements: list[Element] = field(default_factory=list)  # reading order; `markdown` is their rendering
     words: list[PageWord] = field(default_factory=list)  # the page's words in reading order (not stored)
+    # What the reader should know about the page: `text_dropped` (the page holds text the output lost).
+    warnings: list[str] = field(default_factory=list)
 
 
 class Engine(Protocol):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -26,6 +27,18 @@ log = get_logger(__name__)
 
 # Answers that mean "not now": the server is starting, restarting, overloaded, or a proxy in front lost it.
 _UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupAnswer:
+    """The answer to one request of several pages, before it is split into pages."""
+
+    text: str
+    finish_reason: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    ms: int
 
 
 class EngineRejected(PageError):
@@ -64,12 +77,24 @@ class VllmEngine:
     # The request ------------------------------------------------------------------------------------------
 
     def request_body(self, page: PageInput, *, temperature: float) -> dict[str, Any]:
-        if page.image is None:
-            raise ValueError("the vllm engine needs the rendered page (PageInput.image)")
-        image_part = {"type": "image_url",
-                      "image_url": {"url": "data:image/png;base64," + base64.b64encode(page.image).decode()}}
-        text_part = {"type": "text", "text": self.preset.user_text(page.anchor)}
-        content = [image_part, text_part] if self.preset.image_first else [text_part, image_part]
+        return self._body([page], self.preset.user_text(page.anchor), temperature=temperature)
+
+    def group_body(self, pages: list[PageInput], *, temperature: float) -> dict[str, Any]:
+        """One request for consecutive pages: their images in order, the multi-page prompt (no anchor), the token
+        budget of that many pages."""
+        body = self._body(pages, self.preset.pages_text(len(pages)), temperature=temperature)
+        body["max_tokens"] = self.max_tokens * len(pages)
+        return body
+
+    def _body(self, pages: list[PageInput], prompt: str, *, temperature: float) -> dict[str, Any]:
+        images: list[dict[str, Any]] = []
+        for page in pages:
+            if page.image is None:
+                raise ValueError("the vllm engine needs the rendered page (PageInput.image)")
+            images.append({"type": "image_url",
+                           "image_url": {"url": "data:image/png;base64," + base64.b64encode(page.image).decode()}})
+        text_part = {"type": "text", "text": prompt}
+        content = [*images, text_part] if self.preset.image_first else [text_part, *images]
         return {
             **self.preset.sampling,
             **self.settings.engine.request_extra,
@@ -80,8 +105,47 @@ class VllmEngine:
         }
 
     def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
-        body = self.request_body(page, temperature=temperature)
         started = time.perf_counter()
+        answer = self._complete(self.request_body(page, temperature=temperature))
+        return self._output(answer, page, int((time.perf_counter() - started) * 1000))
+
+    def parse_group(self, pages: list[PageInput], *, temperature: float = 0.0) -> GroupAnswer:
+        """One attempt at several pages in one request: the raw answer, split by the caller."""
+        started = time.perf_counter()
+        answer = self._complete(self.group_body(pages, temperature=temperature))
+        choice = (answer.get("choices") or [{}])[0]
+        usage = answer.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        completion_tokens = int(usage.get("completion_tokens") or 0)
+        finish_reason = choice.get("finish_reason") or "stop"
+        self._count_tokens(prompt_tokens, completion_tokens, finish_reason)
+        return GroupAnswer(text=(choice.get("message") or {}).get("content") or "", finish_reason=finish_reason,
+                           model=str(answer.get("model") or self.model), prompt_tokens=prompt_tokens,
+                           completion_tokens=completion_tokens, ms=int((time.perf_counter() - started) * 1000))
+
+    def page_output(self, text: str, page: PageInput, *, finish_reason: str, model: str, prompt_tokens: int,
+                    completion_tokens: int, ms: int) -> PageOutput:
+        """One page's answer (alone, or its part of a group's) as the page's output."""
+        parsed = self.preset.parse(text)
+        width, height = _png_size(page.image or b"")
+        boxed: dict[str, Any] = {}
+        if parsed.layout is not None:  # the model gave boxes itself: they are the elements' boxes
+            size = page_size(page.data, page.media_type)
+            boxed = {"width": size[0], "height": size[1], "elements": layout_elements(
+                parsed.layout, image_size=(width, height), rotation=page.rotation, page_size=size,
+                page=page.index + 1)}
+        return PageOutput(
+            markdown=parsed.markdown, engine=self.name, model=model,
+            finish_reason=finish_reason, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            rotation=page.rotation % 360, width_px=width, height_px=height,
+            details={"preset": self.preset.name, "request_ms": ms, "answer_chars": len(text),
+                     "rotation_valid": parsed.rotation_valid, "rotation_correction": parsed.rotation_correction,
+                     **({"empty": True} if parsed.empty else {}),
+                     **({"page_meta": parsed.meta} if parsed.meta else {})},
+            **boxed,
+        )
+
+    def _complete(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._slots:  # never more than max_in_flight open requests from this process
             self._enter()
             try:
@@ -105,7 +169,8 @@ class VllmEngine:
         except ValueError as exc:
             self._count("rejected")
             raise EngineRejected(f"vLLM answered {response.status_code} without JSON: {response.text[:200]}") from exc
-        return self._output(answer, page, int((time.perf_counter() - started) * 1000))
+        found: dict[str, Any] = answer
+        return found
 
     def _output(self, answer: dict[str, Any], page: PageInput, ms: int) -> PageOutput:
         choice = (answer.get("choices") or [{}])[0]
@@ -114,27 +179,14 @@ class VllmEngine:
         usage = answer.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         completion_tokens = int(usage.get("completion_tokens") or 0)
+        self._count_tokens(prompt_tokens, completion_tokens, finish_reason)
+        return self.page_output(text, page, finish_reason=finish_reason, model=str(answer.get("model") or self.model),
+                                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, ms=ms)
+
+    def _count_tokens(self, prompt_tokens: int, completion_tokens: int, finish_reason: str) -> None:
         ENGINE_TOKENS.labels(engine=self.name, kind="prompt").inc(prompt_tokens)
         ENGINE_TOKENS.labels(engine=self.name, kind="completion").inc(completion_tokens)
         self._count("length" if finish_reason == "length" else "ok")
-        parsed = self.preset.parse(text)
-        width, height = _png_size(page.image or b"")
-        boxed: dict[str, Any] = {}
-        if parsed.layout is not None:  # the model gave boxes itself: they are the elements' boxes
-            size = page_size(page.data, page.media_type)
-            boxed = {"width": size[0], "height": size[1], "elements": layout_elements(
-                parsed.layout, image_size=(width, height), rotation=page.rotation, page_size=size,
-                page=page.index + 1)}
-        return PageOutput(
-            markdown=parsed.markdown, engine=self.name, model=str(answer.get("model") or self.model),
-            finish_reason=finish_reason, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-            rotation=page.rotation % 360, width_px=width, height_px=height,
-            details={"preset": self.preset.name, "request_ms": ms, "answer_chars": len(text),
-                     "rotation_valid": parsed.rotation_valid, "rotation_correction": parsed.rotation_correction,
-                     **({"empty": True} if parsed.empty else {}),
-                     **({"page_meta": parsed.meta} if parsed.meta else {})},
-            **boxed,
-        )
 
     # Health and bookkeeping ---------------------------------------------------------------------------------
 

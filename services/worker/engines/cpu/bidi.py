@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import replace
-from typing import TypeVar
+from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
 
 from services.worker.engines.cpu.model import Word
 
@@ -12,6 +12,12 @@ _RTL = frozenset({"R", "AL"})
 _LTR = frozenset({"L", "EN", "AN"})
 _MIRROR = str.maketrans("()[]{}<>«»", ")(][}{><»«")
 
+class _Texted(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+T = TypeVar("T", bound=_Texted)
 W = TypeVar("W", bound=Word)
 
 
@@ -54,11 +60,11 @@ def logical_word_text(text: str) -> str:
     return "".join(out)
 
 
-def visual_to_logical(words: list[W]) -> list[W]:
-    """Words of an RTL line given left to right on the page, returned in reading order (right to left), with
-    runs of left-to-right words (numbers, Latin names) kept in their own order."""
+def reading_order(words: list[T]) -> list[T]:
+    """Words of an RTL run given left to right on the page, in reading order (right to left), with runs of
+    left-to-right words (numbers, Latin names) kept in their own order. The words' texts are left alone."""
     reversed_words = list(reversed(words))
-    out: list[W] = []
+    out: list[T] = []
     index = 0
     while index < len(reversed_words):
         if _is_ltr_word(reversed_words[index].text):
@@ -68,7 +74,35 @@ def visual_to_logical(words: list[W]) -> list[W]:
             out.extend(reversed(reversed_words[index:end]))
             index = end
         else:
-            word = reversed_words[index]
-            out.append(replace(word, text=logical_word_text(word.text)))
+            out.append(reversed_words[index])
             index += 1
     return out
+
+
+def visual_to_logical(words: list[W]) -> list[W]:
+    """Words of an RTL line given left to right on the page, returned in reading order (right to left), with
+    runs of left-to-right words (numbers, Latin names) kept in their own order and each RTL word's characters
+    put in logical order."""
+    return [word if _is_ltr_word(word.text) else replace(word, text=logical_word_text(word.text))
+            for word in reading_order(words)]
+
+
+def cell_text(placed: list[tuple[float, float, str]]) -> str:
+    """A table cell's text from its words (line centre y, left x, text already in logical order within the
+    word): lines top to bottom; within a line left to right, or right to left when the cell reads RTL."""
+    rtl = is_rtl_text("".join(text for _, _, text in placed))
+    lines: dict[int, list[tuple[float, str]]] = {}
+    for y, x, text in placed:
+        lines.setdefault(round(y), []).append((x, text))
+    out: list[str] = []
+    for y in sorted(lines):
+        visual = [_Token(text, x) for x, text in sorted(lines[y], key=lambda item: item[0])]
+        ordered = reading_order(visual) if rtl else visual
+        out.extend(token.text for token in ordered)
+    return " ".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    text: str
+    x: float

@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from html.parser import HTMLParser
 
+from services.core.elements import Element, ElementType
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import PageText
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_FIGURE = re.compile(r"^[-+−(]?\d[\d.,]*%?\)?$")
 
 
 def text_quality(text: str) -> float:
@@ -93,3 +96,72 @@ def ocr_confidence(signals: dict[str, float]) -> float:
         return tuning.OCR_BLANK_CONFIDENCE  # nothing on the page looked like text: a blank page, confidently empty
     value = signals["ocr_mean_score"] * (tuning.OCR_CONFIDENCE_BASE + tuning.OCR_KEPT_WEIGHT * signals["ocr_kept"])
     return round(max(0.0, min(1.0, value)), 4)
+
+
+class _Cells(HTMLParser):
+    """The cells of one HTML table: (rowspan × colspan, text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: list[tuple[int, str]] = []
+        self._open: list[str] | None = None
+        self._area = 1
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("td", "th"):
+            spans = dict(attrs)
+            self._area = _span(spans.get("rowspan")) * _span(spans.get("colspan"))
+            self._open = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._open is not None:
+            self.cells.append((self._area, "".join(self._open).strip()))
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open.append(data)
+
+
+def _span(value: str | None) -> int:
+    return int(value) if value and value.isdigit() else 1
+
+
+def table_consistency(html: str) -> float:
+    """1 for a table whose grid looks read right, lower when cells hold several figures each (columns left
+    unsplit) or when most of the grid is empty (a chart or scattered labels taken for a table)."""
+    parser = _Cells()
+    parser.feed(html)
+    cells = parser.cells
+    if not cells:
+        return 0.0
+    filled = [text for _, text in cells if text]
+    packed = sum(1 for text in filled if sum(1 for token in text.split() if _FIGURE.match(token)) >= 2)
+    packed_share = packed / max(1, len(filled))
+    area = sum(a for a, _ in cells)
+    empty_share = sum(a for a, text in cells if not text) / max(1, area)
+    empty_excess = max(0.0, empty_share - tuning.TABLE_EMPTY_OK) / (1 - tuning.TABLE_EMPTY_OK)
+    return (1 - tuning.TABLE_PACKED_WEIGHT * packed_share) * (1 - tuning.TABLE_EMPTY_WEIGHT * empty_excess)
+
+
+def structure_signals(tree: list[Element]) -> dict[str, float]:
+    """How consistent the page's tables are, and whether figures sit loose in short lines where no table was
+    found (a table read as paragraphs)."""
+    tables = [table_consistency(e.html or "") for e in tree if e.type == ElementType.TABLE]
+    prose = [e for e in tree if e.type not in (ElementType.TABLE, ElementType.FIGURE) and e.text.strip()]
+    loose = sum(1 for e in prose if len(e.text.split()) <= tuning.LOOSE_FIGURE_MAX_WORDS
+                and any(_FIGURE.match(token) for token in e.text.split()))
+    signals = {"loose_figure_lines": float(loose), "text_blocks": float(len(prose))}
+    if tables:
+        signals["table_consistency"] = round(min(tables), 4)
+    return signals
+
+
+def structure_factor(signals: dict[str, float]) -> float:
+    """What the page's structure takes off its confidence (1: nothing)."""
+    factor = signals.get("table_consistency", 1.0)
+    loose = signals.get("loose_figure_lines", 0.0)
+    if ("table_consistency" not in signals and loose >= tuning.LOOSE_FIGURE_MIN_LINES
+            and loose >= tuning.LOOSE_FIGURE_SHARE * signals.get("text_blocks", 0.0)):
+        factor *= tuning.LOOSE_FIGURE_PENALTY
+    return factor

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from PIL import Image
 
@@ -9,7 +11,7 @@ from services.core.elements import Element, page_markdown
 from services.core.pdf import load_image, render_pdf_page
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput, PageOutput
-from services.worker.engines.cpu import confidence, elements, layout, ocr, tables, textlayer, tuning
+from services.worker.engines.cpu import confidence, elements, layout, ocr, routes, tables, textlayer, tuning
 from services.worker.engines.cpu.model import Block, BlockKind, Line, PageText, Segment
 
 # A text layer with fewer characters than this over a page that is mostly picture is a scan with a stray label.
@@ -25,10 +27,13 @@ def ocr_longest_side(settings: Settings) -> int:
 
 
 def lay_out(lines: list[Line], width: float, height: float, *, rules: list[Segment] | None = None,
-            margin_lines: list[Line] | None = None, from_ocr: bool = False) -> list[Block]:
-    """Lines of a page to classified blocks in reading order (furniture included, marked)."""
+            margin_lines: list[Line] | None = None, from_ocr: bool = False,
+            content_lines: list[Line] | None = None) -> list[Block]:
+    """Lines of a page to classified blocks in reading order (furniture included, marked). Blocks made only of
+    `content_lines` are never furniture (text OCR read inside a picture: a cover's title is no running head)."""
     if not lines:
         return []
+    lines = layout.attach_bullets(lines)
     size = layout.body_size(lines)
     # Rotated text in the side margins (download stamps, arXiv ids) is furniture; elsewhere it is content, and
     # its words may be a table's slanted column heads, so each word is offered to the table finder on its own.
@@ -49,6 +54,10 @@ def lay_out(lines: list[Line], width: float, height: float, *, rules: list[Segme
         else:
             blocks.append(Block([line], line.box, BlockKind.FURNITURE))
     layout.mark_furniture(blocks, width, height, size)
+    keep = {id(line) for line in content_lines or []}
+    for block in blocks:
+        if block.kind == BlockKind.FURNITURE and keep and all(id(line) in keep for line in block.lines):
+            block.kind = BlockKind.PARAGRAPH
     content = [b for b in blocks if b.kind != BlockKind.FURNITURE]
     furniture = [b for b in blocks if b.kind == BlockKind.FURNITURE]
     ordered = layout.reading_order(content)
@@ -70,32 +79,74 @@ class CpuEngine:
             size = float(image.width), float(image.height)  # an image's page is its pixels, 1 px = 1 pt
             if page.rotation:
                 image = image.rotate(-page.rotation, expand=True)
-            return self._ocr_page(image, page, size)
+            scanned = self._ocr_page(image, page, size)
+            return routes.settle(scanned, _ocr_held(scanned), _ink_if_empty(scanned, lambda: image))
         text = textlayer.read_page(page.data)
-        blocks = lay_out(text.lines, text.width, text.height, rules=text.rules, margin_lines=text.margin_lines)
-        tree = elements.to_elements(blocks, page=page.index + 1, height=text.height,
-                                    body_size=layout.body_size(text.lines), images=text.images, width=text.width)
-        body = _markdown(tree)
-        # Judged on the words themselves, not on Markdown syntax or escaped link targets.
-        signals = confidence.text_layer_signals(text, "\n".join(line.text for line in text.lines))
+        text_output = self._text_layer_page(text, page)
+        signals = text_output.signals
+        layer_text = "\n".join(line.text for line in [*text.lines, *text.margin_lines])
         verdict = _text_layer_verdict(text, signals)
-        text_output = PageOutput(markdown=body, engine=self.name, model="text-layer",
-                                 confidence=confidence.text_layer_confidence(signals), signals=signals,
-                                 details={"source": "text_layer"}, width=text.width, height=text.height,
-                                 elements=tree, words=elements.page_words(blocks))
         if verdict == "use":
-            return text_output
+            held = routes.Held(layer_words=routes.plausible_words(layer_text))
+            if _picture_page(text):
+                text_output, scanned_held = self._with_picture_text(text, page, text_output)
+                held = routes.Held(held.layer_words, scanned_held.ocr_words, scanned_held.ocr_boxes)
+            return routes.settle(text_output, held, _ink_if_empty(text_output, lambda: self._render(page)))
         image = self._render(page)
         scanned = self._ocr_page(image, page, (text.width, text.height))
         if verdict == "verify":
-            agreement = confidence.agreement(body, scanned.markdown)
+            agreement = confidence.agreement(text_output.markdown, scanned.markdown)
             scanned.signals["text_layer_agreement"] = round(agreement, 4)
             if agreement >= _AGREEMENT_TO_KEEP_LAYER:
                 signals["text_layer_agreement"] = round(agreement, 4)
                 text_output.confidence = confidence.text_layer_confidence(signals)
-                return text_output
+                return routes.settle(text_output, _ocr_held(scanned), None)
+        layer_words = routes.plausible_words(layer_text)
+        ocr_words = routes.output_words(scanned.markdown)
+        if layer_words and ocr_words < tuning.LAYER_OVER_OCR_SHARE * layer_words:
+            # OCR found far less than the layer holds: the layer, though doubtful, is the better reading.
+            text_output.signals.update({"ocr_words": float(ocr_words), "ocr_mean_score":
+                                        scanned.signals.get("ocr_mean_score", 0.0)})
+            text_output.details["route"] = "text_layer_over_ocr"
+            text_output.confidence = min(text_output.confidence or 0.0, tuning.LAYER_OVER_OCR_CONFIDENCE)
+            held = routes.Held(layer_words=layer_words, ocr_words=ocr_words)
+            return routes.settle(text_output, held, None)
         scanned.signals.update({f"rejected_{k}": v for k, v in signals.items() if k.startswith("text_layer")})
-        return scanned
+        return routes.settle(scanned, _ocr_held(scanned), _ink_if_empty(scanned, lambda: image))
+
+    def _text_layer_page(self, text: PageText, page: PageInput, pictured: list[Line] | None = None) -> PageOutput:
+        blocks = lay_out(text.lines, text.width, text.height, rules=text.rules, margin_lines=text.margin_lines,
+                         content_lines=pictured)
+        tree = elements.to_elements(blocks, page=page.index + 1, height=text.height,
+                                    body_size=layout.body_size(text.lines), images=text.images, width=text.width)
+        # Judged on the words themselves, not on Markdown syntax or escaped link targets.
+        signals = confidence.text_layer_signals(text, "\n".join(line.text for line in text.lines))
+        return PageOutput(markdown=_markdown(tree), engine=self.name, model="text-layer",
+                          confidence=confidence.text_layer_confidence(signals), signals=signals,
+                          details={"source": "text_layer"}, width=text.width, height=text.height,
+                          elements=tree, words=elements.page_words(blocks))
+
+    def _with_picture_text(self, text: PageText, page: PageInput,
+                           text_output: PageOutput) -> tuple[PageOutput, routes.Held]:
+        """A digital page that is mostly picture: OCR reads the text drawn in its pictures (a cover's title, a
+        logo), and the lines no text-layer line covers join the layer's lines."""
+        image = self._render(page)
+        scanned = ocr.read_image(np.asarray(image.convert("RGB")), try_turns=False)
+        to_page = elements.pixel_map(scanned.width, scanned.height, page.rotation + scanned.rotation,
+                                     text.width, text.height)
+        scale = text.width / max(1, image.width)
+        added = routes.picture_lines(scanned.lines, [*text.lines, *text.margin_lines], text.images, to_page, scale)
+        held = routes.Held(ocr_words=sum(len(line.words) for line in scanned.lines), ocr_boxes=scanned.boxes_found)
+        if not added:
+            return text_output, held
+        merged = PageText(width=text.width, height=text.height, lines=[*text.lines, *added], rules=text.rules,
+                          margin_lines=text.margin_lines, chars=text.chars, images=text.images,
+                          image_coverage=text.image_coverage)
+        output = self._text_layer_page(merged, page, pictured=added)
+        output.signals = {**text_output.signals, "picture_ocr_lines": float(len(added))}
+        output.confidence = text_output.confidence
+        output.details["route"] = "text_layer_and_picture_ocr"
+        return output, held
 
     def _render(self, page: PageInput) -> Image.Image:
         return render_pdf_page(page.data, longest_side=ocr_longest_side(self.settings), rotation=page.rotation,
@@ -110,6 +161,7 @@ class CpuEngine:
         tree = elements.to_elements(blocks, page=page.index + 1, height=float(scanned.height),
                                     body_size=layout.body_size(scanned.lines), to_page=to_page)
         signals = confidence.ocr_signals(scanned.scores, [line.text for line in scanned.lines], scanned.boxes_found)
+        signals["ocr_turns_tried"] = float(scanned.turns_tried)
         return PageOutput(markdown=_markdown(tree), engine=self.name, model="rapidocr-ppocrv6",
                           confidence=confidence.ocr_confidence(signals), signals=signals,
                           rotation=scanned.rotation, width_px=scanned.width, height_px=scanned.height,
@@ -123,6 +175,22 @@ class CpuEngine:
 def _markdown(tree: list[Element]) -> str:
     body = page_markdown(tree)
     return body + "\n" if body else ""
+
+
+def _ocr_held(scanned: PageOutput) -> routes.Held:
+    return routes.Held(ocr_words=routes.output_words(scanned.markdown),
+                       ocr_boxes=int(scanned.signals.get("ocr_boxes", 0)))
+
+
+def _ink_if_empty(output: PageOutput, image: Callable[[], Image.Image]) -> float | None:
+    """The page's ink share, measured (rendering a digital page) only when the output has no word."""
+    return routes.ink_share(image()) if routes.written_words(output) == 0 else None
+
+
+def _picture_page(text: PageText) -> bool:
+    """Mostly picture with little text: the pictures may hold text of their own."""
+    return (text.image_coverage > tuning.PICTURE_PAGE_COVERAGE and text.chars < tuning.PICTURE_PAGE_MAX_CHARS
+            and bool(text.images))
 
 
 def _text_layer_verdict(text: PageText, signals: dict[str, float]) -> str:

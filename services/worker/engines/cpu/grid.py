@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.worker.engines.cpu import tuning
+from services.worker.engines.cpu.bidi import reading_order
 from services.worker.engines.cpu.model import Box, Line, Word, union_all
 
 _NUMERIC = re.compile(r"^[\s$€£¥%()+\-–—−.,:/*\d<>≤≥±x×~]+$")
@@ -199,15 +200,19 @@ def _column_gap(left: Word, right: Word, height: float) -> bool:
 
 
 def _cut(line: Line, at_gap: Callable[[Word, Word, float], bool]) -> list[Line]:
-    """The line cut into pieces at the word gaps `at_gap(left_word, right_word, line_height)` accepts."""
-    pieces: list[list[Word]] = [[line.words[0]]] if line.words else []
-    for word in line.words[1:]:
+    """The line cut into pieces at the word gaps `at_gap(left_word, right_word, line_height)` accepts (an RTL
+    line, whose words are in reading order, is cut along the page and each piece put back in reading order)."""
+    words_on_page = sorted(line.words, key=lambda w: w.box.x0) if line.rtl else line.words
+    pieces: list[list[Word]] = [[words_on_page[0]]] if words_on_page else []
+    for word in words_on_page[1:]:
         if at_gap(pieces[-1][-1], word, line.box.height):
             pieces.append([word])
         else:
             pieces[-1].append(word)
     if len(pieces) <= 1:
         return [line]
+    if line.rtl:
+        pieces = [reading_order(words) for words in pieces]
     return [Line(words, union_all([w.box for w in words]), rtl=line.rtl, score=line.score) for words in pieces]
 
 
@@ -270,10 +275,10 @@ def _place(row: TextRow, columns: list[tuple[float, float]]) -> dict[int, _Piece
         first, last = span_of(columns, line.box.x0, line.box.x1)
         previous = next((p for p in placed.values() if p.first <= last and first <= p.last), None)
         if previous is not None:
-            # Two segments in one column: one cell, read left to right.
+            # Two segments in one column: one cell, read left to right (right to left in RTL text).
             del placed[previous.first]
-            previous = _Piece(min(previous.first, first), max(previous.last, last), f"{previous.text} {line.text}",
-                              previous.left, line.box.x1)
+            text = f"{line.text} {previous.text}" if line.rtl else f"{previous.text} {line.text}"
+            previous = _Piece(min(previous.first, first), max(previous.last, last), text, previous.left, line.box.x1)
             placed[previous.first] = previous
             continue
         placed[first] = _Piece(first, last, line.text, line.box.x0, line.box.x1)

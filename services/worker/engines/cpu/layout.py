@@ -10,13 +10,28 @@ from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, union_all
 
 _PAGE_NUMBER = re.compile(
-    r"^[\W_]*(?:(?:page|p\.|pg\.?|seite|página|pagina)\s*)?(?:\d{1,4}|[ivxlcdm]{1,7})"
+    r"^[\W_]*(?:(?:page|p\.|pg\.?|seite|página|pagina)\s*)?(?:[A-Z]{1,2}-)?(?:\d{1,4}|[ivxlcdm]{1,7})"
     r"(?:\s*(?:of|/|de|von)\s*\d{1,4})?[\W_]*$", re.IGNORECASE)
+_PAGE_OF = re.compile(r"\b(?:page|p\.|pg\.?)\s*\d{1,4}\s*(?:of|/)\s*\d{1,4}\b", re.IGNORECASE)
+# Words a heading does not end on: a line that does is the start of a sentence set large.
+_OPEN_ENDINGS = frozenset({"a", "an", "the", "of", "to", "in", "for", "from", "with", "and", "or", "by", "on", "at",
+                           "as", "that", "which", "is", "are", "was", "were", "be", "than"})
 _FURNITURE_HINT = re.compile(
     r"(https?://|www\.|\bdoi\b|©|\(c\)|copyright|all rights reserved|downloaded from|\bvol(?:ume)?\.?\s*\d|"
     r"\bissue\b|\bno\.\s*\d|\bpp?\.\s*\d|journal|proceedings|\|)", re.IGNORECASE)
 _BULLET = re.compile(r"^(?:[•◦▪▫●○■□►▸‣⁃∙·\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)])\s+\S")
 _BULLET_ONLY = re.compile(r"^[•◦▪▫●○■□►▸‣⁃∙·]$")
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_DATE = re.compile(
+    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\.?\s*{_MONTH}\s*,?\s*\d{{2,4}}"  # 15. Sep. 2023
+    rf"|{_MONTH}\s*\d{{1,2}}(?:\s*[-–]\s*\d{{1,2}})?(?:st|nd|rd|th)?,?\s*\d{{4}}"  # February 23-26, 2015
+    rf"|{_MONTH}\s*\d{{4}}|\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}|(?:19|20)\d{{2}})\b", re.IGNORECASE)
+_DATE_LABEL = re.compile(r"\b(?:date[ds]?|dated|published|publication|revised|updated|issued|printed|effective|"
+                         r"download(?:ed)?|as of|on)\b|[:,.()]", re.IGNORECASE)
+_REVISION = re.compile(r"^(?:rev(?:ision)?(?:\.\s*|\s+)(?:[a-z]\b|[\w.-]*\d)"  # Rev. B, Revision 3.1
+                       r"|(?:doc(?:ument)?|part|ref)\.?\s*(?:no\.?|number|#):?\s*[\w-]*\d"  # Doc. No. 4471
+                       r"|p/n:?\s*[\w-]*\d|isbn\b|issn\b)", re.IGNORECASE)
 
 
 def body_size(lines: list[Line]) -> float:
@@ -48,7 +63,8 @@ def group_blocks(lines: list[Line], size: float) -> list[Block]:
                 continue
             if abs(line.size - last.size) > tuning.BLOCK_MAX_SIZE_CHANGE * max(line.size, last.size):
                 continue
-            if line.bold != last.bold and (len(block.lines) == 1 or _is_short(line, block)):
+            if line.bold != last.bold and (len(block.lines) == 1 or _is_short(line, block)) \
+                    and not _hangs_under_item(line, block):
                 continue
             target = block
             break
@@ -61,6 +77,34 @@ def group_blocks(lines: list[Line], size: float) -> list[Block]:
             target.lines.append(line)
             target.box = target.box.union(line.box)
     return [piece for block in blocks for piece in _split_at_wide_gaps(block)]
+
+
+def _hangs_under_item(line: Line, block: Block) -> bool:
+    """The line continues a list item: the block opens with a bullet and the line is indented under its text
+    (an item whose first words are bold, "• IBM MT/ST: Introduced in 1964, ...")."""
+    first = block.lines[0]
+    return bool(_BULLET.match(first.text)) and line.box.x0 > first.box.x0 + 0.5 * first.box.height
+
+
+def attach_bullets(lines: list[Line]) -> list[Line]:
+    """A bullet set as a glyph of its own ("•" in another font, a hair lower) joins the line of text right of it
+    on the same row, so the item starts with its marker instead of leaving an empty item behind."""
+    bullets = [line for line in lines if len(line.words) == 1 and _BULLET_ONLY.match(line.words[0].text)]
+    if not bullets:
+        return lines
+    merged: dict[int, Line] = {}
+    used: set[int] = set()
+    for bullet in bullets:
+        height = max(1.0, bullet.box.height)
+        beside = [line for line in lines if line is not bullet and id(line) not in used
+                  and line.box.y_overlap(bullet.box) >= tuning.BULLET_MIN_Y_OVERLAP * min(height, line.box.height)
+                  and 0 <= line.box.x0 - bullet.box.x1 <= tuning.BULLET_MAX_GAP * line.box.height]
+        if not beside:
+            continue
+        text = min(beside, key=lambda line: line.box.x0)
+        used.update((id(text), id(bullet)))
+        merged[id(text)] = Line([*bullet.words, *text.words], bullet.box.union(text.box), text.rtl, text.score)
+    return [merged.get(id(line), line) for line in lines if id(line) not in used or id(line) in merged]
 
 
 def _split_at_wide_gaps(block: Block) -> list[Block]:
@@ -160,14 +204,19 @@ def mark_furniture(blocks: list[Block], width: float, height: float, size: float
         if block.kind == BlockKind.TABLE:
             continue
         text = " ".join(line.text for line in block.lines)
-        top_band = block.box.y1 < tuning.FURNITURE_TOP_BAND * height  # LNCS and other book formats set it low
-        bottom_band = block.box.y0 > tuning.FURNITURE_BOTTOM_BAND * height
+        # Tiny print (a slide's footer, a stamp) is furniture a little further from the edge.
+        reach = tuning.FURNITURE_TINY_REACH if block.size < tuning.FURNITURE_TINY * size else 0.0
+        top_band = block.box.y1 < (tuning.FURNITURE_TOP_BAND + reach) * height  # LNCS and other books set it low
+        bottom_band = block.box.y0 > (tuning.FURNITURE_BOTTOM_BAND - reach) * height
         if not (top_band or bottom_band):
             continue
         if len(block.lines) > tuning.FURNITURE_MAX_LINES or len(text) > tuning.FURNITURE_MAX_CHARS:
             continue
         number = bool(_PAGE_NUMBER.match(text.strip()))
-        hint = bool(_FURNITURE_HINT.search(text))
+        hint = bool(_FURNITURE_HINT.search(text)) or bool(_PAGE_OF.search(text))
+        # A date or revision line at the edge is furniture unless set as large as a title.
+        dated = (is_date_line(text) or bool(_REVISION.match(text.strip()))) \
+            and block.size < tuning.HEADING_LEVEL1_MIN_SIZE * size
         small = block.size < tuning.FURNITURE_SMALL * size
         big = block.size > tuning.FURNITURE_BIG * size
         # Nothing of the body between this block and the page edge.
@@ -178,7 +227,7 @@ def mark_furniture(blocks: list[Block], width: float, height: float, size: float
         outer_ok = all(_is_furniture_like(b, size) for b in outer)
         if not outer_ok:
             continue
-        if number or (hint and not big) or (small and len(text) < tuning.FURNITURE_SMALL_MAX_CHARS):
+        if number or dated or (hint and not big) or (small and len(text) < tuning.FURNITURE_SMALL_MAX_CHARS):
             block.kind = BlockKind.FURNITURE
 
 
@@ -188,15 +237,23 @@ def _is_furniture_like(block: Block, size: float) -> bool:
 
 
 def classify(blocks: list[Block], size: float) -> list[Block]:
-    """Headings from size and weight, list items split off at their markers, code from monospace fonts."""
+    """Headings from size and weight, list items split off at their markers, code from monospace fonts.
+
+    A heading needs more than a bigger font: a short block whose words read like a heading (not a date, a
+    revision line, a sentence or the middle of one), and not one of a stack of same-sized labels (a chart's
+    axis). Glyph noise (a logo font's alphabet, "zyxwvuts") is furniture."""
     out: list[Block] = []
-    heading_sizes = sorted({round(b.size) for b in blocks
-                            if _heading_candidate(b, size) and b.size > tuning.HEADING_MIN_SIZE * size}, reverse=True)
+    for block in blocks:
+        if block.kind not in (BlockKind.FURNITURE, BlockKind.TABLE) and _glyph_noise(_text(block)):
+            block.kind = BlockKind.FURNITURE
+    labels = _label_stacks(blocks, size)
+    heading_sizes = sorted({round(b.size) for b in blocks if id(b) not in labels
+                            and _heading_candidate(b, size) and b.size > tuning.HEADING_MIN_SIZE * size}, reverse=True)
     for block in blocks:
         if block.kind in (BlockKind.FURNITURE, BlockKind.TABLE):
             out.append(block)
             continue
-        if _heading_candidate(block, size):
+        if id(block) not in labels and _heading_candidate(block, size):
             if block.size > tuning.HEADING_MIN_SIZE * size:
                 block.kind = BlockKind.HEADING
                 block.level = min(tuning.HEADING_MAX_LEVEL, 1 + heading_sizes.index(round(block.size))) if round(
@@ -220,10 +277,79 @@ def classify(blocks: list[Block], size: float) -> list[Block]:
     return out
 
 
+def _text(block: Block) -> str:
+    return " ".join(line.text for line in block.lines)
+
+
 def _heading_candidate(block: Block, size: float) -> bool:
-    text = " ".join(line.text for line in block.lines)
+    text = _text(block)
     return len(block.lines) <= tuning.HEADING_MAX_LINES and 1 < len(text) < tuning.HEADING_MAX_CHARS \
-        and any(c.isalpha() for c in text) and not _BULLET.match(text)
+        and any(c.isalpha() for c in text) and not _BULLET.match(text) and plausible_heading(text)
+
+
+def plausible_heading(text: str) -> bool:
+    """Words that can head a section: not a date or a revision / part-number line, not a sentence (many words
+    ending in a full stop), not the middle of one (opening in lower case, ending in a comma or a hyphen)."""
+    text = text.strip()
+    words = text.split()
+    first = next((c for c in text if c.isalpha()), "")
+    if first.islower() and not (len(words[0]) > 1 and words[0][1:2].isupper()):
+        return False  # "of 55,000 housing units": a line of running text set larger ("tABLE 1." is not)
+    if text.endswith((",", ";", "-", "\u2010")):
+        return False
+    if text.endswith(".") and len(words) > tuning.HEADING_SENTENCE_WORDS:
+        return False
+    if len(words) > 1 and words[-1] in _OPEN_ENDINGS:
+        return False  # "In addition to the 349 participating schools from the"
+    if _PAGE_NUMBER.match(text) or _PAGE_OF.search(text):
+        return False  # "A-3", "Appendix 5 Page 8 of 11"
+    return not _REVISION.match(text) and not is_date_line(text)
+
+
+def is_date_line(text: str) -> bool:
+    """A date with at most a label beside it ("Download date: 15. Sep. 2023", "Revised March 2, 2021")."""
+    rest = _DATE_LABEL.sub(" ", _DATE.sub(" ", text))
+    if rest == _DATE_LABEL.sub(" ", text):
+        return False
+    return sum(1 for word in rest.split() if any(c.isalpha() for c in word)) <= tuning.HEADING_DATE_MAX_WORDS
+
+
+def _glyph_noise(text: str) -> bool:
+    """A word that runs along the alphabet ("zyxwvuts", "abcdefg"): a logo or symbol font's glyph names, not text."""
+    for word in text.split():
+        letters = [c for c in word.lower() if c.isalpha()]
+        run = 1
+        for a, b in zip(letters, letters[1:], strict=False):
+            run = run + 1 if abs(ord(a) - ord(b)) == 1 else 1
+            if run >= tuning.GLYPH_RUN_LETTERS:
+                return True
+    return False
+
+
+def _label_stacks(blocks: list[Block], size: float) -> set[int]:
+    """Ids of blocks in runs of `HEADING_LABEL_RUN` or more consecutive short one-line blocks of one size, larger
+    than the body or bold, with nothing between them: the labels of a chart's axis or a diagram, not a row of
+    headings."""
+    labels: set[int] = set()
+    run: list[Block] = []
+
+    def close() -> None:
+        if len(run) >= tuning.HEADING_LABEL_RUN:
+            labels.update(id(b) for b in run)
+        run.clear()
+
+    for block in blocks:
+        short = (block.kind not in (BlockKind.FURNITURE, BlockKind.TABLE) and len(block.lines) == 1
+                 and len(_text(block)) <= tuning.LABEL_MAX_CHARS
+                 and (block.size > tuning.HEADING_MIN_SIZE * size or block.lines[0].bold))
+        if short and run and round(block.size) == round(run[-1].size):
+            run.append(block)
+            continue
+        close()
+        if short:
+            run.append(block)
+    close()
+    return labels
 
 
 def _split_list_items(block: Block) -> list[Block]:

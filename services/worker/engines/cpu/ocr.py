@@ -44,6 +44,7 @@ class OcrPage:
     height: int = 0
     scores: list[float] = field(default_factory=list)
     boxes_found: int = 0
+    turns_tried: int = 1  # 4 when the first reading was doubtful and every turn was read
 
 
 def quad_size(quad: np.ndarray) -> tuple[float, float]:
@@ -82,8 +83,13 @@ def _sample(quads: list[np.ndarray], count: int) -> list[np.ndarray]:
     return sorted(quads, key=lambda q: -quad_size(q)[0])[:count]
 
 
-def read_image(image: np.ndarray) -> OcrPage:
-    """Orientation (0/90/180/270) from the detected lines' shapes and the line classifier, then recognition."""
+def read_image(image: np.ndarray, *, try_turns: bool = True) -> OcrPage:
+    """Orientation (0/90/180/270) from the detected lines' shapes and the line classifier, then recognition.
+
+    When that reading is doubtful (a low mean score, most detected boxes unread, or none read), the other three
+    turns are detected and their widest boxes read, and the turn whose recognition is surest wins: a single
+    guess from box shapes and a classifier turns a table image upside down or misses a small rotated line.
+    """
     ocr = get_ocr()
     rotation = 0
     quads = _detect(ocr, image)
@@ -91,19 +97,68 @@ def read_image(image: np.ndarray) -> OcrPage:
         image = np.ascontiguousarray(np.rot90(image, k=-1))  # 90 degrees clockwise
         rotation = 90
         quads = _detect(ocr, image)
-    page = OcrPage(width=image.shape[1], height=image.shape[0])
-    page.boxes_found = len(quads)
+    if quads:
+        sample = ocr.crop_text_regions(image, _sample(quads, tuning.OCR_ORIENTATION_SAMPLE))
+        _, classified = ocr.cls_and_rotate(sample)
+        if upside_down_vote(list(classified.cls_res or [])):
+            image = np.ascontiguousarray(np.rot90(image, k=2))
+            height, width = image.shape[:2]
+            quads = [np.array([[width - x, height - y] for x, y in q[[2, 3, 0, 1]]], dtype=np.float32)
+                     for q in quads]
+            rotation = (rotation + 180) % 360
+    best = _recognize(ocr, image, quads, rotation)
+    if not try_turns or not is_doubtful(best):
+        return best
+    # Each other turn is detected and its widest boxes read; only a turn that wins is read in full.
+    upright = np.ascontiguousarray(np.rot90(image, k=rotation // 90))  # back to the image as given
+    winner: tuple[int, np.ndarray, list[np.ndarray]] | None = None
+    best_strength = _sample_strength(ocr, image, quads)
+    for turn in (0, 90, 180, 270):
+        if turn == rotation:
+            continue
+        turned = np.ascontiguousarray(np.rot90(upright, k=-turn // 90))
+        turned_quads = _detect(ocr, turned)
+        strength = _sample_strength(ocr, turned, turned_quads)
+        if strength > best_strength * tuning.OCR_TURN_MIN_GAIN:
+            winner, best_strength = (turn, turned, turned_quads), strength
+    if winner is not None:
+        best = _recognize(ocr, winner[1], winner[2], winner[0])
+    best.turns_tried = 4
+    return best
+
+
+def _sample_strength(ocr: Any, image: np.ndarray, quads: list[np.ndarray]) -> float:
+    """The reading strength of a turn's widest boxes: enough to tell a readable turn from an unreadable one."""
+    sample = _sample(quads, tuning.OCR_TURN_SAMPLE)
+    if not sample:
+        return 0.0
+    recognized = ocr.recognize_txt(ocr.crop_text_regions(image, sample))
+    return sum(float(score) * len(str(text).strip())
+               for text, score in zip(recognized.txts or (), recognized.scores or (), strict=False)
+               if float(score) >= MIN_SCORE)
+
+
+def reading_strength(page: OcrPage) -> float:
+    """How sure a reading is as a whole: recognition scores weighted by characters read."""
+    return sum(score * len(line.text) for score, line in zip(page.scores, page.lines, strict=False))
+
+
+def is_doubtful(page: OcrPage) -> bool:
+    """A reading worth checking against the other turns of the page."""
+    if page.boxes_found == 0:
+        return False  # nothing looked like text: a blank page or a picture, not a turned one
+    if not page.scores:
+        return True
+    weights = [max(1, len(line.text)) for line in page.lines]
+    mean = sum(s * w for s, w in zip(page.scores, weights, strict=False)) / sum(weights)
+    kept = len(page.scores) / page.boxes_found
+    return mean < tuning.OCR_DOUBTFUL_MEAN_SCORE or kept < tuning.OCR_DOUBTFUL_KEPT
+
+
+def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: int) -> OcrPage:
+    page = OcrPage(width=image.shape[1], height=image.shape[0], rotation=rotation, boxes_found=len(quads))
     if not quads:
-        page.rotation = rotation
         return page
-    sample = ocr.crop_text_regions(image, _sample(quads, tuning.OCR_ORIENTATION_SAMPLE))
-    _, classified = ocr.cls_and_rotate(sample)
-    if upside_down_vote(list(classified.cls_res or [])):
-        image = np.ascontiguousarray(np.rot90(image, k=2))
-        height, width = image.shape[:2]
-        quads = [np.array([[width - x, height - y] for x, y in q[[2, 3, 0, 1]]], dtype=np.float32) for q in quads]
-        rotation = (rotation + 180) % 360
-    page.rotation = rotation
     quads = sorted(quads, key=lambda q: (float(q[:, 1].min()), float(q[:, 0].min())))
     crops = ocr.crop_text_regions(image, quads)
     recognized = ocr.recognize_txt(crops)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from services.worker.engines.cpu import tuning
+from services.worker.engines.cpu.bidi import cell_text
 from services.worker.engines.cpu.grid import (
     Cell,
     Grid,
@@ -339,8 +340,7 @@ def _lattice_grid(xs: list[float], ys: list[float], hs: list[tuple[float, float,
         c0 = min(c for _, c in cells)
         r1 = max(r for r, _ in cells)
         c1 = max(c for _, c in cells)
-        placed = sorted(texts.get(origin, []), key=lambda item: (round(item[0]), item[1]))
-        grid.cells.append(Cell(r0, c0, " ".join(text for _, _, text in placed), rowspan=r1 - r0 + 1,
+        grid.cells.append(Cell(r0, c0, cell_text(texts.get(origin, [])), rowspan=r1 - r0 + 1,
                                colspan=c1 - c0 + 1))
     _drop_empty(grid)
     grid.header_rows = header_rows(grid)

@@ -49,12 +49,21 @@ FURNITURE_MAX_CHARS = 200  # characters: longer blocks in the bands are content
 FURNITURE_SMALL = 0.92  # body sizes: smaller text in a band is furniture when short
 FURNITURE_SMALL_MAX_CHARS = 120  # characters: ... that short
 FURNITURE_BIG = 1.2  # body sizes: larger text is a title, not furniture, even with a journal-like hint
+FURNITURE_TINY = 0.6  # body sizes: text smaller than this ...
+FURNITURE_TINY_REACH = 0.05  # share of the page height: ... is furniture this much further from the edge
 FURNITURE_LIKE_MAX_LINES = 2  # lines: a block between furniture and the edge, no taller, does not block it
+BULLET_MIN_Y_OVERLAP = 0.5  # share of the lower height: a lone bullet glyph overlapping a line this much ...
+BULLET_MAX_GAP = 2.5  # line heights: ... and at most this far left of it is that line's marker
 HEADING_MIN_SIZE = 1.12  # body sizes: larger short blocks are headings
 HEADING_LEVEL1_MIN_SIZE = 1.5  # body sizes: a level-1 heading is at least this large (else level 2)
 HEADING_MAX_LEVEL = 4  # the deepest heading level the sizes give
 HEADING_MAX_LINES = 3  # lines: a heading is no longer
 HEADING_MAX_CHARS = 200  # characters: a heading is shorter
+HEADING_SENTENCE_WORDS = 10  # words: a larger block ending in a full stop with more words is a sentence
+HEADING_DATE_MAX_WORDS = 0  # words: a date with no more words than this beside it (labels aside) is no heading
+HEADING_LABEL_RUN = 3  # blocks: this many same-sized short lines in a row are labels (a chart axis), not headings
+LABEL_MAX_CHARS = 40  # characters: ... each this short
+GLYPH_RUN_LETTERS = 5  # letters: a word running this far along the alphabet is glyph noise (a logo font)
 CODE_MIN_MONO = 0.8  # share of a block's characters in a monospace font that makes it code
 CODE_MIN_LINES = 2  # lines: code blocks have at least this many
 
@@ -108,6 +117,10 @@ OCR_ORIENTATION_MIN_SIDE = 12  # px: smaller text boxes do not vote on the page'
 OCR_ORIENTATION_ASPECT = 1.5  # side ratio: a box this much taller than wide votes upright, wider: lying text
 OCR_ORIENTATION_SAMPLE = 16  # boxes: the widest ones the line classifier votes on for a half turn
 OCR_SIZE_PER_HEIGHT = 0.75  # font size of an OCR line per pixel of its box height
+OCR_DOUBTFUL_MEAN_SCORE = 0.8  # recognition score (character-weighted mean) under which a page's turn is doubted
+OCR_DOUBTFUL_KEPT = 0.5  # share of detected boxes read under which a page's turn is doubted
+OCR_TURN_MIN_GAIN = 1.15  # another turn wins when its reading strength beats the first one's by this factor
+OCR_TURN_SAMPLE = 12  # boxes: the widest ones read to compare the turns of a doubtful page
 
 # --- Choosing text layer or OCR, confidence (engine.py, confidence.py) ---------------------------------------------
 OCR_MAX_RENDER_SIDE = 2400  # px: the longest side a page is rendered at for OCR, where recognition stops gaining
@@ -129,3 +142,21 @@ PICTURE_PAGE_PENALTY = 0.8  # ... has its confidence scaled by this (it may not 
 OCR_BLANK_CONFIDENCE = 0.9  # confidence of a page where OCR found no text at all (a blank page)
 OCR_CONFIDENCE_BASE = 0.6  # OCR confidence = mean score × (this + OCR_KEPT_WEIGHT × share of boxes read)
 OCR_KEPT_WEIGHT = 0.4
+
+# --- What the page holds against what the engine wrote (routes.py, engine.py) --------------------------------------
+LAYER_OVER_OCR_SHARE = 0.5  # a rejected layer is kept when OCR reads fewer words than this share of its words
+LAYER_OVER_OCR_CONFIDENCE = 0.45  # ... and the page's confidence is at most this
+INK_LEVEL = 48  # grey levels: a pixel this far from the page's median grey is ink
+BLANK_MAX_INK = 0.002  # share of ink pixels under which a page with no text is blank
+EMPTY_INKED_CONFIDENCE = 0.5  # confidence of a page with ink but no text found by any route
+DROP_MIN_HELD_WORDS = 8  # words: a page holding fewer is judged only on being empty
+DROP_MAX_COVERAGE = 0.3  # share of the held words under which the output dropped text
+DROPPED_CONFIDENCE = 0.3  # confidence of a page that dropped text: this × coverage + ...
+DROPPED_CONFIDENCE_FLOOR = 0.05  # ... this
+TABLE_EMPTY_OK = 0.5  # share of a table's grid that may be empty before its confidence drops
+TABLE_EMPTY_WEIGHT = 0.5  # confidence taken off a table whose grid is all empty
+TABLE_PACKED_WEIGHT = 0.5  # confidence taken off a table whose every cell holds two figures or more
+LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
+LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
+LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
+LOOSE_FIGURE_PENALTY = 0.85  # ... has its confidence scaled by this (a table read as paragraphs)

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n pagemill/v1/document_event.proto\x12\x0bpagemill.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n\rDocumentEvent\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x13\n\x0bpages_total\x18\x06 \x01(\r\x12\x12\n\npages_done\x18\x07 \x01(\r\x12\x14\n\x0cpages_failed\x18\x08 \x01(\r\x12/\n\x0boccurred_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nerror_code\x18\n \x01(\t\x12\x15\n\rerror_message\x18\x0b \x01(\t\x12\x12\n\nrequest_id\x18\x0c \x01(\t\x12\x15\n\rmetadata_json\x18\r \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n pagemill/v1/document_event.proto\x12\x0bpagemill.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\x02\n\rDocumentEvent\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x13\n\x0bpages_total\x18\x06 \x01(\r\x12\x12\n\npages_done\x18\x07 \x01(\r\x12\x14\n\x0cpages_failed\x18\x08 \x01(\r\x12/\n\x0boccurred_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nerror_code\x18\n \x01(\t\x12\x15\n\rerror_message\x18\x0b \x01(\t\x12\x12\n\nrequest_id\x18\x0c \x01(\t\x12\x15\n\rmetadata_json\x18\r \x01(\t\x12\x11\n\tparent_id\x18\x0e \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pagemill.v1.document_event_
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_DOCUMENTEVENT']._serialized_start=83
-  _globals['_DOCUMENTEVENT']._serialized_end=378
+  _globals['_DOCUMENTEVENT']._serialized_end=397
 # @@protoc_insertion_point(module_scope)

@@ -43,7 +43,7 @@ class PageElement(_message.Message):
     def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., page: _Optional[int] = ..., bbox: _Optional[_Iterable[float]] = ..., text: _Optional[str] = ..., markdown: _Optional[str] = ..., html: _Optional[str] = ..., latex: _Optional[str] = ..., level: _Optional[int] = ..., items: _Optional[_Iterable[str]] = ..., ordered: _Optional[bool] = ..., alignment: _Optional[float] = ...) -> None: ...
 
 class PageResult(_message.Message):
-    __slots__ = ("document_id", "page_index", "page_number", "markdown", "engine", "model", "attempts", "latency_ms", "is_fallback", "fallback_reason", "error", "confidence", "signals", "finish_reason", "prompt_tokens", "completion_tokens", "width_px", "height_px", "rotation", "width", "height", "elements")
+    __slots__ = ("document_id", "page_index", "page_number", "markdown", "engine", "model", "attempts", "latency_ms", "is_fallback", "fallback_reason", "error", "confidence", "signals", "finish_reason", "prompt_tokens", "completion_tokens", "width_px", "height_px", "rotation", "width", "height", "elements", "warnings")
     class SignalsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,7 @@ class PageResult(_message.Message):
     WIDTH_FIELD_NUMBER: _ClassVar[int]
     HEIGHT_FIELD_NUMBER: _ClassVar[int]
     ELEMENTS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     page_index: int
     page_number: int
@@ -95,4 +96,5 @@ class PageResult(_message.Message):
     width: float
     height: float
     elements: _containers.RepeatedCompositeFieldContainer[PageElement]
-    def __init__(self, document_id: _Optional[str] = ..., page_index: _Optional[int] = ..., page_number: _Optional[int] = ..., markdown: _Optional[str] = ..., engine: _Optional[str] = ..., model: _Optional[str] = ..., attempts: _Optional[int] = ..., latency_ms: _Optional[int] = ..., is_fallback: _Optional[bool] = ..., fallback_reason: _Optional[str] = ..., error: _Optional[_Union[PageError, _Mapping]] = ..., confidence: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ..., finish_reason: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., width_px: _Optional[int] = ..., height_px: _Optional[int] = ..., rotation: _Optional[int] = ..., width: _Optional[float] = ..., height: _Optional[float] = ..., elements: _Optional[_Iterable[_Union[PageElement, _Mapping]]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document_id: _Optional[str] = ..., page_index: _Optional[int] = ..., page_number: _Optional[int] = ..., markdown: _Optional[str] = ..., engine: _Optional[str] = ..., model: _Optional[str] = ..., attempts: _Optional[int] = ..., latency_ms: _Optional[int] = ..., is_fallback: _Optional[bool] = ..., fallback_reason: _Optional[str] = ..., error: _Optional[_Union[PageError, _Mapping]] = ..., confidence: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ..., finish_reason: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., width_px: _Optional[int] = ..., height_px: _Optional[int] = ..., rotation: _Optional[int] = ..., width: _Optional[float] = ..., height: _Optional[float] = ..., elements: _Optional[_Iterable[_Union[PageElement, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...

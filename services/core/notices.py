@@ -1,0 +1,75 @@
+"""Document notices: one small Redis pub/sub message after a commit that changed a document, so the gateways
+push its events to the clients that follow it instead of polling the database.
+
+    state change ──commit──▶ outbox flush ──▶ PUBLISH pagemill.documents.<db> "<document id>"
+                                                  └─▶ each gateway's one subscription ─▶ the streams watching
+                                                      that document read what changed from the database
+
+A notice says only "look again": the database stays the record. A notice that is lost (Redis away, a gateway
+reconnecting) costs latency, never an event: the gateway's periodic re-check finds the change. Publishing is
+best effort for the same reason, and never fails the work that was committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import redis
+
+from services.core import outbox
+from services.core.logging import get_logger
+
+log = get_logger(__name__)
+
+CHANNEL_PREFIX = "pagemill.documents"
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentNotice:
+    """Something about this document changed (an event, a page count): sent after the commit that did it."""
+
+    document_id: str
+
+
+def notify(document_id: str) -> None:
+    """Queues a notice in the current unit of work's outbox: published after the commit, dropped on rollback.
+    Outside a unit of work (a script, a unit test) no gateway shares this process's transactions: nothing is
+    sent, and a gateway's re-check still sees the change."""
+    box = outbox.current()
+    if box is not None:
+        box.add(DocumentNotice(document_id))
+
+
+@lru_cache(maxsize=16)
+def channel_name(redis_url: str) -> str:
+    """Pub/sub channels span a Redis server's numbered databases: the database is part of the name, so two
+    deployments (or test platforms) sharing one server do not hear each other."""
+    database = redis.Redis.from_url(redis_url).connection_pool.connection_kwargs.get("db", 0)  # parses only
+    return f"{CHANNEL_PREFIX}.{database}"
+
+
+@lru_cache(maxsize=4)
+def _publisher(redis_url: str) -> redis.Redis:
+    # Short timeouts: a Redis that is away must not hold up the task that just committed its work.
+    return redis.Redis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=1)
+
+
+def publish(redis_url: str, notices: Iterable[DocumentNotice]) -> int:
+    """Publishes one message per document (duplicates of one flush are merged). Returns how many were
+    published; a failure is logged and answers 0 (the gateways' re-check covers it)."""
+    document_ids = list(dict.fromkeys(n.document_id for n in notices))
+    if not document_ids:
+        return 0
+    client = _publisher(redis_url)
+    try:
+        with client.pipeline(transaction=False) as pipe:
+            channel = channel_name(redis_url)
+            for document_id in document_ids:
+                pipe.publish(channel, document_id)
+            pipe.execute()
+    except redis.RedisError as exc:
+        log.warning("notices.publish_failed", documents=len(document_ids), error=f"{type(exc).__name__}: {exc}"[:300])
+        return 0
+    return len(document_ids)
