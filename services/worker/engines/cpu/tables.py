@@ -1,6 +1,11 @@
 """Tables from geometry: table regions found among the page's lines, and grids from ruling lines (lattice
 tables) or from text alignment (`grid.build_grid`), rendered as HTML <table>s with colspan/rowspan. The same
-code serves text layers and OCR boxes."""
+code serves text layers and OCR boxes.
+
+A drawn grid is trusted only when it is consistent with the text in it: rules that draw columns but not rows
+(several rows of figures in one drawn row) leave the table to the text finder, which reads its rows from the
+baselines; a grid whose rows go on past its edges yields to the wider table the text finder reads around it; a
+boxed caption or note is no row of it."""
 
 from __future__ import annotations
 
