@@ -66,7 +66,7 @@ def test_an_rtl_table_row_is_cut_along_the_page_and_each_cell_read_right_to_left
     words = [Word("שלום", Box(300, 0, 330, 10)), Word("עולם", Box(260, 0, 290, 10)),
              Word("12", Box(20, 0, 32, 10)), Word("kg", Box(36, 0, 48, 10))]
     line = Line(words, Box(20, 0, 330, 10), rtl=True)
-    pieces = grid._cut(line, lambda start, stop, height: stop - start > 3 * height)
+    pieces = grid._cut(line, lambda left, right, height: right.box.x0 - left.box.x1 > 3 * height)
     assert [piece.text for piece in pieces] == ["12 kg", "שלום עולם"]
 
 

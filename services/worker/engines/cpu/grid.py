@@ -18,6 +18,7 @@ from services.worker.engines.cpu.bidi import reading_order
 from services.worker.engines.cpu.model import Box, Line, Word, union_all
 
 _NUMERIC = re.compile(r"^[\s$€£¥%()+\-–—−.,:/*\d<>≤≥±x×~]+$")
+_MAGNITUDE = re.compile(r"(?<=\d)(?:[kKMB]|bn|mn)(?=[\s)*]|$)")
 # A word gap this many line heights wide may be a column boundary the text layer did not split at.
 _WIDE_GAP = 0.8
 _YEAR = re.compile(r"(19|20)\d\d")
@@ -78,6 +79,8 @@ def grid_html(grid: Grid) -> str:
 
 
 def is_numeric(text: str) -> bool:
+    """A figure: digits with signs, currency, separators and brackets, perhaps with a magnitude ("$1.1M", "3bn")."""
+    text = _MAGNITUDE.sub("", text)
     return bool(text) and bool(_NUMERIC.match(text)) and any(ch.isdigit() for ch in text)
 
 
@@ -135,7 +138,7 @@ def column_bands(rows: list[TextRow]) -> list[tuple[float, float]]:
     for row in basis:
         if row.count == 1 and row.box.width > 0.5 * table_width:
             continue  # a title, section or note row across the table says nothing about columns
-        pieces = [piece for line in row.lines for piece in _cut(line, lambda a, b, h: b - a > _WIDE_GAP * h)]
+        pieces = [piece for line in row.lines for piece in _cut(line, _column_gap)]
         for start, stop in _merged([(piece.box.x0, piece.box.x1) for piece in pieces]):
             events += [(start, 1), (stop, -1)]
     events.sort(key=lambda event: (event[0], -event[1]))
@@ -188,13 +191,21 @@ def span_of(columns: list[tuple[float, float]], x0: float, x1: float) -> tuple[i
     return nearest, nearest
 
 
-def _cut(line: Line, at_gap: Callable[[float, float, float], bool]) -> list[Line]:
-    """The line cut into pieces at the word gaps `at_gap(gap_start, gap_stop, line_height)` accepts (an RTL
+def _column_gap(left: Word, right: Word, height: float) -> bool:
+    """A word gap that may separate two columns: a wide one, or a clear space between two figures (the text layer
+    joins close columns of figures into one run; a thousands space is narrower)."""
+    gap = right.box.x0 - left.box.x1
+    return gap > _WIDE_GAP * height or (gap > tuning.FIGURE_GAP * height and is_numeric(left.text)
+                                        and is_numeric(right.text))
+
+
+def _cut(line: Line, at_gap: Callable[[Word, Word, float], bool]) -> list[Line]:
+    """The line cut into pieces at the word gaps `at_gap(left_word, right_word, line_height)` accepts (an RTL
     line, whose words are in reading order, is cut along the page and each piece put back in reading order)."""
     words_on_page = sorted(line.words, key=lambda w: w.box.x0) if line.rtl else line.words
     pieces: list[list[Word]] = [[words_on_page[0]]] if words_on_page else []
     for word in words_on_page[1:]:
-        if at_gap(pieces[-1][-1].box.x1, word.box.x0, line.box.height):
+        if at_gap(pieces[-1][-1], word, line.box.height):
             pieces.append([word])
         else:
             pieces[-1].append(word)
@@ -220,9 +231,10 @@ def _split_at_gutters(lines: list[Line], columns: list[tuple[float, float]]) -> 
     return _split_numeric_runs(out, columns)
 
 
-def _gap_in(gutters: list[tuple[float, float]]) -> Callable[[float, float, float], bool]:
+def _gap_in(gutters: list[tuple[float, float]]) -> Callable[[Word, Word, float], bool]:
     """Accepts a wide word gap lying in one of the gutters."""
-    def accepts(start: float, stop: float, height: float) -> bool:
+    def accepts(left: Word, right: Word, height: float) -> bool:
+        start, stop = left.box.x1, right.box.x0
         return _WIDE_GAP * height < stop - start and any(start < g1 and stop > g0 for g0, g1 in gutters)
     return accepts
 
@@ -280,11 +292,12 @@ def _continues(upper: str, lower: str) -> bool:
     return lower[:1].islower() or bool(_OPEN_ENDING.search(upper.rstrip()))
 
 
-def _joins(row: dict[int, _Piece], lower: dict[int, _Piece]) -> bool:
+def _joins(row: dict[int, _Piece], lower: dict[int, _Piece], tight: bool = False) -> bool:
     """Is the text row `lower` more lines of the logical row `row` rather than a row of its own?
 
     Yes when it continues the text of cells it shares with the row (and shares at least one), or when it brings
-    the figures of a row whose label alone sat above them (a label centred on wrapped figures).
+    the figures of a row whose label alone sat above them (a label centred on wrapped figures). A `tight` row,
+    set at a fraction of the table's row pitch, continues any words above it, capitalised or not.
     """
     shared = False
     for below in lower.values():
@@ -293,7 +306,9 @@ def _joins(row: dict[int, _Piece], lower: dict[int, _Piece]) -> bool:
             continue
         if len(over) > 1 or (over[0].first, over[0].last) != (below.first, below.last):
             return False  # a header over several columns, with the columns' own headers below it
-        if not _continues(over[0].text, below.text):
+        if tight and not (is_numeric(over[0].text) or is_numeric(below.text)):
+            pass
+        elif not _continues(over[0].text, below.text):
             return False
         shared = True
     if shared:
@@ -307,8 +322,9 @@ def _logical_rows(rows: list[TextRow], placed: list[dict[int, _Piece]]) -> list[
     typical = statistics.median(pitches) if pitches else 0.0
     out: list[dict[int, _Piece]] = []
     for index, pieces in enumerate(placed):
-        if out and index > 0 and rows[index].box.cy - rows[index - 1].box.cy <= tuning.ROW_JOIN_PITCH * typical \
-                and _joins(out[-1], pieces):
+        pitch = rows[index].box.cy - rows[index - 1].box.cy if index > 0 else 0.0
+        tight = pitch < tuning.CELL_LINE_PITCH * typical
+        if out and index > 0 and pitch <= tuning.ROW_JOIN_PITCH * typical and _joins(out[-1], pieces, tight):
             for col, piece in pieces.items():
                 if col in out[-1]:
                     above = out[-1][col]
@@ -341,11 +357,50 @@ def build_grid(rows: list[TextRow]) -> Grid | None:
             grid.cells.append(Cell(r, piece.first, piece.text.strip(), colspan=piece.last - piece.first + 1,
                                    left=piece.left, right=piece.right))
     grid.header_rows = header_rows(grid)
+    if unfold(grid):
+        columns = columns[: grid.cols]
     widen_group_headers(grid, columns)
     stub_head(grid)
     section_rows(grid)
     grouped_row_labels(grid)
     return grid
+
+
+def unfold(grid: Grid) -> bool:
+    """A long table set in side-by-side copies ("Age | Total", "Age | Total", ...) is one table: when the whole
+    header, stub head included, repeats in column groups and no body cell crosses from one group into the next,
+    the groups are stacked one under the other. Says whether it did."""
+    if grid.header_rows < 1 or grid.cols < 4:
+        return False
+    header = [c for c in grid.cells if c.row < grid.header_rows]
+    if any(c.colspan > 1 for c in header):
+        return False
+    texts = {(c.row, c.col): c.text for c in header}
+    for copies in range(2, grid.cols // 2 + 1):
+        width = grid.cols // copies
+        if grid.cols % copies or not texts.get((0, 0)):
+            continue
+        if all(texts.get((r, c), "") == texts.get((r, c % width), "") for r in range(grid.header_rows)
+               for c in range(grid.cols)):
+            break
+    else:
+        return False
+    body = [c for c in grid.cells if c.row >= grid.header_rows]
+    if any(c.col // width != (c.col + c.colspan - 1) // width for c in body):
+        return False
+    cells = [c for c in header if c.col < width]
+    row = grid.header_rows
+    for group in range(copies):
+        for source in range(grid.header_rows, grid.rows):
+            members = [c for c in body if c.row == source and c.col // width == group]
+            if not any(c.text for c in members):
+                continue
+            for cell in members:
+                cell.row, cell.col = row, cell.col - group * width
+                cells.append(cell)
+            row += 1
+    grid.cells, grid.rows, grid.cols = cells, row, width
+    return True
 
 
 def header_rows(grid: Grid) -> int:
@@ -387,7 +442,9 @@ def widen_group_headers(grid: Grid, columns: list[tuple[float, float]]) -> None:
         for cell in cells:
             band = columns[cell.col][1] - columns[cell.col][0]
             overflows = cell.right - cell.left > tuning.HEADER_OVERFLOW * band
-            if cell.colspan < 2 and len(cells) > 1 and not overflows:
+            # A header standing in the gap between two columns, over neither, is centred over both.
+            in_gap = cell.right <= columns[cell.col][0] or cell.left >= columns[cell.col][1]
+            if cell.colspan < 2 and len(cells) > 1 and not overflows and not in_gap:
                 continue  # one column's own header
             lo = cell.col
             while lo - 1 > 0 and lo - 1 not in taken:

@@ -1,6 +1,11 @@
 """Tables from geometry: table regions found among the page's lines, and grids from ruling lines (lattice
 tables) or from text alignment (`grid.build_grid`), rendered as HTML <table>s with colspan/rowspan. The same
-code serves text layers and OCR boxes."""
+code serves text layers and OCR boxes.
+
+A drawn grid is trusted only when it is consistent with the text in it: rules that draw columns but not rows
+(several rows of figures in one drawn row) leave the table to the text finder, which reads its rows from the
+baselines; a grid whose rows go on past its edges yields to the wider table the text finder reads around it; a
+boxed caption or note is no row of it."""
 
 from __future__ import annotations
 
@@ -8,7 +13,16 @@ import re
 
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import cell_text
-from services.worker.engines.cpu.grid import Cell, Grid, TextRow, build_grid, grid_html, header_rows, text_rows
+from services.worker.engines.cpu.grid import (
+    Cell,
+    Grid,
+    TextRow,
+    build_grid,
+    grid_html,
+    header_rows,
+    is_numeric,
+    text_rows,
+)
 from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, union_all
 
 __all__ = ["Cell", "Grid", "find_ruled_tables", "find_tables", "grid_html"]
@@ -23,10 +37,23 @@ _CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|source|note)\s*
 def find_tables(lines: list[Line], rules: list[Segment], width: float, size: float,
                 min_rows: int = tuning.TABLE_MIN_ROWS) -> tuple[list[Block], list[Line]]:
     """Table blocks found among the lines, and the lines left over for the text flow."""
-    ruled, lines = find_ruled_tables(lines, rules)
+    ruled, lines, partial = _ruled_tables(lines, rules)
+    tables, rest = _text_tables(lines, size, min_rows)
+    # A drawn grid that is only part of a table yields to the table the text finder reads around it; where the
+    # text finder reads none, the drawn grid is the best reading there is.
+    for block in partial:
+        if not any(block.box.x_overlap(t.box) > 0 and block.box.y_overlap(t.box) > 0 for t in tables):
+            taken = {id(line) for line in block.lines}
+            tables.append(block)
+            rest = [line for line in rest if id(line) not in taken]
+    return ruled + tables, rest
+
+
+def _text_tables(lines: list[Line], size: float, min_rows: int) -> tuple[list[Block], list[Line]]:
+    """Tables found from the alignment of the lines alone (no rules), and the lines left over."""
     rows = text_rows(lines)
     if not rows:
-        return ruled, lines
+        return [], lines
     text_width = max(1.0, max(r.box.x1 for r in rows) - min(r.box.x0 for r in rows))
     table_like = [_row_is_tabular(row, text_width) for row in rows]
     tables: list[Block] = []
@@ -67,7 +94,7 @@ def find_tables(lines: list[Line], rules: list[Segment], width: float, size: flo
                 continue
         index = max(index + 1, stop)
     rest = [line for line in lines if id(line) not in used]
-    return ruled + tables, rest
+    return tables, rest
 
 
 def _row_is_tabular(row: TextRow, text_width: float) -> bool:
@@ -155,10 +182,17 @@ def _merge_collinear(segments: list[tuple[float, float, float]]) -> list[tuple[f
 
 def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block], list[Line]]:
     """Tables whose cells are drawn: horizontal and vertical rules that cross each other form a grid."""
+    blocks, rest, _ = _ruled_tables(lines, rules)
+    return blocks, rest
+
+
+def _ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block], list[Line], list[Block]]:
+    """Drawn tables, the lines left over, and the drawn grids that seem to be only part of a table (their lines
+    are left over too)."""
     horizontal = _merge_collinear([(s.y0, min(s.x0, s.x1), max(s.x0, s.x1)) for s in rules if s.horizontal])
     vertical = _merge_collinear([(s.x0, min(s.y0, s.y1), max(s.y0, s.y1)) for s in rules if not s.horizontal])
     if len(horizontal) < 2 or len(vertical) < 2:
-        return [], lines
+        return [], lines, []
     parent = list(range(len(horizontal) + len(vertical)))
 
     def find(i: int) -> int:
@@ -178,6 +212,7 @@ def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Blo
     for vi, segment in enumerate(vertical):
         groups.setdefault(find(len(horizontal) + vi), ([], []))[1].append(segment)
     blocks: list[Block] = []
+    partial: list[Block] = []
     used: set[int] = set()
     for hs, vs in groups.values():
         if len(hs) < 2 or len(vs) < 2:
@@ -187,18 +222,77 @@ def find_ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Blo
         ys = _clusters([h[0] for h in hs], tuning.RULE_CLUSTER_Y)
         if len(xs) < tuning.LATTICE_MIN_LINES and len(ys) < tuning.LATTICE_MIN_LINES:
             continue  # a plain box around some text, not a grid
+        ys = _without_caption_rows(xs, ys, vs, [line for line in lines if id(line) not in used])
+        if len(ys) < 2:
+            continue
         area = Box(xs[0], ys[0], xs[-1], ys[-1])
         if area.width < tuning.LATTICE_MIN_WIDTH or area.height < tuning.LATTICE_MIN_HEIGHT:
             continue
         inside = [line for line in lines if id(line) not in used and area.contains_point(line.box.cx, line.box.cy)]
         if not inside:
             continue
+        if _lacks_row_rules(xs, ys, inside):
+            continue  # the rules draw only the columns: the text finder reads the rows from the baselines
         grid = _lattice_grid(xs, ys, hs, vs, inside)
         if grid is None or grid.cols < 2 or grid.rows < 2:
             continue
+        block = Block(inside, area, BlockKind.TABLE, html=grid_html(grid))
+        if _continues_outside(area, xs, inside, lines):
+            partial.append(block)
+            continue
         used.update(id(line) for line in inside)
-        blocks.append(Block(inside, area, BlockKind.TABLE, html=grid_html(grid)))
-    return blocks, [line for line in lines if id(line) not in used]
+        blocks.append(block)
+    return blocks, [line for line in lines if id(line) not in used], partial
+
+
+def _without_caption_rows(xs: list[float], ys: list[float], vs: list[tuple[float, float, float]],
+                          lines: list[Line]) -> list[float]:
+    """The grid's row lines without a boxed caption over the table or a boxed note under it: a drawn row no
+    column rule crosses, whose text opens like a caption ("Exhibit 19 ...", "Source: ..."), stays text."""
+    def caption_between(top: float, bottom: float) -> bool:
+        if any(_covered(vs, x, top, bottom) for x in xs[1:-1]):
+            return False
+        band = sorted((line for line in lines if top <= line.box.cy <= bottom and xs[0] <= line.box.cx <= xs[-1]),
+                      key=lambda line: (line.box.y0, line.box.x0))
+        return bool(band) and bool(_CAPTION.match(band[0].text))
+
+    while len(ys) > 2 and caption_between(ys[0], ys[1]):
+        ys = ys[1:]
+    while len(ys) > 2 and caption_between(ys[-2], ys[-1]):
+        ys = ys[:-1]
+    return ys
+
+
+def _lacks_row_rules(xs: list[float], ys: list[float], lines: list[Line]) -> bool:
+    """Do the rules draw a table's columns but not its rows? Then one drawn row holds several text rows that
+    each put figures into two drawn columns or more, and the lattice would merge whole columns of figures into
+    single cells. Wrapped text (a paragraph in a cell, a header set on several lines in every column) holds no
+    such rows, so it keeps its drawn cells."""
+    for top, bottom in zip(ys, ys[1:], strict=False):
+        figure_rows = 0
+        for row in text_rows([line for line in lines if top <= line.box.cy <= bottom]):
+            columns = {_band_index(xs, line.box.cx) for line in row.lines if is_numeric(line.text)} - {None}
+            if len(columns) >= 2:
+                figure_rows += 1
+        if figure_rows >= tuning.LATTICE_MAX_FIGURE_ROWS:
+            return True
+    return False
+
+
+def _continues_outside(area: Box, xs: list[float], inside: list[Line], lines: list[Line]) -> bool:
+    """Do most rows of a drawn grid go on past its left or right edge with short cells (a stub column or a last
+    column the rules leave out), within a column's width of the edge? Then the grid is only part of its table."""
+    reach = (xs[-1] - xs[0]) / max(1, len(xs) - 1)
+    outside = [line for line in lines if not area.contains_point(line.box.cx, line.box.cy)
+               and len(line.words) < tuning.TABLE_WORDY_SEGMENT
+               and (0 <= area.x0 - line.box.x1 <= reach or 0 <= line.box.x0 - area.x1 <= reach)]
+    rows = [row for row in text_rows(inside) if row.count >= 2]
+    if len(rows) < tuning.TABLE_MIN_ROWS:
+        return False
+    going_on = sum(1 for row in rows if any(
+        line.box.y_overlap(row.box) >= tuning.ROW_MIN_Y_OVERLAP * min(line.box.height, row.box.height)
+        for line in outside))
+    return going_on * 2 > len(rows)
 
 
 def _covered(segments: list[tuple[float, float, float]], pos: float, start: float, stop: float) -> bool:

@@ -70,7 +70,7 @@ CODE_MIN_LINES = 2  # lines: code blocks have at least this many
 # --- Tables among lines, ruled tables (tables.py) ------------------------------------------------------------------
 TABLE_MIN_ROWS = 3  # rows: tabular rows a table needs
 TABLE_MAX_ROW_GAP = 2.5  # body sizes (or row heights): a wider gap ends the table
-TABLE_MAX_LOOSE_ROWS = 2  # rows: single-segment rows a table may hold in a row before it ends
+TABLE_MAX_LOOSE_ROWS = 3  # rows: single-segment rows a table may hold in a row before it ends
 TABLE_WORDY_SEGMENT = 6  # words: a segment this long is prose; rows mostly of such segments are not tabular
 TABLE_TWO_PART_SHORT = 0.3  # share of the text width: in a two-segment row, one segment must be shorter
 TABLE_MEDIAN_SEGMENT = 0.4  # share of the text width: a tabular row's median segment is shorter
@@ -91,6 +91,8 @@ RULE_CLUSTER_Y = 3.0  # pt: horizontal rules this close are one grid line
 LATTICE_MIN_LINES = 3  # grid lines: a drawn grid has this many in one direction at least (else a box)
 LATTICE_MIN_WIDTH = 30  # pt: a drawn grid is at least this wide ...
 LATTICE_MIN_HEIGHT = 12  # pt: ... and this high
+LATTICE_MAX_FIGURE_ROWS = 3  # text rows with figures in two drawn columns or more: a drawn row holding this many
+#                              is no row (the rules draw only columns); the text finder reads that table instead
 EDGE_TOLERANCE = 4.0  # pt: a rule this close to a cell edge draws it
 EDGE_MIN_DRAWN = 0.6  # share of a cell edge that rules must cover for the edge to count as drawn
 
@@ -99,7 +101,9 @@ ROW_LOOKBACK = 3  # rows: how many of the rows above a line may take it
 ROW_MIN_Y_OVERLAP = 0.5  # line heights (the smaller): a line overlapping a row this much joins it
 GRID_MIN_NUMERIC_ROWS = 3  # rows: with fewer rows holding figures, every row places the columns
 GRID_WIDE_ROW_SHARE = 6  # rows: one row in this many may straddle a column gap ("Total" labels running wide)
+FIGURE_GAP = 0.4  # line heights: two figures of one run further apart than this may stand in two columns
 SPAN_MIN_OVERLAP = 0.25  # share of the narrower of a segment and a column that they must overlap
+CELL_LINE_PITCH = 0.5  # typical row pitches: a text row closer than this to the one above is more lines of its cells
 ROW_JOIN_PITCH = 1.25  # typical row pitches: rows closer than this may be one row of wrapped cells
 HEADER_MAX_ROWS = 5  # rows: the header of a table found among lines is at most this long
 HEADER_OVERFLOW = 1.3  # column widths: a header cell wider than this spans columns
