@@ -33,14 +33,14 @@ class Heartbeat:
     database_url: str
     lease_s: float
     interval_s: float
-    held: dict[int, PageKey] = field(default_factory=dict)  # thread id → page
+    held: dict[int, set[PageKey]] = field(default_factory=dict)  # thread id → its pages (a chunk's)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
     def hold(self, page: PageKey) -> None:
         with self.lock:
-            self.held[threading.get_ident()] = page
+            self.held.setdefault(threading.get_ident(), set()).add(page)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._run, name="lease-heartbeat", daemon=True)
                 self.thread.start()
@@ -52,7 +52,7 @@ class Heartbeat:
     def beat(self) -> int:
         """One renewal of every held lease. Returns how many were renewed."""
         with self.lock:
-            pages = sorted(set(self.held.values()))
+            pages = sorted(set().union(*self.held.values()))
         if not pages:
             return 0
         with session_scope(self.database_url, autocommit=True) as session:
@@ -60,7 +60,7 @@ class Heartbeat:
         lost = set(pages) - renewed
         if lost:
             with self.lock:  # ended, or another worker has it now: stop renewing (its task finds out itself)
-                self.held = {thread: page for thread, page in self.held.items() if page not in lost}
+                self.held = {thread: mine - lost for thread, mine in self.held.items()}
             log.debug("page.lease_not_renewed", pages=[f"{d}:{i}" for d, i in sorted(lost)])
         return len(renewed)
 
@@ -89,10 +89,11 @@ def current(settings: Settings) -> Heartbeat:
 
 
 def hold(settings: Settings, document_id: str, index: int) -> None:
-    """The calling thread runs this page now: its lease is renewed until `release()`."""
+    """The calling thread runs this page now (one of its chunk's): its lease is renewed until `release()`."""
     current(settings).hold((document_id, index))
 
 
 def release(settings: Settings) -> None:
-    """The calling thread's page is no longer running here (finished, failed, given back, or its task crashed)."""
+    """The calling thread's pages are no longer running here (finished, failed, given back, or its task
+    crashed)."""
     current(settings).release()

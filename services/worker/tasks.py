@@ -2,31 +2,38 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
 
 from services.core import events
 from services.core.contracts import DocumentTask, PageElement, PageResult, PageTask, from_dict, to_datetime, to_dict
-from services.core.db.models import DocumentStatus, PageStatus, utcnow
-from services.core.db.session import is_postgres, session_scope
+from services.core.db.models import Document, DocumentStatus, Page, PageStatus, utcnow
+from services.core.db.session import rowcount, session_scope
 from services.core.elements import renumber, to_wire
 from services.core.errors import EngineUnavailable, PagemillError
 from services.core.lifecycle import (
     Claim,
+    PageClaim,
     PageFinish,
     claim_page,
+    claim_pages,
     extend_lease,
     finalize_document,
     finish_page,
+    finish_pages,
     release_page,
 )
 from services.core.logging import bind_request_id, get_logger
 from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_TOTAL, stage_timer
-from services.core.queues import OutboxTask, TaskName, assemble_job, enqueue
-from services.core.retry import engine_outage_policy, is_retryable, page_policy, retry_task
+from services.core.queues import OutboxTask, TaskName, assemble_job, chunk_job, enqueue
+from services.core.retry import RetryPolicy, engine_outage_policy, is_retryable, page_policy, retry_task
 from services.core.settings import Settings
 from services.core.storage import get_store, page_result_key
 from services.worker import heartbeat, page_cache
@@ -41,34 +48,113 @@ log = get_logger(__name__)
 CLAIM_RETRY_MAX_S = 10.0
 
 
+@dataclass(slots=True)
+class _PageEnd:
+    """How one page of a delivery ended: its outcome word, and what is left to record."""
+
+    outcome: str  # run, cached, skip, retry, failed
+    finish: PageFinish | None = None  # recorded with the chunk's other pages, in one statement
+    due: bool = False  # a cache hit ended the document's last page (recorded by the cache itself)
+    retry: tuple[BaseException, RetryPolicy, bool] | None = None  # (error, policy, engine unavailable)
+    engine: str = ""
+    latency_ms: int = 0
+
+
 def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
-    """One delivery of one page. Returns what happened (for logs and tests): run, cached, skip, retry, failed."""
+    """One delivery of a page message: one page, or a chunk of one document's pages claimed in one statement,
+    run in order (on a generative engine side by side, up to `engine.max_in_flight`), and finished in one
+    statement. Each page keeps its own lease, deliveries and retries: a page that fails with a retryable error
+    is sent again alone, its siblings are not redone. Returns what happened to each page, comma-separated in
+    page order (for logs and tests): run, cached, skip, retry, failed."""
     job = from_dict(PageTask, payload)
     bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
-    db = settings.resolved_database_url()
+    pages = {ref.page_index: _page_task(job, ref.page_index, ref.source_key) for ref in job.chunk} \
+        or {job.page_index: job}
+    claims = _claim(task, settings, job, list(pages))
+    retries = task.request.retries + job.prior_retries
+    ends: dict[int, _PageEnd] = {}
+    for index, claim in claims.items():
+        if claim.outcome == Claim.SKIP:
+            log.debug("page.skipped", document_id=job.document_id, index=index)
+            ends[index] = _PageEnd("skip")
+        elif claim.outcome == Claim.EXHAUSTED:
+            ends[index] = _failure(pages[index], "page_lost", f"the page was picked up {claim.deliveries} times "
+                                   "without finishing (a worker crashed or timed out on it each time)")
+        else:
+            heartbeat.hold(settings, job.document_id, index)  # released when the task ends
+    running = [index for index, claim in claims.items() if claim.outcome == Claim.RUN]
+    started: list[int] = []
     try:
-        with session_scope(db, autocommit=True) as session:  # one atomic statement: no BEGIN/COMMIT round trips
-            claim = claim_page(session, job.document_id, job.page_index, lease_s=settings.worker.page_lease_s,
+        _run_pages(task, settings, pages, claims, running, retries, ends, started)
+    except SoftTimeLimitExceeded:
+        # The chunk's time ran out on the page running now; the pages after it never started: sent again alone.
+        for index in started:
+            if index not in ends:
+                ends[index] = _failure(pages[index], "page_timeout",
+                                       f"the page took longer than {settings.worker.page_timeout_s} s")
+        never_started = [index for index in running if index not in ends]
+        for index in never_started:
+            ends[index] = _PageEnd("retry")
+        _resend_alone(settings, job, pages, never_started, retries, None)
+    _record(settings, job, ends)
+    _retry_failed(task, settings, job, pages, ends, retries)
+    return ",".join(ends[index].outcome for index in sorted(ends))
+
+
+def _page_task(job: PageTask, index: int, source_key: str) -> PageTask:
+    """One page of a chunk as a page message of its own (what the cache and the engines are given)."""
+    page = PageTask()
+    page.CopyFrom(job)
+    page.ClearField("chunk")
+    page.page_index, page.source_key = index, source_key
+    return page
+
+
+def _claim(task: Task, settings: Settings, job: PageTask, indexes: list[int]) -> dict[int, PageClaim]:
+    try:
+        with session_scope(settings.resolved_database_url(), autocommit=True) as session:
+            if len(indexes) == 1:  # one atomic statement: no BEGIN/COMMIT round trips
+                return {indexes[0]: claim_page(session, job.document_id, indexes[0],
+                                               lease_s=settings.worker.page_lease_s,
+                                               max_deliveries=settings.worker.max_deliveries)}
+            return claim_pages(session, job.document_id, indexes, lease_s=settings.worker.page_lease_s,
                                max_deliveries=settings.worker.max_deliveries)
     except Exception as exc:
         if not is_retryable(exc):
             raise
         # The database is away (a restart): keep the message, as for an engine outage, and ask again soon (a
-        # restart takes seconds). Dropped, the page would stay queued until `queued_lease_s` sends it again.
+        # restart takes seconds). Dropped, the pages would stay queued until `queued_lease_s` sends them again.
         log.warning("page.claim_retry", error=str(exc)[:300], retries=task.request.retries)
         policy = engine_outage_policy(settings)
         raise task.retry(countdown=min(policy.countdown(task.request.retries), CLAIM_RETRY_MAX_S), exc=exc,
                          max_retries=policy.max_retries) from exc
-    if claim.outcome == Claim.SKIP:
-        log.debug("page.skipped", document_id=job.document_id, index=job.page_index)
-        return "skip"
-    if claim.outcome == Claim.RUN:
-        heartbeat.hold(settings, job.document_id, job.page_index)  # released when the task ends
-    if claim.outcome == Claim.EXHAUSTED:
-        _fail(settings, job, "page_lost", f"the page was picked up {claim.deliveries} times without finishing "
-                                          "(a worker crashed or timed out on it each time)")
-        return "failed"
+
+
+def _run_pages(task: Task, settings: Settings, pages: dict[int, PageTask], claims: dict[int, PageClaim],
+               running: list[int], retries: int, ends: dict[int, _PageEnd], started: list[int]) -> None:
+    """The claimed pages through their engine, each page's end into `ends`: in order (`started` says how far a
+    soft time limit let them get), or side by side on a generative engine (its server batches the requests in
+    flight: a chunk must not serialise them)."""
+    if not running:
+        return
+    engine = load_engine(pages[running[0]].engine or settings.engine.kind.value, settings)
+    if len(running) > 1 and getattr(engine, "generative", False):
+        with ThreadPoolExecutor(min(len(running), settings.engine.max_in_flight)) as pool:
+            futures = {index: pool.submit(contextvars.copy_context().run, _run_one, settings, engine,
+                                          pages[index], claims[index], retries) for index in running}
+            started.extend(running)
+            ends.update({index: future.result() for index, future in futures.items()})
+        return
+    for index in running:
+        started.append(index)
+        ends[index] = _run_one(settings, engine, pages[index], claims[index], retries)
+
+
+def _run_one(settings: Settings, engine: Engine, job: PageTask, claim: PageClaim,
+             retries: int) -> _PageEnd:
+    """One claimed page: fetched, looked up in the result cache, run, its result stored (not yet recorded)."""
     engine_name = job.engine or settings.engine.kind.value
+    bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
     if job.HasField("enqueued_at"):
         waited = (utcnow() - to_datetime(job.enqueued_at)).total_seconds()
         PAGE_STAGE.labels(stage="queue_wait", engine=engine_name).observe(max(0.0, waited))
@@ -79,12 +165,9 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         cached = page_cache.lookup(settings, store, job, claim.page_number, data, engine_name)
         if cached.hit:
             log.info("page.cached")
-            if cached.due:
-                enqueue(assemble_job(job.document_id, job.request_id))
-            return "cached"
-        engine = load_engine(engine_name, settings)
+            return _PageEnd("cached", due=cached.due)
         page = PageInput(job.document_id, job.page_index, job.media_type, data)
-        outcome = _run(task, engine, page, settings, heartbeat=_lease_keeper(settings, job))
+        outcome = _run(retries, engine, page, settings, heartbeat=_lease_keeper(settings, job))
         output = outcome.output
         result = PageResult(
             document_id=job.document_id, page_index=job.page_index, page_number=claim.page_number,
@@ -99,44 +182,100 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         key = page_result_key(job.document_id, job.page_index)
         with stage_timer("store", engine_name):
             store.put(key, _json(result), content_type="application/json")
-        with session_scope(db, autocommit=is_postgres(db)) as session:
-            due = finish_page(session, job.document_id, job.page_index, PageFinish(
-                PageStatus.SUCCEEDED, result_key=key, engine=output.engine, model=output.model,
-                attempts=outcome.attempts, latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback,
-                confidence=output.confidence,
-                details={"finish_reason": output.finish_reason, "prompt_tokens": output.prompt_tokens,
-                         "completion_tokens": output.completion_tokens, "signals": output.signals,
-                         "fallback_reason": outcome.fallback_reason, **output.details, **outcome.details},
-                # A flagged fallback is not this engine's answer: a later upload tries the engine again.
-                cache_key=None if outcome.is_fallback else cached.store_key,
-            ))
-            if due:  # this delivery ended the document's last page: sent after this commit
-                enqueue(assemble_job(job.document_id, job.request_id))
-        events.record_progress_in_own_transaction(db, job.document_id, settings.webhooks.progress_interval_s)
     except SoftTimeLimitExceeded:
-        _fail(settings, job, "page_timeout", f"the page took longer than {settings.worker.page_timeout_s} s")
-        return "failed"
+        raise
     except Exception as exc:  # every failure ends up recorded on the page, never lost
         # An engine outage has a retry budget of its own: pages wait it out instead of failing.
         unavailable = isinstance(exc, EngineUnavailable)
         policy = engine_outage_policy(settings) if unavailable else page_policy(settings)
-        if is_retryable(exc) and policy.allows(task.request.retries):
-            reason = getattr(exc, "code", type(exc).__name__)
-            PAGE_RETRIES.labels(reason=reason).inc()
-            log.warning("page.retry", reason=reason, error=str(exc), retries=task.request.retries)
-            with session_scope(db) as session:
-                release_page(session, job.document_id, job.page_index, reason=reason, refund_delivery=unavailable)
-            raise retry_task(task, exc, policy) from exc
+        if is_retryable(exc) and policy.allows(retries):
+            return _PageEnd("retry", retry=(exc, policy, unavailable))
         if isinstance(exc, PagemillError):
-            _fail(settings, job, exc.code, str(exc))
-        else:
-            log.exception("page.engine_error", error=str(exc))
-            _fail(settings, job, "engine_error", f"{type(exc).__name__}: {exc}")
-        return "failed"
-    PAGES_TOTAL.labels(status="succeeded", engine=output.engine, mode=job.mode or "fast").inc()
-    PAGE_LATENCY.labels(engine=output.engine).observe(outcome.latency_ms / 1000)
+            return _failure(job, exc.code, str(exc))
+        log.exception("page.engine_error", error=str(exc))
+        return _failure(job, "engine_error", f"{type(exc).__name__}: {exc}")
     log.info("page.parsed", engine=output.engine, ms=outcome.latency_ms, chars=len(output.markdown))
-    return "run"
+    return _PageEnd("run", engine=output.engine, latency_ms=outcome.latency_ms, finish=PageFinish(
+        PageStatus.SUCCEEDED, result_key=key, engine=output.engine, model=output.model,
+        attempts=outcome.attempts, latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback,
+        confidence=output.confidence,
+        details={"finish_reason": output.finish_reason, "prompt_tokens": output.prompt_tokens,
+                 "completion_tokens": output.completion_tokens, "signals": output.signals,
+                 "fallback_reason": outcome.fallback_reason, **output.details, **outcome.details},
+        # A flagged fallback is not this engine's answer: a later upload tries the engine again.
+        cache_key=None if outcome.is_fallback else cached.store_key,
+    ))
+
+
+def _failure(job: PageTask, code: str, message: str) -> _PageEnd:
+    log.warning("page.failed", code=code, error=message, index=job.page_index)
+    return _PageEnd("failed", engine=job.engine, finish=PageFinish(
+        PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
+
+
+def _record(settings: Settings, job: PageTask, ends: dict[int, _PageEnd]) -> None:
+    """The chunk's ended pages in one transaction: their rows in one statement, the document's counters, its
+    progress event; the assembly is queued after the commit when they ended the document's last page."""
+    finishes = {index: end.finish for index, end in ends.items() if end.finish is not None}
+    due = any(end.due for end in ends.values())
+    if finishes:
+        with session_scope(settings.resolved_database_url()) as session:
+            if len(finishes) == 1:
+                [(index, finish)] = finishes.items()
+                due = finish_page(session, job.document_id, index, finish) or due
+            else:
+                due = finish_pages(session, job.document_id, finishes) or due
+            events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
+            if due:  # this delivery ended the document's last page: sent after this commit
+                enqueue(assemble_job(job.document_id, job.request_id))
+    elif due:
+        enqueue(assemble_job(job.document_id, job.request_id))
+    for end in ends.values():
+        if end.finish is None:
+            continue
+        status = "succeeded" if end.finish.status == PageStatus.SUCCEEDED else "failed"
+        PAGES_TOTAL.labels(status=status, engine=end.engine or "unknown", mode=job.mode or "fast").inc()
+        if status == "succeeded":
+            PAGE_LATENCY.labels(engine=end.engine).observe(end.latency_ms / 1000)
+
+
+def _retry_failed(task: Task, settings: Settings, job: PageTask, pages: dict[int, PageTask],
+                  ends: dict[int, _PageEnd], retries: int) -> None:
+    """Pages that failed with a retryable error go back to the queue. A lone page is retried by Celery (its
+    message again, after the policy's wait); a page of a chunk is sent again alone, its siblings stay done."""
+    failed = [(index, end.retry) for index, end in ends.items() if end.retry is not None]
+    if not failed:
+        return
+    for index, (exc, _policy, unavailable) in failed:
+        reason = getattr(exc, "code", type(exc).__name__)
+        PAGE_RETRIES.labels(reason=reason).inc()
+        log.warning("page.retry", reason=reason, error=str(exc), retries=retries, index=index)
+        with session_scope(settings.resolved_database_url()) as session:
+            release_page(session, job.document_id, index, reason=reason, refund_delivery=unavailable)
+    if not job.chunk:
+        exc, policy, _ = failed[0][1]
+        raise retry_task(task, exc, policy) from exc
+    for index, (_exc, policy, _unavailable) in failed:
+        _resend_alone(settings, job, pages, [index], retries + 1, policy.countdown(retries))
+
+
+def _resend_alone(settings: Settings, job: PageTask, pages: dict[int, PageTask], indexes: list[int],
+                  prior_retries: int, countdown: float | None) -> None:
+    """Pages of a chunk queued again, each in a message of its own (a page released, or never started)."""
+    if not indexes:
+        return
+    with session_scope(settings.resolved_database_url()) as session:
+        document = session.get(Document, job.document_id)
+        if document is None:
+            return
+        for index in indexes:
+            moved = rowcount(session.execute(
+                sa.update(Page).where(Page.document_id == job.document_id, Page.index == index,
+                                      Page.status.in_([PageStatus.QUEUED.value, PageStatus.RUNNING.value]))
+                .values(status=PageStatus.QUEUED, enqueued_at=utcnow(), lease_expires_at=None, lease_owner=None)))
+            if moved:  # not cancelled or ended meanwhile
+                enqueue(chunk_job(document, [(index, pages[index].source_key)], engine=pages[index].engine,
+                                  prior_retries=prior_retries, countdown=countdown))
 
 
 def _lease_keeper(settings: Settings, job: PageTask) -> Callable[[], None]:
@@ -151,28 +290,17 @@ def _lease_keeper(settings: Settings, job: PageTask) -> Callable[[], None]:
     return extend
 
 
-def _run(task: Task, engine: Engine, page: PageInput, settings: Settings,
+def _run(retries: int, engine: Engine, page: PageInput, settings: Settings,
          heartbeat: Callable[[], None] | None = None) -> PageOutcome:
     """The page through its engine; an outage that outlasted its retries ends in the flagged cpu fallback."""
     try:
-        if task.request.retries and getattr(engine, "generative", False):
+        if retries and getattr(engine, "generative", False):
             engine.check_health()  # after an outage, ask before spending OCR on the page's anchor
         return run_page(engine, page, settings, heartbeat=heartbeat)
     except EngineUnavailable:
-        if task.request.retries < settings.worker.unavailable_max_retries or engine.name == "cpu":
+        if retries < settings.worker.unavailable_max_retries or engine.name == "cpu":
             raise
         return run_fallback(page, settings, "engine_unavailable")
-
-
-def _fail(settings: Settings, job: PageTask, code: str, message: str) -> None:
-    log.warning("page.failed", code=code, error=message)
-    with session_scope(settings.resolved_database_url()) as session:
-        due = finish_page(session, job.document_id, job.page_index,
-                          PageFinish(PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
-        events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
-        if due:
-            enqueue(assemble_job(job.document_id, job.request_id))
-    PAGES_TOTAL.labels(status="failed", engine=job.engine or "unknown", mode=job.mode or "fast").inc()
 
 
 def _json(message: PageResult) -> bytes:
