@@ -14,6 +14,7 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -270,15 +271,29 @@ _FINISH_COLUMNS = ("status", "result_key", "engine", "model", "attempts", "laten
                    "error_code", "error_message", "details", "cache_key", "cached")
 
 
-def _per_page(column: str, values: dict[int, Any]) -> sa.ColumnElement[Any]:
-    """One column's new value for the pages of a chunk: a bound value when they share it, else a CASE on the
-    page's index (its ELSE, never taken, types the branches as the column on PostgreSQL)."""
-    target = _pages.c[column]
-    distinct = {repr(value) for value in values.values()}
-    if len(distinct) == 1:
-        return sa.literal(next(iter(values.values())), type_=target.type)
-    return sa.case({index: sa.literal(value, type_=target.type) for index, value in values.items()},
-                   value=_pages.c.index, else_=target)
+@lru_cache(maxsize=64)
+def _finish_chunk(pages: int) -> sa.Update:
+    """The UPDATE that ends `pages` pages of one document: each column's value is a CASE on the page's index
+    (`i0`… are the indexes, `<column>0`… their values; its ELSE, never taken, types the branches as the column
+    on PostgreSQL). Built once per chunk size, so SQLAlchemy's compiled cache serves every call."""
+    def per_page(column: str) -> sa.Case[Any]:
+        target = _pages.c[column]
+        return sa.case(*[(_pages.c.index == _p(f"i{k}"), _p(f"{column}{k}", type_=target.type))
+                         for k in range(pages)], else_=target)
+
+    return sa.update(_pages).where(
+        _pages.c.document_id == _p("b_document"), _pages.c.index.in_(_p("b_indexes", expanding=True)),
+        _pages.c.status.not_in(_FINAL_PAGE_VALUES),
+    ).values({**{column: per_page(column) for column in _FINISH_COLUMNS},
+              "finished_at": _at("now"), "lease_expires_at": None, "lease_owner": None}).returning(_pages.c.index)
+
+
+COUNT_CHUNK = sa.update(_documents).where(_documents.c.id == _p("b_document")).values({
+    "pages_done": _documents.c.pages_done + _p("done"), "pages_failed": _documents.c.pages_failed + _p("failed"),
+    "updated_at": _at("now"), "started_at": sa.func.coalesce(_documents.c.started_at, _at("now")),
+    "status": sa.case((_documents.c.status == DocumentStatus.QUEUED.value, DocumentStatus.RUNNING.value),
+                      else_=_documents.c.status),
+}).returning(_documents.c.pages_done, _documents.c.pages_failed, _documents.c.pages_total)
 
 
 def finish_pages(session: Session, document_id: str, finishes: dict[int, PageFinish],
@@ -290,26 +305,17 @@ def finish_pages(session: Session, document_id: str, finishes: dict[int, PageFin
     if not finishes:
         return False
     now = now or utcnow()
-    values = {column: {index: (finish.status.value if column == "status" else getattr(finish, column))
-                       for index, finish in finishes.items()} for column in _FINISH_COLUMNS}
-    statement = sa.update(_pages).where(
-        _pages.c.document_id == document_id, _pages.c.index.in_(sorted(finishes)),
-        _pages.c.status.not_in(_FINAL_PAGE_VALUES),
-    ).values({**{column: _per_page(column, per_page) for column, per_page in values.items()},
-              "finished_at": sa.literal(now, type_=UTCDateTime()), "lease_expires_at": None, "lease_owner": None}
-             ).returning(_pages.c.index)
-    ended = [int(index) for index in session.execute(statement).scalars()]
+    params: dict[str, Any] = {"b_document": document_id, "b_indexes": sorted(finishes), "now": now}
+    for k, (index, finish) in enumerate(finishes.items()):
+        params[f"i{k}"] = index
+        for column in _FINISH_COLUMNS:
+            params[f"{column}{k}"] = finish.status.value if column == "status" else getattr(finish, column)
+    ended = [int(index) for index in session.execute(_finish_chunk(len(finishes)), params).scalars()]
     if not ended:
         return False
     done = sum(1 for index in ended if finishes[index].status == PageStatus.SUCCEEDED)
-    row = session.execute(
-        sa.update(_documents).where(_documents.c.id == document_id).values({
-            "pages_done": _documents.c.pages_done + done, "pages_failed": _documents.c.pages_failed + len(ended) - done,
-            "updated_at": now, "started_at": sa.func.coalesce(_documents.c.started_at, now),
-            "status": sa.case((_documents.c.status == DocumentStatus.QUEUED.value, DocumentStatus.RUNNING.value),
-                              else_=_documents.c.status),
-        }).returning(_documents.c.pages_done, _documents.c.pages_failed, _documents.c.pages_total)
-    ).one_or_none()
+    row = session.execute(COUNT_CHUNK, {"b_document": document_id, "now": now, "done": done,
+                                        "failed": len(ended) - done}).one_or_none()
     if row is None or row.pages_done + row.pages_failed < row.pages_total:
         return False
     return claim_assembly(session, document_id, lease_s=None, now=now)

@@ -35,7 +35,7 @@ from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_
 from services.core.queues import OutboxTask, TaskName, assemble_job, chunk_job, enqueue
 from services.core.retry import RetryPolicy, engine_outage_policy, is_retryable, page_policy, retry_task
 from services.core.settings import Settings
-from services.core.storage import get_store, page_result_key
+from services.core.storage import ObjectStore, get_store, page_result_key
 from services.worker import heartbeat, page_cache
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.pipeline import PageOutcome, run_fallback, run_page
@@ -138,19 +138,20 @@ def _run_pages(task: Task, settings: Settings, pages: dict[int, PageTask], claim
     if not running:
         return
     engine = load_engine(pages[running[0]].engine or settings.engine.kind.value, settings)
+    store = get_store(settings)
     if len(running) > 1 and getattr(engine, "generative", False):
         with ThreadPoolExecutor(min(len(running), settings.engine.max_in_flight)) as pool:
-            futures = {index: pool.submit(contextvars.copy_context().run, _run_one, settings, engine,
+            futures = {index: pool.submit(contextvars.copy_context().run, _run_one, settings, store, engine,
                                           pages[index], claims[index], retries) for index in running}
             started.extend(running)
             ends.update({index: future.result() for index, future in futures.items()})
         return
     for index in running:
         started.append(index)
-        ends[index] = _run_one(settings, engine, pages[index], claims[index], retries)
+        ends[index] = _run_one(settings, store, engine, pages[index], claims[index], retries)
 
 
-def _run_one(settings: Settings, engine: Engine, job: PageTask, claim: PageClaim,
+def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTask, claim: PageClaim,
              retries: int) -> _PageEnd:
     """One claimed page: fetched, looked up in the result cache, run, its result stored (not yet recorded)."""
     engine_name = job.engine or settings.engine.kind.value
@@ -159,7 +160,6 @@ def _run_one(settings: Settings, engine: Engine, job: PageTask, claim: PageClaim
         waited = (utcnow() - to_datetime(job.enqueued_at)).total_seconds()
         PAGE_STAGE.labels(stage="queue_wait", engine=engine_name).observe(max(0.0, waited))
     try:
-        store = get_store(settings)
         with stage_timer("fetch", engine_name):
             data = store.get(job.source_key)
         cached = page_cache.lookup(settings, store, job, claim.page_number, data, engine_name)
@@ -312,9 +312,10 @@ def _json(message: PageResult) -> bytes:
 def register_worker_tasks(app: Celery, settings: Settings) -> None:
     limits = {"soft_time_limit": settings.worker.page_timeout_s, "time_limit": settings.worker.page_timeout_s + 30}
 
-    # Every task is a unit of work of the outbox (OutboxTask); retries follow services.core.retry.
+    # Every task is a unit of work of the outbox (OutboxTask); retries follow services.core.retry. Not shared:
+    # a task belongs to this app and its settings, not to every Celery app the process makes later.
     @app.task(name=TaskName.PARSE_PAGE.value, base=OutboxTask, bind=True, acks_late=True, reject_on_worker_lost=True,
-              max_retries=engine_outage_policy(settings).max_retries, **limits)
+              max_retries=engine_outage_policy(settings).max_retries, shared=False, **limits)
     def parse_page_task(self: Task, payload: dict[str, Any]) -> str:
         try:
             return parse_page(self, payload, settings)
@@ -322,7 +323,7 @@ def register_worker_tasks(app: Celery, settings: Settings) -> None:
             heartbeat.release(settings)
 
     @app.task(name=TaskName.SPLIT_DOCUMENT.value, base=OutboxTask, bind=True, acks_late=True,
-              reject_on_worker_lost=True, max_retries=page_policy(settings).max_retries)
+              reject_on_worker_lost=True, max_retries=page_policy(settings).max_retries, shared=False)
     def split_document_task(self: Task, payload: dict[str, Any]) -> int:
         job = from_dict(DocumentTask, payload)
         bind_request_id(job.request_id, document_id=job.document_id)
