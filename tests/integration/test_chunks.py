@@ -143,7 +143,7 @@ def page_messages(client: redis.Redis) -> list[tuple[PageTask, dict[str, Any]]]:
     """The page messages waiting on the cpu page queue, with their Celery headers."""
     found = []
     for name in redis_lists(Queue.PAGES_CPU):
-        for raw in client.lrange(name, 0, -1):  # type: ignore[union-attr]
+        for raw in client.lrange(name, 0, -1):
             message = json.loads(raw)
             assert message["headers"]["task"] == TaskName.PARSE_PAGE.value
             body = json.loads(base64.b64decode(message["body"]))
@@ -204,7 +204,7 @@ def test_a_failed_page_of_a_chunk_is_sent_again_alone_and_its_siblings_stay_done
     def load(name: str, s: Settings) -> Engine:
         if not engines:
             engines.append(FailingOnce(real_load("fake", s), index=2))
-        return engines[0]  # type: ignore[return-value]
+        return engines[0]  # type: ignore[return-value]  # duck-typed: the Engine protocol
 
     monkeypatch.setattr(worker_tasks, "load_engine", load)
     task = app.tasks[TaskName.PARSE_PAGE.value]
