@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ log = get_logger(__name__)
 
 # A database restart takes seconds: a claim that met one is asked again at most this long after.
 CLAIM_RETRY_MAX_S = 10.0
+# The pages of a chunk that ended are recorded together, at the latest this long after the last record: fast
+# pages share one statement, a slow page is recorded (and counted in the document's progress) as it ends.
+RECORD_EVERY_S = 1.0
 
 
 @dataclass(slots=True)
@@ -84,8 +88,19 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
             heartbeat.hold(settings, job.document_id, index)  # released when the task ends
     running = [index for index, claim in claims.items() if claim.outcome == Claim.RUN]
     started: list[int] = []
+    recorded: set[int] = set()
+    last_record = time.monotonic()
+
+    def record_if_due() -> None:
+        """Slow pages are recorded as they end (progress, and less to redo after a crash); fast ones together."""
+        nonlocal last_record
+        if time.monotonic() - last_record >= RECORD_EVERY_S:
+            _record(settings, job, {i: end for i, end in ends.items() if i not in recorded})
+            recorded.update(ends)
+            last_record = time.monotonic()
+
     try:
-        _run_pages(task, settings, pages, claims, running, retries, ends, started)
+        _run_pages(settings, pages, claims, running, retries, ends, started, record_if_due)
     except SoftTimeLimitExceeded:
         # The chunk's time ran out on the page running now; the pages after it never started: sent again alone.
         for index in started:
@@ -96,7 +111,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         for index in never_started:
             ends[index] = _PageEnd("retry")
         _resend_alone(settings, job, pages, never_started, retries, None)
-    _record(settings, job, ends)
+    _record(settings, job, {i: end for i, end in ends.items() if i not in recorded})
     _retry_failed(task, settings, job, pages, ends, retries)
     return ",".join(ends[index].outcome for index in sorted(ends))
 
@@ -130,11 +145,11 @@ def _claim(task: Task, settings: Settings, job: PageTask, indexes: list[int]) ->
                          max_retries=policy.max_retries) from exc
 
 
-def _run_pages(task: Task, settings: Settings, pages: dict[int, PageTask], claims: dict[int, PageClaim],
-               running: list[int], retries: int, ends: dict[int, _PageEnd], started: list[int]) -> None:
+def _run_pages(settings: Settings, pages: dict[int, PageTask], claims: dict[int, PageClaim], running: list[int],
+               retries: int, ends: dict[int, _PageEnd], started: list[int], after_page: Callable[[], None]) -> None:
     """The claimed pages through their engine, each page's end into `ends`: in order (`started` says how far a
-    soft time limit let them get), or side by side on a generative engine (its server batches the requests in
-    flight: a chunk must not serialise them)."""
+    soft time limit let them get; `after_page` is called after each), or side by side on a generative engine
+    (its server batches the requests in flight: a chunk must not serialise them)."""
     if not running:
         return
     engine = load_engine(pages[running[0]].engine or settings.engine.kind.value, settings)
@@ -149,6 +164,7 @@ def _run_pages(task: Task, settings: Settings, pages: dict[int, PageTask], claim
     for index in running:
         started.append(index)
         ends[index] = _run_one(settings, store, engine, pages[index], claims[index], retries)
+        after_page()
 
 
 def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTask, claim: PageClaim,
