@@ -193,17 +193,20 @@ def chunk_jobs(document: Document, pages: Sequence[tuple[int, str, str]], settin
     jobs = []
     for engine in sorted({engine for _, _, engine in pages}):
         mine = sorted((index, key) for index, key, e in pages if e == engine)
-        size = chunk_size(len(mine), settings, waiting=waiting_messages(settings, page_queue(engine)))
+        queue = page_queue(engine)
+        # a GPU worker runs `engine.max_in_flight` threads (services/cli/components.py), a cpu one its processes
+        workers = settings.engine.max_in_flight if queue == Queue.PAGES_GPU else settings.worker.concurrency
+        size = chunk_size(len(mine), settings, waiting=waiting_messages(settings, queue), workers=workers)
         for start in range(0, len(mine), size):
             jobs.append(chunk_job(document, mine[start:start + size], engine=engine,
                                   page_timeout_s=settings.worker.page_timeout_s))
     return jobs
 
 
-def chunk_size(pages: int, settings: Settings, *, waiting: int) -> int:
+def chunk_size(pages: int, settings: Settings, *, waiting: int, workers: int | None = None) -> int:
     """Pages per message: `worker.chunk_max_pages`, fewer while workers may be idle (fewer messages waiting on
-    the queue than worker processes), so that a document's pages spread over every idle worker."""
-    idle = max(1, settings.worker.concurrency - waiting)
+    the queue than `workers`, by default `worker.concurrency`), so a document's pages spread over every idle one."""
+    idle = max(1, (workers or settings.worker.concurrency) - waiting)
     return max(1, min(settings.worker.chunk_max_pages, -(-pages // idle)))
 
 

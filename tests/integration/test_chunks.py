@@ -126,6 +126,7 @@ def test_chunk_size_spreads_a_document_over_idle_workers() -> None:
     assert chunk_size(25, settings, waiting=2) == 13  # two may be idle
     assert chunk_size(2000, settings, waiting=50) == 16  # nobody idle: the largest chunks
     assert chunk_size(1, settings, waiting=0) == 1
+    assert chunk_size(64, settings, waiting=0, workers=8) == 8  # a GPU worker's eight threads
     assert chunk_size(40, Settings(worker={"chunk_max_pages": 1}), waiting=0) == 1
 
 
