@@ -98,8 +98,10 @@ def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
             document.split_enqueued_at = now
             enqueue(split_job(document))
             report.splits_requeued += 1
-        for document_id in unassembled_documents(session, now, settings.reconciler.assembly_lease_s):
-            if claim_assembly(session, document_id, lease_s=settings.reconciler.assembly_lease_s, now=now):
+        # After a reset an assembly's message may be lost too (a chunk can end a document while Redis is away).
+        assembly_lease_s = 0 if report.redis_reset else settings.reconciler.assembly_lease_s
+        for document_id in unassembled_documents(session, now, assembly_lease_s):
+            if claim_assembly(session, document_id, lease_s=assembly_lease_s, now=now):
                 document = session.get(Document, document_id)
                 enqueue(assemble_job(document_id, document.request_id if document else None))
                 report.assemblies += 1
