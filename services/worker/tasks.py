@@ -15,7 +15,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from services.core import events
 from services.core.contracts import DocumentTask, PageElement, PageResult, PageTask, from_dict, to_datetime, to_dict
-from services.core.db.models import Document, DocumentStatus, Page, PageStatus, utcnow
+from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, utcnow
 from services.core.db.session import rowcount, session_scope
 from services.core.elements import renumber, to_wire
 from services.core.errors import EngineUnavailable, PagemillError
@@ -36,7 +36,7 @@ from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_
 from services.core.queues import OutboxTask, TaskName, assemble_job, chunk_job, enqueue
 from services.core.retry import RetryPolicy, engine_outage_policy, is_retryable, page_policy, retry_task
 from services.core.settings import Settings
-from services.core.storage import ObjectStore, get_store, page_result_key
+from services.core.storage import ObjectNotFound, ObjectStore, get_store, page_result_key
 from services.worker import heartbeat, page_cache
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.pipeline import PageOutcome, run_fallback, run_page
@@ -48,8 +48,9 @@ log = get_logger(__name__)
 # A database restart takes seconds: a claim that met one is asked again at most this long after.
 CLAIM_RETRY_MAX_S = 10.0
 # The pages of a chunk that ended are recorded together, at the latest this long after the last record: fast
-# pages share one statement, a slow page is recorded (and counted in the document's progress) as it ends.
-RECORD_EVERY_S = 1.0
+# pages share one statement, a slow page is recorded (and counted in the document's progress) as it ends, and
+# the chunk stops there if its document was cancelled meanwhile. A record costs a few milliseconds.
+RECORD_EVERY_S = 0.1
 
 
 @dataclass(slots=True)
@@ -91,13 +92,16 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     recorded: set[int] = set()
     last_record = time.monotonic()
 
-    def record_if_due() -> None:
-        """Slow pages are recorded as they end (progress, and less to redo after a crash); fast ones together."""
+    def record_if_due() -> bool:
+        """Slow pages are recorded as they end (progress, and less to redo after a crash); fast ones together.
+        False when the document was cancelled or deleted meanwhile: the chunk's other pages are not run."""
         nonlocal last_record
-        if time.monotonic() - last_record >= RECORD_EVERY_S:
-            _record(settings, job, {i: end for i, end in ends.items() if i not in recorded})
-            recorded.update(ends)
-            last_record = time.monotonic()
+        if time.monotonic() - last_record < RECORD_EVERY_S:
+            return True
+        _record(settings, job, {i: end for i, end in ends.items() if i not in recorded})
+        recorded.update(ends)
+        last_record = time.monotonic()
+        return _document_open(settings, job.document_id)
 
     try:
         _run_pages(settings, pages, claims, running, retries, ends, started, record_if_due)
@@ -146,10 +150,10 @@ def _claim(task: Task, settings: Settings, job: PageTask, indexes: list[int]) ->
 
 
 def _run_pages(settings: Settings, pages: dict[int, PageTask], claims: dict[int, PageClaim], running: list[int],
-               retries: int, ends: dict[int, _PageEnd], started: list[int], after_page: Callable[[], None]) -> None:
+               retries: int, ends: dict[int, _PageEnd], started: list[int], after_page: Callable[[], bool]) -> None:
     """The claimed pages through their engine, each page's end into `ends`: in order (`started` says how far a
-    soft time limit let them get; `after_page` is called after each), or side by side on a generative engine
-    (its server batches the requests in flight: a chunk must not serialise them)."""
+    soft time limit let them get; `after_page` is called after each, and False from it stops them), or side by
+    side on a generative engine (its server batches the requests in flight: a chunk must not serialise them)."""
     if not running:
         return
     engine = load_engine(pages[running[0]].engine or settings.engine.kind.value, settings)
@@ -164,7 +168,9 @@ def _run_pages(settings: Settings, pages: dict[int, PageTask], claims: dict[int,
     for index in running:
         started.append(index)
         ends[index] = _run_one(settings, store, engine, pages[index], claims[index], retries)
-        after_page()
+        if not after_page():
+            ends.update({i: _PageEnd("skip") for i in running if i not in ends})  # cancelled: the rest are too
+            return
 
 
 def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTask, claim: PageClaim,
@@ -201,6 +207,8 @@ def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTa
     except SoftTimeLimitExceeded:
         raise
     except Exception as exc:  # every failure ends up recorded on the page, never lost
+        if isinstance(exc, ObjectNotFound) and not _document_open(settings, job.document_id):
+            return _PageEnd("skip")  # deleted while its chunk ran: its files are gone
         # An engine outage has a retry budget of its own: pages wait it out instead of failing.
         unavailable = isinstance(exc, EngineUnavailable)
         policy = engine_outage_policy(settings) if unavailable else page_policy(settings)
@@ -221,6 +229,12 @@ def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTa
         # A flagged fallback is not this engine's answer: a later upload tries the engine again.
         cache_key=None if outcome.is_fallback else cached.store_key,
     ))
+
+
+def _document_open(settings: Settings, document_id: str) -> bool:
+    with session_scope(settings.resolved_database_url(), autocommit=True) as session:
+        status = session.execute(sa.select(Document.status).where(Document.id == document_id)).scalar()
+    return status is not None and status not in DOCUMENT_FINAL
 
 
 def _failure(job: PageTask, code: str, message: str) -> _PageEnd:
