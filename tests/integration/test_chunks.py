@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -29,7 +30,7 @@ from services.worker.engines import Engine, PageInput
 from services.worker.engines.base import PageOutput
 from services.worker.split import split_document
 from services.worker.tasks import register_worker_tasks
-from tests.harness import _redis_dbs
+from tests.harness import _redis_dbs, wait_until
 from tests.integration.test_lifecycle import make_document
 from tests.pdfs import stored_upload, text_pages
 
@@ -272,3 +273,32 @@ def test_pages_whose_lease_ran_out_are_queued_again_in_chunks(
     assert result.result == ",".join(["run"] * 6)
     rows = page_rows(url, document.id)
     assert all(row.status == "succeeded" and row.deliveries == 2 for row in rows.values())
+
+
+def test_a_chunk_stops_when_its_document_is_cancelled_midway(broker: tuple[str, redis.Redis], sqlite_url: str,
+                                                             tmp_path: Path) -> None:
+    """The pages of a chunk are claimed together, but a cancel still stops those not yet run."""
+    url, client = broker
+    settings = Settings(redis_url=url, database_url=sqlite_url, data_dir=tmp_path,
+                        engine={"kind": "fake", "fake_latency_ms": 300}, worker={"concurrency": 1})
+    app = make_celery(settings)
+    register_worker_tasks(app, settings)
+    document = uploaded_and_split(settings, app, 8)
+    [(chunk, _)] = page_messages(client)
+    assert len(chunk.chunk) == 8
+
+    def cancel_after_two_pages() -> None:
+        wait_until(lambda: page_rows(sqlite_url, document.id)[1].status == "succeeded", 30, "two pages recorded",
+                   every=0.02)
+        with session_scope(sqlite_url) as session:
+            cancel_document(session, document.id)
+
+    canceller = threading.Thread(target=cancel_after_two_pages)
+    canceller.start()
+    with outbox(app):
+        outcomes = app.tasks[TaskName.PARSE_PAGE.value].apply(args=[to_dict(chunk)]).result.split(",")
+    canceller.join()
+    assert outcomes[:2] == ["run", "run"] and outcomes[-3:] == ["skip", "skip", "skip"], outcomes
+    rows = page_rows(sqlite_url, document.id)
+    assert [rows[i].status for i in (0, 1)] == ["succeeded", "succeeded"]
+    assert {rows[i].status for i in range(2, 8)} == {"cancelled"}, "a page run after the cancel changes nothing"
