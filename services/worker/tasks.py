@@ -49,8 +49,10 @@ log = get_logger(__name__)
 CLAIM_RETRY_MAX_S = 10.0
 # The pages of a chunk that ended are recorded together, at the latest this long after the last record: fast
 # pages share one statement, a slow page is recorded (and counted in the document's progress) as it ends, and
-# the chunk stops there if its document was cancelled meanwhile. A record costs a few milliseconds.
+# the chunk stops there if its document was cancelled meanwhile. Records are also at least RECORD_SHARE times
+# as long apart as the last one took, so they never cost more than a twentieth of the chunk's time.
 RECORD_EVERY_S = 0.1
+RECORD_SHARE = 20
 
 
 @dataclass(slots=True)
@@ -90,18 +92,22 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     running = [index for index, claim in claims.items() if claim.outcome == Claim.RUN]
     started: list[int] = []
     recorded: set[int] = set()
-    last_record = time.monotonic()
+    last_record, record_every_s = time.monotonic(), RECORD_EVERY_S
 
     def record_if_due() -> bool:
         """Slow pages are recorded as they end (progress, and less to redo after a crash); fast ones together.
         False when the document was cancelled or deleted meanwhile: the chunk's other pages are not run."""
-        nonlocal last_record
-        if time.monotonic() - last_record < RECORD_EVERY_S:
+        nonlocal last_record, record_every_s
+        if time.monotonic() - last_record < record_every_s:
             return True
+        began = time.monotonic()
         _record(settings, job, {i: end for i, end in ends.items() if i not in recorded})
         recorded.update(ends)
+        still_open = _document_open(settings, job.document_id)
         last_record = time.monotonic()
-        return _document_open(settings, job.document_id)
+        # records spaced so that they cost at most a twentieth of the time (a busy machine, a slow database)
+        record_every_s = max(RECORD_EVERY_S, RECORD_SHARE * (last_record - began))
+        return still_open
 
     try:
         _run_pages(settings, pages, claims, running, retries, ends, started, record_if_due)
