@@ -19,6 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psutil
 import redis
 
 from tests.harness import CORPUS, REPO, Platform
@@ -36,6 +37,19 @@ counter = redis.Redis.from_url(os.environ["RAW_BROKER"])
 def noop():
     counter.incr("raw:done")
 '''
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time so far of a process and its children (a Celery worker and its pool)."""
+    total = 0.0
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:  # a pool process that just ended
+            continue
+        total += times.user + times.system
+    return total
 
 
 def raw_celery(redis_url: str, tasks: int, concurrency: int, workdir: Path) -> dict[str, float]:
@@ -56,6 +70,7 @@ def raw_celery(redis_url: str, tasks: int, concurrency: int, workdir: Path) -> d
         while int(client.get("raw:done") or 0) < 1:
             time.sleep(0.05)
         client.delete("raw:done")
+        cpu_before = cpu_seconds(worker.pid)
         started = time.perf_counter()
         with rawapp.app.producer_or_acquire() as producer:
             for _ in range(tasks):
@@ -64,10 +79,12 @@ def raw_celery(redis_url: str, tasks: int, concurrency: int, workdir: Path) -> d
         while int(client.get("raw:done") or 0) < tasks:
             time.sleep(0.01)
         consumed = time.perf_counter() - started
+        cpu = cpu_seconds(worker.pid) - cpu_before
     finally:
         worker.terminate()
         worker.wait(30)
-    return {"tasks": tasks, "published_per_s": tasks / published, "consumed_per_s": tasks / consumed}
+    return {"tasks": tasks, "published_per_s": tasks / published, "consumed_per_s": tasks / consumed,
+            "cpu_ms": 1000 * cpu / tasks}
 
 
 def wait_all(platform: Platform, ids: list[str]) -> None:
@@ -101,16 +118,19 @@ def pagemill_run(platform: Platform, documents: int, pages: int, workdir: Path, 
     platform.kill("worker", signal.SIGTERM)
     with ThreadPoolExecutor(uploaders) as pool:
         ids = list(pool.map(upload, range(documents)))
-    platform.start_worker("worker-drain", concurrency=concurrency)
+    drain_worker = platform.start_worker("worker-drain", concurrency=concurrency)
     # The clock starts when the worker has booted and taken its first job (the first document leaves
     # `queued`), so Celery's start-up is not counted against pagemill.
     with platform.client() as client:
         while client.get(f"/v1/documents/{ids[0]}").json()["status"] == "queued":
             time.sleep(0.005)
+    cpu_before = cpu_seconds(drain_worker.pid)
     started = time.perf_counter()
     wait_all(platform, ids)
     drained = time.perf_counter() - started
-    return {"documents": documents, "pages": documents * pages, "seconds": end_to_end, "upload_seconds": uploaded,
+    drain_cpu_ms = 1000 * (cpu_seconds(drain_worker.pid) - cpu_before) / (documents * pages)
+    return {"drain_cpu_ms": drain_cpu_ms,
+            "documents": documents, "pages": documents * pages, "seconds": end_to_end, "upload_seconds": uploaded,
             "pages_per_s": documents * pages / end_to_end, "drain_pages_per_s": documents * pages / drained}
 
 
@@ -195,6 +215,13 @@ def main() -> None:
         lines.append(f"| pagemill, fake engine, {label}: end to end, 4 clients uploading while workers run "
                      f"| {run['pages']:.0f} | {run['pages_per_s']:.0f} | "
                      f"{100 * run['pages_per_s'] / raw['consumed_per_s']:.0f} % |")
+    lines += ["", f"CPU time of the worker (main process and pool) per page while draining, which a machine shared "
+              f"with other work distorts less than the rates (1-minute load average at the end: "
+              f"{os.getloadavg()[0]:.1f}): raw Celery {raw['cpu_ms']:.2f} ms per task; "
+              + "; ".join(f"pagemill {label} {run['drain_cpu_ms']:.2f} ms per page "
+                          f"({100 * raw['cpu_ms'] / run['drain_cpu_ms']:.0f} % of raw)"
+                          for label, run in results.items())
+              + "."]
     lines += ["", "Upload latency of a 500-page PDF (validate, store, write 500 page rows, queue the split; "
               "median of 5):", "", "| database | file size | median | max |", "|---|---|---|---|"]
     for label, run in results.items():

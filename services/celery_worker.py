@@ -11,7 +11,7 @@ from celery.signals import task_postrun, worker_process_init, worker_process_shu
 from services.core.logging import configure_logging
 from services.core.metrics import TASKS, initialise_worker_series, record_rss
 from services.core.metrics import start_metrics_server as _start_metrics_server
-from services.core.queues import make_celery
+from services.core.queues import Queue, make_celery
 from services.core.settings import Settings
 from services.results.tasks import register_results_tasks
 from services.worker.tasks import register_worker_tasks
@@ -43,6 +43,17 @@ def start_metrics_server(port: int) -> None:
     _start_metrics_server(port)
 
 
+def preload_assembly(settings: Settings) -> None:
+    """Loads the chunk tokenizer's vocabulary (about a second) in the main process, before the pool forks: every
+    pool process, and each one that replaces a process over `max_memory_mb`, starts with it instead of spending
+    that second on its first assembly."""
+    from services.core.settings import OutputFormat
+    from services.results.render.chunks import encoding
+
+    if OutputFormat.CHUNKS in settings.outputs.formats:
+        encoding(settings.outputs.chunk_tokenizer.value)
+
+
 def run_worker(settings: Settings, *, queues: list[str], concurrency: int | None, pool: str,
                metrics_port: int | None, name: str | None) -> None:
     configure_logging(json=settings.log_json, level=settings.log_level)
@@ -51,6 +62,8 @@ def run_worker(settings: Settings, *, queues: list[str], concurrency: int | None
     register_results_tasks(app, settings)
     app.conf.worker_max_memory_per_child = settings.worker.max_memory_mb * 1024
     initialise_worker_series(settings.engine.kind.value)
+    if Queue.RESULTS.value in queues:
+        preload_assembly(settings)
     if metrics_port:
         start_metrics_server(metrics_port)
     argv = ["worker", "-Q", ",".join(queues), "-c", str(concurrency or settings.worker.concurrency),

@@ -14,6 +14,7 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -196,6 +197,33 @@ def claim_page(session: Session, document_id: str, index: int, *, lease_s: int, 
     return PageClaim(Claim.SKIP)  # another live worker holds it
 
 
+_THESE_PAGES = (_pages.c.document_id == _p("b_document"), _pages.c.index.in_(_p("b_indexes", expanding=True)))
+CLAIM_CHUNK = sa.update(_pages).where(
+    *_THESE_PAGES, _pages.c.deliveries < _p("max_deliveries"), _DOCUMENT_OPEN,
+    sa.or_(_pages.c.status == PageStatus.QUEUED.value,
+           sa.and_(_pages.c.status == PageStatus.RUNNING.value, _pages.c.lease_expires_at <= _at("now"))),
+).values(_TAKE_VALUES).returning(_pages.c.index, *_RETURN)
+
+
+def claim_pages(session: Session, document_id: str, indexes: list[int], *, lease_s: int, max_deliveries: int,
+                now: datetime | None = None) -> dict[int, PageClaim]:
+    """Takes the pages of a chunk for this delivery: one UPDATE … RETURNING for all of them on the common path.
+    A page it could not take is asked about alone (`claim_page`: finished, held by a live or a dead worker,
+    delivered too often), so every page keeps its own lease, deliveries and outcome."""
+    now = now or utcnow()
+    params = {"b_document": document_id, "b_indexes": list(indexes), "now": now, "owner": worker_identity(),
+              "lease_until": now + timedelta(seconds=lease_s), "max_deliveries": max_deliveries}
+    claims = {int(row[0]): PageClaim(Claim.RUN, row.deliveries, row.page_number, row.source_key)
+              for row in session.execute(CLAIM_CHUNK, params)}
+    if any(claim.deliveries == 1 for claim in claims.values()):
+        session.execute(MARK_STARTED, {"b_document": document_id, "now": now})
+    for index in indexes:
+        if index not in claims:
+            claims[index] = claim_page(session, document_id, index, lease_s=lease_s,
+                                       max_deliveries=max_deliveries, now=now)
+    return claims
+
+
 @dataclass(frozen=True, slots=True)
 class PageFinish:
     status: PageStatus
@@ -236,6 +264,60 @@ def finish_page(session: Session, document_id: str, index: int, finish: PageFini
         row = session.execute(COUNT_DONE if succeeded else COUNT_FAILED, params).one_or_none()
     if row is not None:
         notices.notify(document_id)  # its page counts moved: the event streams send a progress event
+    if row is None or row.pages_done + row.pages_failed < row.pages_total:
+        return False
+    return claim_assembly(session, document_id, lease_s=None, now=now)
+
+
+_FINISH_COLUMNS = ("status", "result_key", "engine", "model", "attempts", "latency_ms", "is_fallback", "confidence",
+                   "error_code", "error_message", "details", "cache_key", "cached")
+
+
+@lru_cache(maxsize=64)
+def _finish_chunk(pages: int) -> sa.Update:
+    """The UPDATE that ends `pages` pages of one document: each column's value is a CASE on the page's index
+    (`i0`… are the indexes, `<column>0`… their values; its ELSE, never taken, types the branches as the column
+    on PostgreSQL). Built once per chunk size, so SQLAlchemy's compiled cache serves every call."""
+    def per_page(column: str) -> sa.Case[Any]:
+        target = _pages.c[column]
+        return sa.case(*[(_pages.c.index == _p(f"i{k}"), _p(f"{column}{k}", type_=target.type))
+                         for k in range(pages)], else_=target)
+
+    return sa.update(_pages).where(
+        _pages.c.document_id == _p("b_document"), _pages.c.index.in_(_p("b_indexes", expanding=True)),
+        _pages.c.status.not_in(_FINAL_PAGE_VALUES),
+    ).values({**{column: per_page(column) for column in _FINISH_COLUMNS},
+              "finished_at": _at("now"), "lease_expires_at": None, "lease_owner": None}).returning(_pages.c.index)
+
+
+COUNT_CHUNK = sa.update(_documents).where(_documents.c.id == _p("b_document")).values({
+    "pages_done": _documents.c.pages_done + _p("done"), "pages_failed": _documents.c.pages_failed + _p("failed"),
+    "updated_at": _at("now"), "started_at": sa.func.coalesce(_documents.c.started_at, _at("now")),
+    "status": sa.case((_documents.c.status == DocumentStatus.QUEUED.value, DocumentStatus.RUNNING.value),
+                      else_=_documents.c.status),
+}).returning(_documents.c.pages_done, _documents.c.pages_failed, _documents.c.pages_total)
+
+
+def finish_pages(session: Session, document_id: str, finishes: dict[int, PageFinish],
+                 now: datetime | None = None) -> bool:
+    """Records the end of several pages of one document in one UPDATE, and counts them on the document in a
+    second: only pages not ended yet change (another delivery may have finished one first, or the document was
+    cancelled), and only those are counted. Returns True when this call ended the document's last open page
+    and claimed its assembly. Needs a transaction (the two statements count together)."""
+    if not finishes:
+        return False
+    now = now or utcnow()
+    params: dict[str, Any] = {"b_document": document_id, "b_indexes": sorted(finishes), "now": now}
+    for k, (index, finish) in enumerate(finishes.items()):
+        params[f"i{k}"] = index
+        for column in _FINISH_COLUMNS:
+            params[f"{column}{k}"] = finish.status.value if column == "status" else getattr(finish, column)
+    ended = [int(index) for index in session.execute(_finish_chunk(len(finishes)), params).scalars()]
+    if not ended:
+        return False
+    done = sum(1 for index in ended if finishes[index].status == PageStatus.SUCCEEDED)
+    row = session.execute(COUNT_CHUNK, {"b_document": document_id, "now": now, "done": done,
+                                        "failed": len(ended) - done}).one_or_none()
     if row is None or row.pages_done + row.pages_failed < row.pages_total:
         return False
     return claim_assembly(session, document_id, lease_s=None, now=now)

@@ -15,12 +15,13 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
+import redis
 from celery import Celery, Task
 from kombu.entity import Queue as KombuQueue  # = kombu.Queue, which kombu does not export to type checkers
 
 from services.core import cache, notices
 from services.core import outbox as _outbox
-from services.core.contracts import DocumentTask, PageTask, timestamp, to_dict
+from services.core.contracts import ChunkPage, DocumentTask, PageTask, timestamp, to_dict
 from services.core.db.models import Document
 from services.core.pdf import PDF, PNG
 from services.core.settings import Settings
@@ -107,7 +108,12 @@ class Job:
     queue: Queue
     payload: dict[str, Any]
     priority: int = 0  # the fair-share step (services.core.fairness): 0 is served first
-    countdown: float | None = None  # held back this long (a webhook's next attempt)
+    countdown: float | None = None  # held back this long (a webhook's next attempt, a page's retry)
+    soft_time_limit: float | None = None  # this message's own limit (a chunk of pages: the page limit per page)
+
+
+# Seconds between a task's soft time limit (it is told to stop) and its hard one (its process is killed).
+HARD_LIMIT_GRACE_S = 30
 
 
 def send_jobs(app: Celery, jobs: Sequence[Job | notices.DocumentNotice]) -> None:
@@ -119,9 +125,12 @@ def send_jobs(app: Celery, jobs: Sequence[Job | notices.DocumentNotice]) -> None
         if tasks:
             with app.producer_or_acquire() as producer:
                 for job in tasks:
+                    limits = {} if job.soft_time_limit is None else {
+                        "soft_time_limit": job.soft_time_limit,
+                        "time_limit": job.soft_time_limit + HARD_LIMIT_GRACE_S}
                     app.send_task(job.name.value, args=[job.payload], queue=job.queue.value,
                                   routing_key=job.queue.value, producer=producer, priority=job.priority,
-                                  countdown=job.countdown, headers={SENT_AT_HEADER: time.time()})
+                                  countdown=job.countdown, headers={SENT_AT_HEADER: time.time()}, **limits)
     finally:
         document_notices = [job for job in jobs if isinstance(job, notices.DocumentNotice)]
         if document_notices:
@@ -164,14 +173,76 @@ def page_media_type(document: Document, key: str) -> str:
 
 
 def page_job(document: Document, index: int, source_key: str, *, engine: str | None = None) -> Job:
+    return chunk_job(document, [(index, source_key)], engine=engine)
+
+
+def chunk_job(document: Document, pages: Sequence[tuple[int, str]], *, engine: str | None = None,
+              page_timeout_s: float | None = None, prior_retries: int = 0,
+              countdown: float | None = None) -> Job:
+    """One message for these pages (index, source key) of the document; one page is a plain page message.
+    A chunk's time limit is `page_timeout_s` per page (the task's own limit is one page's)."""
     engine = engine or document.engine
     options = document.options or {}
+    index, source_key = pages[0]
     task = PageTask(document_id=document.id, page_index=index, source_key=source_key,
                     media_type=page_media_type(document, source_key), engine=engine, mode=document.mode,
                     request_id=document.request_id or "", tenant_id=document.tenant_id or "",
                     enqueued_at=timestamp(), cache_lookup=cache.lookup_wanted(options),
-                    cache_store=cache.store_wanted(options), cache_scope=cache.scope(options))
-    return Job(TaskName.PARSE_PAGE, page_queue(engine), to_dict(task), priority=document.priority or 0)
+                    cache_store=cache.store_wanted(options), cache_scope=cache.scope(options),
+                    prior_retries=prior_retries)
+    if len(pages) > 1:
+        task.chunk.extend(ChunkPage(page_index=i, source_key=key) for i, key in pages)
+    limit = page_timeout_s * len(pages) if page_timeout_s is not None and len(pages) > 1 else None
+    return Job(TaskName.PARSE_PAGE, page_queue(engine), to_dict(task), priority=document.priority or 0,
+               countdown=countdown, soft_time_limit=limit)
+
+
+def chunk_jobs(document: Document, pages: Sequence[tuple[int, str, str]], settings: Settings, *,
+               group: int = 1) -> list[Job]:
+    """The messages for these pages (index, source key, engine) of one document: per engine, chunks of
+    `chunk_size` pages in index order. With `group` > 1 (a vLLM preset that reads several pages per request),
+    a GPU chunk never cuts a request group (pages `k*group .. k*group + group - 1`) in two."""
+    jobs = []
+    for engine in sorted({engine for _, _, engine in pages}):
+        mine = sorted((index, key) for index, key, e in pages if e == engine)
+        queue = page_queue(engine)
+        # a GPU worker runs `engine.max_in_flight` threads (services/cli/components.py), a cpu one its processes
+        workers = settings.engine.max_in_flight if queue == Queue.PAGES_GPU else settings.worker.concurrency
+        size = chunk_size(len(mine), settings, waiting=waiting_messages(settings, queue), workers=workers)
+        step = group if queue == Queue.PAGES_GPU else 1
+        current: list[tuple[int, str]] = []
+        for index, key in mine:
+            if len(current) >= size and index % step == 0:
+                jobs.append(chunk_job(document, current, engine=engine, page_timeout_s=settings.worker.page_timeout_s))
+                current = []
+            current.append((index, key))
+        if current:
+            jobs.append(chunk_job(document, current, engine=engine, page_timeout_s=settings.worker.page_timeout_s))
+    return jobs
+
+
+def chunk_size(pages: int, settings: Settings, *, waiting: int, workers: int | None = None) -> int:
+    """Pages per message: `worker.chunk_max_pages`, fewer while workers may be idle (fewer messages waiting on
+    the queue than `workers`, by default `worker.concurrency`), so a document's pages spread over every idle one."""
+    idle = max(1, (workers or settings.worker.concurrency) - waiting)
+    return max(1, min(settings.worker.chunk_max_pages, -(-pages // idle)))
+
+
+@lru_cache(maxsize=4)
+def _redis(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+
+
+def waiting_messages(settings: Settings, queue: Queue) -> int:
+    """Messages waiting on a queue (every priority step), in one round trip; 0 when Redis does not answer
+    (the jobs will not go out then either, and the reconciler sends them later)."""
+    try:
+        with _redis(settings.resolved_redis_url()).pipeline(transaction=False) as pipe:
+            for name in redis_lists(queue):
+                pipe.llen(name)
+            return sum(int(n) for n in pipe.execute())
+    except redis.RedisError:
+        return 0
 
 
 def split_job(document: Document) -> Job:

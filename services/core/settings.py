@@ -166,6 +166,10 @@ class WorkerSettings(SettingsSection):
 
     concurrency: int = Field(default=2, ge=1)
     """Worker processes (or threads) per `pagemill worker`."""
+    chunk_max_pages: int = Field(default=16, ge=1, le=256)
+    """Most pages of one document one page message carries (a chunk: claimed, run and finished together, each
+    page keeping its own lease and retries). Fewer when workers are idle, so a document spreads over them; 1:
+    one message per page."""
     page_lease_s: int = Field(default=30, ge=5)
     """A running page whose lease was not renewed for this long (its worker died) is handed to another worker by
     the reconciler. The worker running a page renews its lease every `lease_heartbeat_s`."""

@@ -33,7 +33,7 @@ from services.core.lifecycle import (
 )
 from services.core.logging import get_logger
 from services.core.metrics import PAGE_RETRIES, record_rss
-from services.core.queues import assemble_job, enqueue, outbox, page_job, split_job
+from services.core.queues import assemble_job, chunk_jobs, enqueue, outbox, split_job
 from services.core.settings import Settings
 from services.core.storage import document_prefix, get_store
 from services.reconciler import retention
@@ -78,6 +78,7 @@ def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
     queued_cutoff = None if report.redis_reset else now - timedelta(seconds=settings.worker.queued_lease_s)
     with session_scope(settings.resolved_database_url()) as session:
         documents: dict[str, Document | None] = {}
+        requeued: dict[str, tuple[Document, list[tuple[int, str, str]]]] = {}  # its pages: index, key, engine
         expired = expired_running_pages(session, now)
         PAGE_RETRIES.labels(reason="lease_expired").inc(len(expired))
         for page in expired + stale_queued_pages(session, queued_cutoff):
@@ -87,14 +88,20 @@ def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
             if document is None or page.source_key is None:
                 continue
             page.status, page.enqueued_at, page.lease_expires_at = PageStatus.QUEUED, now, None
-            enqueue(page_job(document, page.index, page.source_key, engine=page.engine))
+            requeued.setdefault(page.document_id, (document, []))[1].append(
+                (page.index, page.source_key, page.engine or document.engine))
             report.pages_requeued += 1
+        for document, pages in requeued.values():  # in chunks, as the split queued them
+            for job in chunk_jobs(document, pages, settings):
+                enqueue(job)
         for document in unsplit_documents(session, queued_cutoff):
             document.split_enqueued_at = now
             enqueue(split_job(document))
             report.splits_requeued += 1
-        for document_id in unassembled_documents(session, now, settings.reconciler.assembly_lease_s):
-            if claim_assembly(session, document_id, lease_s=settings.reconciler.assembly_lease_s, now=now):
+        # After a reset an assembly's message may be lost too (a chunk can end a document while Redis is away).
+        assembly_lease_s = 0 if report.redis_reset else settings.reconciler.assembly_lease_s
+        for document_id in unassembled_documents(session, now, assembly_lease_s):
+            if claim_assembly(session, document_id, lease_s=assembly_lease_s, now=now):
                 document = session.get(Document, document_id)
                 enqueue(assemble_job(document_id, document.request_id if document else None))
                 report.assemblies += 1

@@ -33,33 +33,26 @@ class Heartbeat:
     database_url: str
     lease_s: float
     interval_s: float
-    held: dict[int, PageKey] = field(default_factory=dict)  # thread id → page
-    # thread id → the other pages of a multi-page request that thread runs (services/worker/multipage.py)
-    also_held: dict[int, set[PageKey]] = field(default_factory=dict)
+    held: dict[int, set[PageKey]] = field(default_factory=dict)  # thread id → its pages (a chunk's)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
     def hold(self, page: PageKey) -> None:
         with self.lock:
-            self.held[threading.get_ident()] = page
+            self.held.setdefault(threading.get_ident(), set()).add(page)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._run, name="lease-heartbeat", daemon=True)
                 self.thread.start()
 
-    def hold_also(self, pages: set[PageKey]) -> None:
-        with self.lock:
-            self.also_held.setdefault(threading.get_ident(), set()).update(pages)
-
     def release(self) -> None:
         with self.lock:
             self.held.pop(threading.get_ident(), None)
-            self.also_held.pop(threading.get_ident(), None)
 
     def beat(self) -> int:
         """One renewal of every held lease. Returns how many were renewed."""
         with self.lock:
-            pages = sorted(set(self.held.values()).union(*self.also_held.values()))
+            pages = sorted(set().union(*self.held.values()))
         if not pages:
             return 0
         with session_scope(self.database_url, autocommit=True) as session:
@@ -67,8 +60,7 @@ class Heartbeat:
         lost = set(pages) - renewed
         if lost:
             with self.lock:  # ended, or another worker has it now: stop renewing (its task finds out itself)
-                self.held = {thread: page for thread, page in self.held.items() if page not in lost}
-                self.also_held = {thread: pages - lost for thread, pages in self.also_held.items()}
+                self.held = {thread: mine - lost for thread, mine in self.held.items()}
             log.debug("page.lease_not_renewed", pages=[f"{d}:{i}" for d, i in sorted(lost)])
         return len(renewed)
 
@@ -97,15 +89,11 @@ def current(settings: Settings) -> Heartbeat:
 
 
 def hold(settings: Settings, document_id: str, index: int) -> None:
-    """The calling thread runs this page now: its lease is renewed until `release()`."""
+    """The calling thread runs this page now (one of its chunk's): its lease is renewed until `release()`."""
     current(settings).hold((document_id, index))
 
 
-def hold_also(settings: Settings, pages: set[PageKey]) -> None:
-    """The calling thread runs these pages too (the rest of its multi-page request) until `release()`."""
-    current(settings).hold_also(pages)
-
-
 def release(settings: Settings) -> None:
-    """The calling thread's page is no longer running here (finished, failed, given back, or its task crashed)."""
+    """The calling thread's pages are no longer running here (finished, failed, given back, or its task
+    crashed)."""
     current(settings).release()

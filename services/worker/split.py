@@ -13,14 +13,16 @@ from services.core.formats import OFFICE_TYPES
 from services.core.lifecycle import finalize_document
 from services.core.logging import get_logger
 from services.core.pdf import PDF, image_frame_png, split_pdf
-from services.core.queues import enqueue, page_job, page_queue
+from services.core.queues import chunk_jobs, enqueue, page_queue
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, page_source_key
 from services.worker.office import prepare_office_document
 from services.worker.routing import route_page
+from services.worker.vllm_serve import pages_per_request
 
 log = get_logger(__name__)
 
+# Pages split and queued per transaction (their messages carry up to `worker.chunk_max_pages` pages each).
 CHUNK = 32
 
 
@@ -75,18 +77,20 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore) -> 
                                                       Document.status == DocumentStatus.QUEUED)
                             .values(status=DocumentStatus.RUNNING))  # started_at: its first page's claim
             keys = {index: key for index, key, _ in chunk}
+            moved: list[tuple[int, str, str]] = []
             for engine in sorted({engine for _, _, engine in chunk}):
                 # one statement per engine and chunk: only pages still pending move (a second split skips them)
-                moved = session.execute(
+                moved += [(index, keys[index], engine) for index in session.execute(
                     sa.update(Page).where(Page.document_id == document_id, Page.status == PageStatus.PENDING,
                                           Page.index.in_([i for i, _, e in chunk if e == engine]))
                     .values(status=PageStatus.QUEUED, source_key=sa.case(keys, value=Page.index), enqueued_at=now,
                             engine=engine, queue=page_queue(engine).value)
                     .returning(Page.index)
-                ).scalars().all()
-                for index in sorted(moved):
-                    enqueue(page_job(document, index, keys[index], engine=engine))
-                queued += len(moved)
+                ).scalars()]
+            # a few messages of several pages each (see `chunk_jobs`), sent when this transaction commits
+            for job in chunk_jobs(document, moved, settings, group=pages_per_request(settings)):
+                enqueue(job)
+            queued += len(moved)
         chunk.clear()
 
     try:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextvars
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,26 +15,28 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from services.core import events
 from services.core.contracts import DocumentTask, PageElement, PageResult, PageTask, from_dict, to_datetime, to_dict
-from services.core.db.models import DocumentStatus, Page, PageStatus, utcnow
-from services.core.db.session import is_postgres, session_scope
+from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, utcnow
+from services.core.db.session import rowcount, session_scope
 from services.core.elements import renumber, to_wire
 from services.core.errors import EngineUnavailable, PagemillError
 from services.core.lifecycle import (
     Claim,
+    PageClaim,
     PageFinish,
     claim_page,
+    claim_pages,
     extend_lease,
     finalize_document,
     finish_page,
+    finish_pages,
     release_page,
 )
 from services.core.logging import bind_request_id, get_logger
 from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_TOTAL, stage_timer
-from services.core.pdf import PDF, PNG
-from services.core.queues import OutboxTask, TaskName, assemble_job, enqueue
-from services.core.retry import engine_outage_policy, is_retryable, page_policy, retry_task
+from services.core.queues import OutboxTask, TaskName, assemble_job, chunk_job, enqueue
+from services.core.retry import RetryPolicy, engine_outage_policy, is_retryable, page_policy, retry_task
 from services.core.settings import Settings
-from services.core.storage import ObjectStore, get_store, page_result_key
+from services.core.storage import ObjectNotFound, ObjectStore, get_store, page_result_key
 from services.worker import heartbeat, page_cache
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.multipage import run_group
@@ -45,194 +50,354 @@ log = get_logger(__name__)
 
 # A database restart takes seconds: a claim that met one is asked again at most this long after.
 CLAIM_RETRY_MAX_S = 10.0
+# The pages of a chunk that ended are recorded together, at the latest this long after the last record: fast
+# pages share one statement, a slow page is recorded (and counted in the document's progress) as it ends, and
+# the chunk stops there if its document was cancelled meanwhile. Records are also at least RECORD_SHARE times
+# as long apart as the last one took, so they never cost more than a twentieth of the chunk's time.
+RECORD_EVERY_S = 0.1
+RECORD_SHARE = 20
+
+
+@dataclass(slots=True)
+class _PageEnd:
+    """How one page of a delivery ended: its outcome word, and what is left to record."""
+
+    outcome: str  # run, cached, skip, retry, failed
+    finish: PageFinish | None = None  # recorded with the chunk's other pages, in one statement
+    due: bool = False  # a cache hit ended the document's last page (recorded by the cache itself)
+    retry: tuple[BaseException, RetryPolicy, bool] | None = None  # (error, policy, engine unavailable)
+    engine: str = ""
+    latency_ms: int = 0
 
 
 def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
-    """One delivery of one page. Returns what happened (for logs and tests): run, cached, skip, retry, failed."""
+    """One delivery of a page message: one page, or a chunk of one document's pages claimed in one statement,
+    run in order (on a generative engine side by side, up to `engine.max_in_flight`), and finished in one
+    statement. Each page keeps its own lease, deliveries and retries: a page that fails with a retryable error
+    is sent again alone, its siblings are not redone. Returns what happened to each page, comma-separated in
+    page order (for logs and tests): run, cached, skip, retry, failed."""
     job = from_dict(PageTask, payload)
     bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
-    db = settings.resolved_database_url()
+    pages = {ref.page_index: _page_task(job, ref.page_index, ref.source_key) for ref in job.chunk} \
+        or {job.page_index: job}
+    claims = _claim(task, settings, job, list(pages))
+    retries = task.request.retries + job.prior_retries
+    ends: dict[int, _PageEnd] = {}
+    for index, claim in claims.items():
+        if claim.outcome == Claim.SKIP:
+            log.debug("page.skipped", document_id=job.document_id, index=index)
+            ends[index] = _PageEnd("skip")
+        elif claim.outcome == Claim.EXHAUSTED:
+            ends[index] = _failure(pages[index], "page_lost", f"the page was picked up {claim.deliveries} times "
+                                   "without finishing (a worker crashed or timed out on it each time)")
+        else:
+            heartbeat.hold(settings, job.document_id, index)  # released when the task ends
+    running = [index for index, claim in claims.items() if claim.outcome == Claim.RUN]
+    started: list[int] = []
+    recorded: set[int] = set()
+    last_record, record_every_s = time.monotonic(), RECORD_EVERY_S
+
+    def record_if_due() -> bool:
+        """Slow pages are recorded as they end (progress, and less to redo after a crash); fast ones together.
+        False when the document was cancelled or deleted meanwhile: the chunk's other pages are not run."""
+        nonlocal last_record, record_every_s
+        if time.monotonic() - last_record < record_every_s:
+            return True
+        began = time.monotonic()
+        _record(settings, job, {i: end for i, end in ends.items() if i not in recorded})
+        recorded.update(ends)
+        still_open = _document_open(settings, job.document_id)
+        last_record = time.monotonic()
+        # records spaced so that they cost at most a twentieth of the time (a busy machine, a slow database)
+        record_every_s = max(RECORD_EVERY_S, RECORD_SHARE * (last_record - began))
+        return still_open
+
     try:
-        with session_scope(db, autocommit=True) as session:  # one atomic statement: no BEGIN/COMMIT round trips
-            claim = claim_page(session, job.document_id, job.page_index, lease_s=settings.worker.page_lease_s,
+        _run_pages(settings, pages, claims, running, retries, ends, started, record_if_due)
+    except SoftTimeLimitExceeded:
+        # The chunk's time ran out on the page running now; the pages after it never started: sent again alone.
+        for index in started:
+            if index not in ends:
+                ends[index] = _failure(pages[index], "page_timeout",
+                                       f"the page took longer than {settings.worker.page_timeout_s} s")
+        never_started = [index for index in running if index not in ends]
+        for index in never_started:
+            ends[index] = _PageEnd("retry")
+        _resend_alone(settings, job, pages, never_started, retries, None)
+    _record(settings, job, {i: end for i, end in ends.items() if i not in recorded})
+    _retry_failed(task, settings, job, pages, ends, retries)
+    return ",".join(ends[index].outcome for index in sorted(ends))
+
+
+def _page_task(job: PageTask, index: int, source_key: str) -> PageTask:
+    """One page of a chunk as a page message of its own (what the cache and the engines are given)."""
+    page = PageTask()
+    page.CopyFrom(job)
+    page.ClearField("chunk")
+    page.page_index, page.source_key = index, source_key
+    return page
+
+
+def _claim(task: Task, settings: Settings, job: PageTask, indexes: list[int]) -> dict[int, PageClaim]:
+    try:
+        with session_scope(settings.resolved_database_url(), autocommit=True) as session:
+            if len(indexes) == 1:  # one atomic statement: no BEGIN/COMMIT round trips
+                return {indexes[0]: claim_page(session, job.document_id, indexes[0],
+                                               lease_s=settings.worker.page_lease_s,
+                                               max_deliveries=settings.worker.max_deliveries)}
+            return claim_pages(session, job.document_id, indexes, lease_s=settings.worker.page_lease_s,
                                max_deliveries=settings.worker.max_deliveries)
     except Exception as exc:
         if not is_retryable(exc):
             raise
         # The database is away (a restart): keep the message, as for an engine outage, and ask again soon (a
-        # restart takes seconds). Dropped, the page would stay queued until `queued_lease_s` sends it again.
+        # restart takes seconds). Dropped, the pages would stay queued until `queued_lease_s` sends them again.
         log.warning("page.claim_retry", error=str(exc)[:300], retries=task.request.retries)
         policy = engine_outage_policy(settings)
         raise task.retry(countdown=min(policy.countdown(task.request.retries), CLAIM_RETRY_MAX_S), exc=exc,
                          max_retries=policy.max_retries) from exc
-    if claim.outcome == Claim.SKIP:
-        log.debug("page.skipped", document_id=job.document_id, index=job.page_index)
-        return "skip"
-    if claim.outcome == Claim.RUN:
-        heartbeat.hold(settings, job.document_id, job.page_index)  # released when the task ends
-    if claim.outcome == Claim.EXHAUSTED:
-        _fail(settings, job, "page_lost", f"the page was picked up {claim.deliveries} times without finishing "
-                                          "(a worker crashed or timed out on it each time)")
-        return "failed"
+
+
+def _run_pages(settings: Settings, pages: dict[int, PageTask], claims: dict[int, PageClaim], running: list[int],
+               retries: int, ends: dict[int, _PageEnd], started: list[int], after_page: Callable[[], bool]) -> None:
+    """The claimed pages through their engine, each page's end into `ends`: in order (`started` says how far a
+    soft time limit let them get; `after_page` is called after each, and False from it stops them), or side by
+    side on a generative engine (its server batches the requests in flight: a chunk must not serialise them).
+    A preset that reads several pages per request gets the chunk's pages in its groups (`_groups`)."""
+    if not running:
+        return
+    engine = load_engine(pages[running[0]].engine or settings.engine.kind.value, settings)
+    store = get_store(settings)
+    generative = getattr(engine, "generative", False)
+    groups = _groups(running, pages_per_request(settings) if generative else 1)
+    if len(groups) > 1 and generative:
+        with ThreadPoolExecutor(min(len(groups), settings.engine.max_in_flight)) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, _run_members, settings, store, engine,
+                                   [pages[i] for i in group], claims, retries) for group in groups]
+            started.extend(running)
+            for future in futures:
+                ends.update(future.result())
+        return
+    for group in groups:
+        started.extend(group)
+        ends.update(_run_members(settings, store, engine, [pages[i] for i in group], claims, retries))
+        if not after_page():
+            ends.update({i: _PageEnd("skip") for i in running if i not in ends})  # cancelled: the rest are too
+            return
+
+
+def _groups(indexes: list[int], size: int) -> list[list[int]]:
+    """The pages in request groups: for `size` pages per request, the pages `k*size .. k*size + size - 1` of a
+    document that are here go together; one page each otherwise."""
+    if size <= 1:
+        return [[index] for index in indexes]
+    grouped: dict[int, list[int]] = {}
+    for index in sorted(indexes):
+        grouped.setdefault(index // size, []).append(index)
+    return list(grouped.values())
+
+
+def _run_members(settings: Settings, store: ObjectStore, engine: Engine, jobs: list[PageTask],
+                 claims: dict[int, PageClaim], retries: int) -> dict[int, _PageEnd]:
+    """One request group's pages: alone through `_run_one`; several through one multi-page request
+    (services/worker/multipage.py) after each page's result-cache lookup."""
+    if len(jobs) == 1:
+        return {jobs[0].page_index: _run_one(settings, store, engine, jobs[0], claims[jobs[0].page_index], retries)}
+    ends: dict[int, _PageEnd] = {}
+    todo: list[tuple[PageTask, bytes, str | None]] = []
+    try:
+        for job in jobs:
+            with stage_timer("fetch", job.engine or settings.engine.kind.value):
+                data = store.get(job.source_key)
+            cached = page_cache.lookup(settings, store, job, claims[job.page_index].page_number, data,
+                                       job.engine or settings.engine.kind.value)
+            if cached.hit:
+                ends[job.page_index] = _PageEnd("cached", due=cached.due)
+            else:
+                todo.append((job, data, cached.store_key))
+        if len(todo) == 1:
+            job, _, _ = todo[0]
+            ends[job.page_index] = _run_one(settings, store, engine, job, claims[job.page_index], retries)
+            return ends
+        outcomes = _run_group(retries, engine, [PageInput(j.document_id, j.page_index, j.media_type, d)
+                                                for j, d, _ in todo], settings, _lease_keeper(settings, jobs[0]))
+        for (job, _, cache_key), outcome in zip(todo, outcomes, strict=True):
+            ends[job.page_index] = _stored(settings, store, job, claims[job.page_index], outcome, cache_key)
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on its pages, never lost
+        for job, _, _ in todo:
+            if job.page_index not in ends:
+                ends[job.page_index] = _ended_by(settings, job, exc, retries)
+    return ends
+
+
+def _run_group(retries: int, engine: Engine, pages: list[PageInput], settings: Settings,
+               keeper: Callable[[], None]) -> list[PageOutcome]:
+    """The group's pages in page order through one request; outcomes in the order of `pages`."""
+    order = sorted(range(len(pages)), key=lambda i: pages[i].index)
+    try:
+        if retries:
+            engine.check_health()
+        outcomes = run_group(engine, [pages[i] for i in order], settings, heartbeat=keeper)
+    except EngineUnavailable:  # as for one page: an outage that outlasted its retries ends in the cpu fallback
+        if retries < settings.worker.unavailable_max_retries:
+            raise
+        outcomes = [run_fallback(pages[i], settings, "engine_unavailable") for i in order]
+    by_index = {pages[i].index: outcome for i, outcome in zip(order, outcomes, strict=True)}
+    return [by_index[page.index] for page in pages]
+
+
+def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTask, claim: PageClaim,
+             retries: int) -> _PageEnd:
+    """One claimed page: fetched, looked up in the result cache, run, its result stored (not yet recorded)."""
     engine_name = job.engine or settings.engine.kind.value
+    bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
     if job.HasField("enqueued_at"):
         waited = (utcnow() - to_datetime(job.enqueued_at)).total_seconds()
         PAGE_STAGE.labels(stage="queue_wait", engine=engine_name).observe(max(0.0, waited))
-    group: list[_Member] = []  # the other pages of a multi-page request this delivery claimed
     try:
-        store = get_store(settings)
         with stage_timer("fetch", engine_name):
             data = store.get(job.source_key)
         cached = page_cache.lookup(settings, store, job, claim.page_number, data, engine_name)
         if cached.hit:
             log.info("page.cached")
-            if cached.due:
-                enqueue(assemble_job(job.document_id, job.request_id))
-            return "cached"
-        engine = load_engine(engine_name, settings)
+            return _PageEnd("cached", due=cached.due)
         page = PageInput(job.document_id, job.page_index, job.media_type, data)
-        group = _claim_group(settings, job, engine, engine_name)
-        if group:
-            members = [_Member(job, claim.page_number, data), *group]
-            outcomes = _run_group(task, engine, [m.page for m in members], settings, _lease_keeper(settings, job))
-            for member, outcome in zip(members, outcomes, strict=True):
-                _store_page(settings, store, member.job, member.page_number, outcome,
-                            cached.store_key if member.job is job else None)
-            output = outcomes[0].output
-        else:
-            outcome = _run(task, engine, page, settings, heartbeat=_lease_keeper(settings, job))
-            escalation = escalation_engine(job.mode, settings, engine.name, outcome.output.warnings)
-            if escalation is not None:  # the cpu engine lost text a configured vLLM may read
-                log.info("page.escalated", engine=escalation, warnings=outcome.output.warnings)
-                outcome = _run(task, load_engine(escalation, settings), page, settings,
-                               heartbeat=_lease_keeper(settings, job))
-            _store_page(settings, store, job, claim.page_number, outcome, cached.store_key)
-            output = outcome.output
+        outcome = _run(retries, engine, page, settings, heartbeat=_lease_keeper(settings, job))
+        escalation = escalation_engine(job.mode, settings, engine.name, outcome.output.warnings)
+        if escalation is not None:  # the cpu engine lost text a configured vLLM may read
+            log.info("page.escalated", engine=escalation, warnings=outcome.output.warnings)
+            outcome = _run(retries, load_engine(escalation, settings), page, settings,
+                           heartbeat=_lease_keeper(settings, job))
+        return _stored(settings, store, job, claim, outcome, cached.store_key)
     except SoftTimeLimitExceeded:
-        _fail(settings, job, "page_timeout", f"the page took longer than {settings.worker.page_timeout_s} s")
-        return "failed"
-    except Exception as exc:  # every failure ends up recorded on the page, never lost
-        # An engine outage has a retry budget of its own: pages wait it out instead of failing.
-        unavailable = isinstance(exc, EngineUnavailable)
-        policy = engine_outage_policy(settings) if unavailable else page_policy(settings)
-        if is_retryable(exc) and policy.allows(task.request.retries):
-            reason = getattr(exc, "code", type(exc).__name__)
-            PAGE_RETRIES.labels(reason=reason).inc()
-            log.warning("page.retry", reason=reason, error=str(exc), retries=task.request.retries)
-            with session_scope(db) as session:
-                release_page(session, job.document_id, job.page_index, reason=reason, refund_delivery=unavailable)
-                for member in group:  # their own messages find them queued again (or the reconciler does)
-                    release_page(session, job.document_id, member.job.page_index, reason=reason,
-                                 refund_delivery=unavailable)
-            raise retry_task(task, exc, policy) from exc
-        if isinstance(exc, PagemillError):
-            _fail(settings, job, exc.code, str(exc))
-        else:
-            log.exception("page.engine_error", error=str(exc))
-            _fail(settings, job, "engine_error", f"{type(exc).__name__}: {exc}")
-        return "failed"
-    log.info("page.parsed", engine=output.engine, chars=len(output.markdown), group=len(group) + 1)
-    return "run"
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
+        return _ended_by(settings, job, exc, retries)
 
 
-def _store_page(settings: Settings, store: ObjectStore, job: PageTask, page_number: int, outcome: PageOutcome,
-                cache_key: str | None) -> None:
-    """The page's result into the object store, then the page row finished (once) and the assembly queued when
-    it was the document's last open page."""
-    db = settings.resolved_database_url()
+def _stored(settings: Settings, store: ObjectStore, job: PageTask, claim: PageClaim, outcome: PageOutcome,
+            cache_key: str | None) -> _PageEnd:
+    """The page's result into the object store; its row is finished with the chunk's next record."""
     output = outcome.output
     result = PageResult(
-        document_id=job.document_id, page_index=job.page_index, page_number=page_number,
+        document_id=job.document_id, page_index=job.page_index, page_number=claim.page_number,
         markdown=output.markdown, engine=output.engine, model=output.model, attempts=outcome.attempts,
         latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback, fallback_reason=outcome.fallback_reason,
         confidence=output.confidence or 0.0, signals=output.signals, finish_reason=output.finish_reason,
         prompt_tokens=output.prompt_tokens, completion_tokens=output.completion_tokens,
-        width_px=output.width_px, height_px=output.height_px, rotation=output.rotation, warnings=list(output.warnings),
-        width=output.width, height=output.height,
-        elements=[from_dict(PageElement, to_wire(e)) for e in renumber(output.elements, page_number)],
+        width_px=output.width_px, height_px=output.height_px, rotation=output.rotation,
+        width=output.width, height=output.height, warnings=list(output.warnings),
+        elements=[from_dict(PageElement, to_wire(e)) for e in renumber(output.elements, claim.page_number)],
     )
     key = page_result_key(job.document_id, job.page_index)
-    with stage_timer("store", output.engine):
+    with stage_timer("store", job.engine or settings.engine.kind.value):
         store.put(key, _json(result), content_type="application/json")
-    with session_scope(db, autocommit=is_postgres(db)) as session:
-        due = finish_page(session, job.document_id, job.page_index, PageFinish(
-            PageStatus.SUCCEEDED, result_key=key, engine=output.engine, model=output.model,
-            attempts=outcome.attempts, latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback,
-            confidence=output.confidence,
-            details={"finish_reason": output.finish_reason, "prompt_tokens": output.prompt_tokens,
-                     "completion_tokens": output.completion_tokens, "signals": output.signals,
-                     "fallback_reason": outcome.fallback_reason, **output.details, **outcome.details},
-            # A flagged fallback is not this engine's answer: a later upload tries the engine again.
-            cache_key=None if outcome.is_fallback else cache_key,
-        ))
-        if due:  # this delivery ended the document's last page: sent after this commit
-            enqueue(assemble_job(job.document_id, job.request_id))
-    events.record_progress_in_own_transaction(db, job.document_id, settings.webhooks.progress_interval_s)
-    PAGES_TOTAL.labels(status="succeeded", engine=output.engine, mode=job.mode or "fast").inc()
-    PAGE_LATENCY.labels(engine=output.engine).observe(outcome.latency_ms / 1000)
+    log.info("page.parsed", engine=output.engine, ms=outcome.latency_ms, chars=len(output.markdown),
+             index=job.page_index)
+    return _PageEnd("run", engine=output.engine, latency_ms=outcome.latency_ms, finish=PageFinish(
+        PageStatus.SUCCEEDED, result_key=key, engine=output.engine, model=output.model,
+        attempts=outcome.attempts, latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback,
+        confidence=output.confidence,
+        details={"finish_reason": output.finish_reason, "prompt_tokens": output.prompt_tokens,
+                 "completion_tokens": output.completion_tokens, "signals": output.signals,
+                 "fallback_reason": outcome.fallback_reason, **output.details, **outcome.details},
+        # A flagged fallback is not this engine's answer: a later upload tries the engine again.
+        cache_key=None if outcome.is_fallback else cache_key,
+    ))
 
 
-@dataclass(frozen=True, slots=True)
-class _Member:
-    """One page of a multi-page request: its job (made from the claimed page row), number and file."""
+def _ended_by(settings: Settings, job: PageTask, exc: Exception, retries: int) -> _PageEnd:
+    """How an error ends a page: skipped (its document deleted meanwhile), retried, or failed with its code."""
+    if isinstance(exc, ObjectNotFound) and not _document_open(settings, job.document_id):
+        return _PageEnd("skip")  # deleted while its chunk ran: its files are gone
+    # An engine outage has a retry budget of its own: pages wait it out instead of failing.
+    unavailable = isinstance(exc, EngineUnavailable)
+    policy = engine_outage_policy(settings) if unavailable else page_policy(settings)
+    if is_retryable(exc) and policy.allows(retries):
+        return _PageEnd("retry", retry=(exc, policy, unavailable))
+    if isinstance(exc, PagemillError):
+        return _failure(job, exc.code, str(exc))
+    log.exception("page.engine_error", error=str(exc))
+    return _failure(job, "engine_error", f"{type(exc).__name__}: {exc}")
 
-    job: PageTask
-    page_number: int
-    data: bytes
 
-    @property
-    def page(self) -> PageInput:
-        return PageInput(self.job.document_id, self.job.page_index, self.job.media_type, self.data)
+def _document_open(settings: Settings, document_id: str) -> bool:
+    with session_scope(settings.resolved_database_url(), autocommit=True) as session:
+        status = session.execute(sa.select(Document.status).where(Document.id == document_id)).scalar()
+    return status is not None and status not in DOCUMENT_FINAL
 
 
-def _claim_group(settings: Settings, job: PageTask, engine: Engine, engine_name: str) -> list[_Member]:
-    """For a preset with several pages per request: the other pages of this page's group (indices
-    `k*n .. k*n + n - 1`) that this delivery could claim; [] when the engine reads one page per request. A page
-    of the group that another worker holds, or that is routed elsewhere, is left to its own delivery."""
-    size = pages_per_request(settings) if getattr(engine, "generative", False) else 1
-    if size <= 1:
-        return []
-    start = job.page_index - job.page_index % size
-    others = [i for i in range(start, start + size) if i != job.page_index]
-    members: list[_Member] = []
-    db = settings.resolved_database_url()
-    with session_scope(db) as session:
-        rows = {p.index: p for p in session.execute(sa.select(Page).where(
-            Page.document_id == job.document_id, Page.index.in_(others))).scalars()}
-    store = get_store(settings)
-    for index in others:
-        row = rows.get(index)
-        if row is None or row.engine != engine_name or row.status != PageStatus.QUEUED or not row.source_key:
+def _failure(job: PageTask, code: str, message: str) -> _PageEnd:
+    log.warning("page.failed", code=code, error=message, index=job.page_index)
+    return _PageEnd("failed", engine=job.engine, finish=PageFinish(
+        PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
+
+
+def _record(settings: Settings, job: PageTask, ends: dict[int, _PageEnd]) -> None:
+    """The chunk's ended pages in one transaction: their rows in one statement, the document's counters, its
+    progress event; the assembly is queued after the commit when they ended the document's last page."""
+    finishes = {index: end.finish for index, end in ends.items() if end.finish is not None}
+    due = any(end.due for end in ends.values())
+    if finishes:
+        with session_scope(settings.resolved_database_url()) as session:
+            if len(finishes) == 1:
+                [(index, finish)] = finishes.items()
+                due = finish_page(session, job.document_id, index, finish) or due
+            else:
+                due = finish_pages(session, job.document_id, finishes) or due
+            events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
+            if due:  # this delivery ended the document's last page: sent after this commit
+                enqueue(assemble_job(job.document_id, job.request_id))
+    elif due:
+        enqueue(assemble_job(job.document_id, job.request_id))
+    for end in ends.values():
+        if end.finish is None:
             continue
-        with session_scope(db, autocommit=True) as session:
-            claim = claim_page(session, job.document_id, index, lease_s=settings.worker.page_lease_s,
-                               max_deliveries=settings.worker.max_deliveries)
-        if claim.outcome != Claim.RUN or not claim.source_key:
-            continue
-        member_job = PageTask()
-        member_job.CopyFrom(job)
-        member_job.page_index, member_job.source_key = index, claim.source_key
-        member_job.media_type = PDF if claim.source_key.endswith(".pdf") else PNG  # as the split wrote it
-        heartbeat.hold_also(settings, {(job.document_id, index)})
-        members.append(_Member(member_job, claim.page_number, store.get(claim.source_key)))
-    return sorted(members, key=lambda m: m.job.page_index)
+        status = "succeeded" if end.finish.status == PageStatus.SUCCEEDED else "failed"
+        PAGES_TOTAL.labels(status=status, engine=end.engine or "unknown", mode=job.mode or "fast").inc()
+        if status == "succeeded":
+            PAGE_LATENCY.labels(engine=end.engine).observe(end.latency_ms / 1000)
 
 
-def _run_group(task: Task, engine: Engine, pages: list[PageInput], settings: Settings,
-               keeper: Callable[[], None]) -> list[PageOutcome]:
-    """The group's pages in page order through one request (services/worker/multipage.py); outcomes in the
-    order of `pages`."""
-    order = sorted(range(len(pages)), key=lambda i: pages[i].index)
-    try:
-        if task.request.retries:
-            engine.check_health()
-        outcomes = run_group(engine, [pages[i] for i in order], settings, heartbeat=keeper)
-    except EngineUnavailable:  # as for one page: an outage that outlasted its retries ends in the cpu fallback
-        if task.request.retries < settings.worker.unavailable_max_retries:
-            raise
-        outcomes = [run_fallback(pages[i], settings, "engine_unavailable") for i in order]
-    by_index = {pages[i].index: outcome for i, outcome in zip(order, outcomes, strict=True)}
-    return [by_index[page.index] for page in pages]
+def _retry_failed(task: Task, settings: Settings, job: PageTask, pages: dict[int, PageTask],
+                  ends: dict[int, _PageEnd], retries: int) -> None:
+    """Pages that failed with a retryable error go back to the queue. A lone page is retried by Celery (its
+    message again, after the policy's wait); a page of a chunk is sent again alone, its siblings stay done."""
+    failed = [(index, end.retry) for index, end in ends.items() if end.retry is not None]
+    if not failed:
+        return
+    for index, (exc, _policy, unavailable) in failed:
+        reason = getattr(exc, "code", type(exc).__name__)
+        PAGE_RETRIES.labels(reason=reason).inc()
+        log.warning("page.retry", reason=reason, error=str(exc), retries=retries, index=index)
+        with session_scope(settings.resolved_database_url()) as session:
+            release_page(session, job.document_id, index, reason=reason, refund_delivery=unavailable)
+    if not job.chunk:
+        exc, policy, _ = failed[0][1]
+        raise retry_task(task, exc, policy) from exc
+    for index, (_exc, policy, _unavailable) in failed:
+        _resend_alone(settings, job, pages, [index], retries + 1, policy.countdown(retries))
+
+
+def _resend_alone(settings: Settings, job: PageTask, pages: dict[int, PageTask], indexes: list[int],
+                  prior_retries: int, countdown: float | None) -> None:
+    """Pages of a chunk queued again, each in a message of its own (a page released, or never started)."""
+    if not indexes:
+        return
+    with session_scope(settings.resolved_database_url()) as session:
+        document = session.get(Document, job.document_id)
+        if document is None:
+            return
+        for index in indexes:
+            moved = rowcount(session.execute(
+                sa.update(Page).where(Page.document_id == job.document_id, Page.index == index,
+                                      Page.status.in_([PageStatus.QUEUED.value, PageStatus.RUNNING.value]))
+                .values(status=PageStatus.QUEUED, enqueued_at=utcnow(), lease_expires_at=None, lease_owner=None)))
+            if moved:  # not cancelled or ended meanwhile
+                enqueue(chunk_job(document, [(index, pages[index].source_key)], engine=pages[index].engine,
+                                  prior_retries=prior_retries, countdown=countdown))
 
 
 def _lease_keeper(settings: Settings, job: PageTask) -> Callable[[], None]:
@@ -247,28 +412,17 @@ def _lease_keeper(settings: Settings, job: PageTask) -> Callable[[], None]:
     return extend
 
 
-def _run(task: Task, engine: Engine, page: PageInput, settings: Settings,
+def _run(retries: int, engine: Engine, page: PageInput, settings: Settings,
          heartbeat: Callable[[], None] | None = None) -> PageOutcome:
     """The page through its engine; an outage that outlasted its retries ends in the flagged cpu fallback."""
     try:
-        if task.request.retries and getattr(engine, "generative", False):
+        if retries and getattr(engine, "generative", False):
             engine.check_health()  # after an outage, ask before spending OCR on the page's anchor
         return run_page(engine, page, settings, heartbeat=heartbeat)
     except EngineUnavailable:
-        if task.request.retries < settings.worker.unavailable_max_retries or engine.name == "cpu":
+        if retries < settings.worker.unavailable_max_retries or engine.name == "cpu":
             raise
         return run_fallback(page, settings, "engine_unavailable")
-
-
-def _fail(settings: Settings, job: PageTask, code: str, message: str) -> None:
-    log.warning("page.failed", code=code, error=message)
-    with session_scope(settings.resolved_database_url()) as session:
-        due = finish_page(session, job.document_id, job.page_index,
-                          PageFinish(PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
-        events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
-        if due:
-            enqueue(assemble_job(job.document_id, job.request_id))
-    PAGES_TOTAL.labels(status="failed", engine=job.engine or "unknown", mode=job.mode or "fast").inc()
 
 
 def _json(message: PageResult) -> bytes:
@@ -280,9 +434,10 @@ def _json(message: PageResult) -> bytes:
 def register_worker_tasks(app: Celery, settings: Settings) -> None:
     limits = {"soft_time_limit": settings.worker.page_timeout_s, "time_limit": settings.worker.page_timeout_s + 30}
 
-    # Every task is a unit of work of the outbox (OutboxTask); retries follow services.core.retry.
+    # Every task is a unit of work of the outbox (OutboxTask); retries follow services.core.retry. Not shared:
+    # a task belongs to this app and its settings, not to every Celery app the process makes later.
     @app.task(name=TaskName.PARSE_PAGE.value, base=OutboxTask, bind=True, acks_late=True, reject_on_worker_lost=True,
-              max_retries=engine_outage_policy(settings).max_retries, **limits)
+              max_retries=engine_outage_policy(settings).max_retries, shared=False, **limits)
     def parse_page_task(self: Task, payload: dict[str, Any]) -> str:
         try:
             return parse_page(self, payload, settings)
@@ -290,7 +445,7 @@ def register_worker_tasks(app: Celery, settings: Settings) -> None:
             heartbeat.release(settings)
 
     @app.task(name=TaskName.SPLIT_DOCUMENT.value, base=OutboxTask, bind=True, acks_late=True,
-              reject_on_worker_lost=True, max_retries=page_policy(settings).max_retries)
+              reject_on_worker_lost=True, max_retries=page_policy(settings).max_retries, shared=False)
     def split_document_task(self: Task, payload: dict[str, Any]) -> int:
         job = from_dict(DocumentTask, payload)
         bind_request_id(job.request_id, document_id=job.document_id)

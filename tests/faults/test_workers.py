@@ -109,7 +109,8 @@ def test_the_reconciler_killed_and_restarted_resumes(platform_factory: PlatformF
     platform = platform_factory(postgres_url, engine="fake",
                                 extra_env={"PAGEMILL_ENGINE__FAKE_LATENCY_MS": "200"}).start(
         concurrency=2, reconciler=True)
-    created = platform.upload(pdf(corpus, tmp_path, 12))
+    # 40 pages: the two workers each hold a chunk of 16, so the flush below has queued pages to lose.
+    created = platform.upload(pdf(corpus, tmp_path, 40))
     wait_pages_done(platform, created["id"], 2)
     platform.kill("reconciler")
     redis.Redis.from_url(platform.redis_url).flushdb()  # the queued pages are gone while nobody reconciles

@@ -15,11 +15,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.core.contracts.pagemill.v1.document_event_pb2 import DocumentEvent
 from services.core.contracts.pagemill.v1.page_result_pb2 import PageElement, PageError, PageResult
-from services.core.contracts.pagemill.v1.page_task_pb2 import DocumentTask, PageTask
+from services.core.contracts.pagemill.v1.page_task_pb2 import ChunkPage, DocumentTask, PageTask
 from services.core.contracts.pagemill.v1.webhook_task_pb2 import WebhookTask
 
-__all__ = ["DocumentEvent", "DocumentTask", "PageElement", "PageError", "PageResult", "PageTask", "WebhookTask",
-           "from_dict", "timestamp", "to_dict", "to_datetime"]
+__all__ = ["ChunkPage", "DocumentEvent", "DocumentTask", "PageElement", "PageError", "PageResult", "PageTask",
+           "WebhookTask", "from_dict", "timestamp", "to_dict", "to_datetime"]
 
 M = TypeVar("M", bound=Message)
 

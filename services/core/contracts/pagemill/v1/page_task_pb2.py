@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpagemill/v1/page_task.proto\x12\x0bpagemill.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x91\x02\n\x08PageTask\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x12\n\npage_index\x18\x02 \x01(\r\x12\x12\n\nsource_key\x18\x03 \x01(\t\x12\x12\n\nmedia_type\x18\x04 \x01(\t\x12\x0e\n\x06\x65ngine\x18\x05 \x01(\t\x12\x0c\n\x04mode\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12\x11\n\ttenant_id\x18\x08 \x01(\t\x12/\n\x0b\x65nqueued_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63\x61\x63he_lookup\x18\n \x01(\x08\x12\x13\n\x0b\x63\x61\x63he_store\x18\x0b \x01(\x08\x12\x13\n\x0b\x63\x61\x63he_scope\x18\x0c \x01(\t\"7\n\x0c\x44ocumentTask\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpagemill/v1/page_task.proto\x12\x0bpagemill.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x02\n\x08PageTask\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x12\n\npage_index\x18\x02 \x01(\r\x12\x12\n\nsource_key\x18\x03 \x01(\t\x12\x12\n\nmedia_type\x18\x04 \x01(\t\x12\x0e\n\x06\x65ngine\x18\x05 \x01(\t\x12\x0c\n\x04mode\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12\x11\n\ttenant_id\x18\x08 \x01(\t\x12/\n\x0b\x65nqueued_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63\x61\x63he_lookup\x18\n \x01(\x08\x12\x13\n\x0b\x63\x61\x63he_store\x18\x0b \x01(\x08\x12\x13\n\x0b\x63\x61\x63he_scope\x18\x0c \x01(\t\x12%\n\x05\x63hunk\x18\r \x03(\x0b\x32\x16.pagemill.v1.ChunkPage\x12\x15\n\rprior_retries\x18\x0e \x01(\r\"3\n\tChunkPage\x12\x12\n\npage_index\x18\x01 \x01(\r\x12\x12\n\nsource_key\x18\x02 \x01(\t\"7\n\x0c\x44ocumentTask\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,7 +33,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pagemill.v1.page_task_pb2',
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_PAGETASK']._serialized_start=78
-  _globals['_PAGETASK']._serialized_end=351
-  _globals['_DOCUMENTTASK']._serialized_start=353
-  _globals['_DOCUMENTTASK']._serialized_end=408
+  _globals['_PAGETASK']._serialized_end=413
+  _globals['_CHUNKPAGE']._serialized_start=415
+  _globals['_CHUNKPAGE']._serialized_end=466
+  _globals['_DOCUMENTTASK']._serialized_start=468
+  _globals['_DOCUMENTTASK']._serialized_end=523
 # @@protoc_insertion_point(module_scope)

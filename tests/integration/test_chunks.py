@@ -1,0 +1,306 @@
+"""Page jobs in chunks: one message carries several pages of a document, claimed in one statement and finished
+in one, while every page keeps its own lease, deliveries and retries. On real PostgreSQL, SQLite and Redis."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from services.core.contracts import PageTask, from_dict, to_dict
+from services.core.db.models import Document, Page, PageStatus, utcnow
+from services.core.db.session import session_scope
+from services.core.errors import EngineUnavailable
+from services.core.lifecycle import Claim, PageFinish, cancel_document, claim_pages, finish_pages, worker_identity
+from services.core.queues import Queue, TaskName, chunk_size, make_celery, outbox, redis_lists
+from services.core.settings import Settings
+from services.core.storage import get_store, page_result_key
+from services.gateway.documents.service import create_document
+from services.reconciler.loop import reconcile_once
+from services.worker import tasks as worker_tasks
+from services.worker.engines import Engine, PageInput
+from services.worker.engines.base import PageOutput
+from services.worker.split import split_document
+from services.worker.tasks import register_worker_tasks
+from tests.harness import _redis_dbs, wait_until
+from tests.integration.test_lifecycle import make_document
+from tests.pdfs import stored_upload, text_pages
+
+DATABASES = ["postgres_url", "sqlite_url"]
+
+
+def page_rows(url: str, document_id: str) -> dict[int, Page]:
+    with session_scope(url) as session:
+        rows = session.execute(sa.select(Page).where(Page.document_id == document_id)).scalars().all()
+        session.expunge_all()
+    return {row.index: row for row in rows}
+
+
+@pytest.mark.parametrize("database", DATABASES)
+def test_a_chunk_is_claimed_in_one_statement_and_finished_once(database: str, request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue(database)
+    document_id = make_document(url, pages=5)
+    with session_scope(url, autocommit=True) as session:
+        claims = claim_pages(session, document_id, [0, 1, 2, 3], lease_s=60, max_deliveries=3)
+    assert {index: claim.outcome for index, claim in claims.items()} == dict.fromkeys(range(4), Claim.RUN)
+    assert [claims[i].source_key for i in range(4)] == ["p0", "p1", "p2", "p3"]
+    rows = page_rows(url, document_id)
+    assert all(rows[i].status == "running" and rows[i].lease_owner == worker_identity() for i in range(4))
+    assert rows[4].status == "queued"
+
+    # Each page its own values, in one statement: a result, an error, a JSON details object, a fallback.
+    finishes = {
+        0: PageFinish(PageStatus.SUCCEEDED, result_key="r0", engine="fake", attempts=1, latency_ms=7,
+                      confidence=0.5, details={"signals": {"a": 1.0}}),
+        1: PageFinish(PageStatus.FAILED, engine="fake", error_code="engine_error", error_message="boom"),
+        2: PageFinish(PageStatus.SUCCEEDED, result_key="r2", engine="cpu", attempts=2, latency_ms=11,
+                      is_fallback=True, details={"fallback_reason": "engine_unavailable"}),
+    }
+    with session_scope(url) as session:
+        assert finish_pages(session, document_id, finishes) is False  # pages 3 and 4 are still open
+    with session_scope(url) as session:  # the same chunk delivered twice: nothing changes, nothing is counted
+        assert finish_pages(session, document_id, finishes) is False
+    rows = page_rows(url, document_id)
+    assert (rows[0].status, rows[0].result_key, rows[0].latency_ms, rows[0].details) == \
+        ("succeeded", "r0", 7, {"signals": {"a": 1.0}})
+    assert (rows[1].status, rows[1].error_code, rows[1].error_message) == ("failed", "engine_error", "boom")
+    assert (rows[2].engine, rows[2].is_fallback, rows[2].attempts) == ("cpu", True, 2)
+    assert rows[0].lease_owner is None and rows[0].lease_expires_at is None and rows[0].finished_at is not None
+    with session_scope(url) as session:
+        document = session.get(Document, document_id)
+        assert document is not None and (document.pages_done, document.pages_failed) == (2, 1)
+
+    with session_scope(url, autocommit=True) as session:
+        assert claim_pages(session, document_id, [4], lease_s=60, max_deliveries=3)[4].outcome == Claim.RUN
+    last = {3: PageFinish(PageStatus.SUCCEEDED, result_key="r3"), 4: PageFinish(PageStatus.SUCCEEDED)}
+    with session_scope(url) as session:
+        assert finish_pages(session, document_id, last) is True  # ended the document: its assembly is ours
+    with session_scope(url) as session:
+        assert finish_pages(session, document_id, last) is False  # exactly once
+        document = session.get(Document, document_id)
+        assert document is not None and (document.pages_done, document.pages_failed) == (4, 1)
+
+
+@pytest.mark.parametrize("database", DATABASES)
+def test_a_chunk_claim_asks_about_each_page_it_could_not_take(database: str,
+                                                             request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue(database)
+    document_id = make_document(url, pages=5)
+    now = utcnow()
+    dead = f"{worker_identity().rpartition(':')[0]}:{2 ** 22 + 7}"  # a pid that does not run on this host
+    with session_scope(url) as session:
+        def set_page(index: int, **values: Any) -> None:
+            session.execute(sa.update(Page).where(Page.document_id == document_id, Page.index == index)
+                            .values(**values))
+
+        set_page(0, status="succeeded")  # finished already
+        set_page(1, status="running", deliveries=1, lease_owner="elsewhere:1",
+                 lease_expires_at=now + timedelta(seconds=60))  # a live worker holds it
+        set_page(2, status="running", deliveries=1, lease_owner=dead, lease_expires_at=now + timedelta(seconds=60))
+        set_page(3, status="running", deliveries=1, lease_owner="elsewhere:1",
+                 lease_expires_at=now - timedelta(seconds=1))  # its lease ran out
+        set_page(4, status="queued", deliveries=3)  # delivered too often
+    with session_scope(url, autocommit=True) as session:
+        claims = claim_pages(session, document_id, list(range(5)), lease_s=60, max_deliveries=3)
+    assert [claims[i].outcome for i in range(5)] == [Claim.SKIP, Claim.SKIP, Claim.RUN, Claim.RUN, Claim.EXHAUSTED]
+    assert claims[2].deliveries == 2 and claims[3].deliveries == 2  # taken over from a dead process, expired
+
+    other = make_document(url, pages=3)
+    with session_scope(url) as session:
+        cancel_document(session, other)
+    with session_scope(url, autocommit=True) as session:
+        claims = claim_pages(session, other, [0, 1, 2], lease_s=60, max_deliveries=3)
+    assert all(claim.outcome == Claim.SKIP for claim in claims.values())
+
+
+def test_chunk_size_spreads_a_document_over_idle_workers() -> None:
+    settings = Settings(worker={"concurrency": 4, "chunk_max_pages": 16})
+    assert chunk_size(25, settings, waiting=0) == 7  # four idle workers: 7, 7, 7, 4
+    assert chunk_size(25, settings, waiting=2) == 13  # two may be idle
+    assert chunk_size(2000, settings, waiting=50) == 16  # nobody idle: the largest chunks
+    assert chunk_size(1, settings, waiting=0) == 1
+    assert chunk_size(64, settings, waiting=0, workers=8) == 8  # a GPU worker's eight threads
+    assert chunk_size(40, Settings(worker={"chunk_max_pages": 1}), waiting=0) == 1
+
+
+@pytest.fixture
+def broker(redis_server: str) -> Iterator[tuple[str, redis.Redis]]:
+    url = f"{redis_server.rsplit('/', 1)[0]}/{next(_redis_dbs)}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url, client
+    client.flushdb()
+    client.close()
+
+
+def page_messages(client: redis.Redis) -> list[tuple[PageTask, dict[str, Any]]]:
+    """The page messages waiting on the cpu page queue, with their Celery headers."""
+    found = []
+    for name in redis_lists(Queue.PAGES_CPU):
+        for raw in client.lrange(name, 0, -1):
+            message = json.loads(raw)
+            assert message["headers"]["task"] == TaskName.PARSE_PAGE.value
+            body = json.loads(base64.b64decode(message["body"]))
+            found.append((from_dict(PageTask, body[0][0]), message["headers"]))
+    client.delete(*redis_lists(Queue.PAGES_CPU))
+    return found
+
+
+class FailingOnce:
+    """The fake engine, except that page `index` meets an engine outage on its first try (a retryable error)."""
+
+    def __init__(self, engine: Engine, index: int) -> None:
+        self.engine, self.index, self.name = engine, index, engine.name
+        self.calls: list[int] = []
+
+    def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
+        self.calls.append(page.index)
+        if page.index == self.index and self.calls.count(page.index) == 1:
+            raise EngineUnavailable("the engine's server is restarting")
+        return self.engine.parse(page, temperature=temperature)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+
+@pytest.fixture
+def split_platform(broker: tuple[str, redis.Redis], sqlite_url: str,
+                   tmp_path: Path) -> Iterator[tuple[Settings, Any, redis.Redis]]:
+    url, client = broker
+    settings = Settings(redis_url=url, database_url=sqlite_url, data_dir=tmp_path, engine={"kind": "fake"},
+                        worker={"concurrency": 1, "chunk_max_pages": 16})
+    app = make_celery(settings)
+    register_worker_tasks(app, settings)
+    yield settings, app, client
+
+
+def uploaded_and_split(settings: Settings, app: Any, pages: int) -> Document:
+    store = get_store(settings)
+    with outbox(app), session_scope(settings.resolved_database_url()) as session:
+        document = create_document(session, store, settings, stored_upload(text_pages(pages), Path(settings.data_dir)),
+                                   tenant_id=None, request_id="req-chunks")
+        session.expunge(document)
+    with outbox(app):
+        assert split_document(document.id, settings, store) == pages
+    return document
+
+
+def test_a_failed_page_of_a_chunk_is_sent_again_alone_and_its_siblings_stay_done(
+        split_platform: tuple[Settings, Any, redis.Redis], monkeypatch: pytest.MonkeyPatch) -> None:
+    settings, app, client = split_platform
+    document = uploaded_and_split(settings, app, 4)
+    [(chunk, _)] = page_messages(client)  # one worker, an empty queue: the four pages in one message
+    assert [p.page_index for p in chunk.chunk] == [0, 1, 2, 3]
+
+    real_load = worker_tasks.load_engine
+    engines: list[FailingOnce] = []
+
+    def load(name: str, s: Settings) -> Engine:
+        if not engines:
+            engines.append(FailingOnce(real_load("fake", s), index=2))
+        return engines[0]  # type: ignore[return-value]  # duck-typed: the Engine protocol
+
+    monkeypatch.setattr(worker_tasks, "load_engine", load)
+    task = app.tasks[TaskName.PARSE_PAGE.value]
+    with outbox(app):
+        result = task.apply(args=[to_dict(chunk)])
+    assert result.successful(), result.traceback
+    assert result.result == "run,run,retry,run"
+    rows = page_rows(settings.resolved_database_url(), document.id)
+    assert [rows[i].status for i in range(4)] == ["succeeded", "succeeded", "queued", "succeeded"]
+    assert rows[2].details.get("last_retry_reason") == "engine_unavailable"
+    assert all(rows[i].deliveries == 1 for i in (0, 1, 3))
+    assert rows[2].deliveries == 0, "an engine outage does not count against the page's deliveries"
+
+    [(alone, headers)] = page_messages(client)  # page 2 alone, after the policy's wait, one retry spent
+    assert (alone.page_index, list(alone.chunk), alone.prior_retries) == (2, [], 1)
+    assert headers["eta"] is not None
+    with outbox(app):
+        assert task.apply(args=[to_dict(alone)]).result == "run"
+    assert engines[0].calls == [0, 1, 2, 3, 2], "the siblings were not run again"
+    rows = page_rows(settings.resolved_database_url(), document.id)
+    assert all(rows[i].status == "succeeded" for i in range(4))
+    store = get_store(settings)
+    assert all(json.loads(store.get(page_result_key(document.id, i)))["page_index"] == i for i in range(4))
+    with session_scope(settings.resolved_database_url()) as session:
+        row = session.get(Document, document.id)
+        assert row is not None and row.pages_done == 4 and row.assembly_claimed_at is not None
+    assembly = [json.loads(raw) for name in redis_lists(Queue.RESULTS) for raw in client.lrange(name, 0, -1)]
+    assert len(assembly) == 1, "the assembly is queued exactly once"
+
+
+def test_a_chunk_of_a_cancelled_document_runs_nothing(split_platform: tuple[Settings, Any, redis.Redis]) -> None:
+    settings, app, client = split_platform
+    document = uploaded_and_split(settings, app, 3)
+    [(chunk, _)] = page_messages(client)
+    with session_scope(settings.resolved_database_url()) as session:
+        cancel_document(session, document.id)
+    with outbox(app):
+        assert app.tasks[TaskName.PARSE_PAGE.value].apply(args=[to_dict(chunk)]).result == "skip,skip,skip"
+    store = get_store(settings)
+    assert not any(store.exists(page_result_key(document.id, i)) for i in range(3))
+    rows = page_rows(settings.resolved_database_url(), document.id)
+    assert {row.status for row in rows.values()} == {"cancelled"}
+
+
+def test_pages_whose_lease_ran_out_are_queued_again_in_chunks(
+        split_platform: tuple[Settings, Any, redis.Redis]) -> None:
+    """A worker died holding a chunk: its pages' leases run out and the reconciler queues them again, as chunks."""
+    settings, app, client = split_platform
+    document = uploaded_and_split(settings, app, 6)
+    page_messages(client)  # the worker took the message and died with it
+    url = settings.resolved_database_url()
+    with session_scope(url, autocommit=True) as session:
+        claims = claim_pages(session, document.id, list(range(6)), lease_s=60, max_deliveries=5)
+    assert all(claim.outcome == Claim.RUN for claim in claims.values())
+    with session_scope(url) as session:
+        session.execute(sa.update(Page).where(Page.document_id == document.id)
+                        .values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+    report = reconcile_once(settings, app, redis.Redis.from_url(settings.resolved_redis_url()))
+    assert report.pages_requeued == 6
+    requeued = page_messages(client)
+    assert [[p.page_index for p in job.chunk] for job, _ in requeued] == [list(range(6))]
+    with outbox(app):
+        result = app.tasks[TaskName.PARSE_PAGE.value].apply(args=[to_dict(requeued[0][0])])
+    assert result.result == ",".join(["run"] * 6)
+    rows = page_rows(url, document.id)
+    assert all(row.status == "succeeded" and row.deliveries == 2 for row in rows.values())
+
+
+def test_a_chunk_stops_when_its_document_is_cancelled_midway(broker: tuple[str, redis.Redis], sqlite_url: str,
+                                                             tmp_path: Path) -> None:
+    """The pages of a chunk are claimed together, but a cancel still stops those not yet run."""
+    url, client = broker
+    settings = Settings(redis_url=url, database_url=sqlite_url, data_dir=tmp_path,
+                        engine={"kind": "fake", "fake_latency_ms": 300}, worker={"concurrency": 1})
+    app = make_celery(settings)
+    register_worker_tasks(app, settings)
+    document = uploaded_and_split(settings, app, 8)
+    [(chunk, _)] = page_messages(client)
+    assert len(chunk.chunk) == 8
+
+    def cancel_after_two_pages() -> None:
+        wait_until(lambda: page_rows(sqlite_url, document.id)[1].status == "succeeded", 30, "two pages recorded",
+                   every=0.02)
+        with session_scope(sqlite_url) as session:
+            cancel_document(session, document.id)
+
+    canceller = threading.Thread(target=cancel_after_two_pages)
+    canceller.start()
+    with outbox(app):
+        outcomes = app.tasks[TaskName.PARSE_PAGE.value].apply(args=[to_dict(chunk)]).result.split(",")
+    canceller.join()
+    ran = outcomes.count("run")
+    assert outcomes == ["run"] * ran + ["skip"] * (8 - ran) and 2 <= ran <= 5, outcomes
+    rows = page_rows(sqlite_url, document.id)
+    assert {rows[i].status for i in range(ran, 8)} == {"cancelled"}, "the pages not run stay cancelled"
+    assert rows[0].status == rows[1].status == "succeeded"  # recorded before the cancel
+    assert all(rows[i].status in ("succeeded", "cancelled") for i in range(ran))
