@@ -125,3 +125,14 @@ def test_the_markdown_keeps_the_page_selection_and_an_empty_slide_keeps_its_page
              {"page_number": 3, "status": "succeeded", "markdown": "rendered three"}]
     assert render_slides(slides, pages) == ("<!-- slide 2 -->\n\ntext read from the picture\n\n"
                                             "<!-- slide 3 -->\n\n## Three\n")
+
+
+def test_garbled_numbers_and_a_missing_slide_list_do_not_stop_the_reading() -> None:
+    garbled = slide(text_box(0, 0, para("still read", '<a:pPr lvl="deep"><a:buChar char="*"/></a:pPr>'))
+                    .replace('y="0"', 'y="high"'))
+    slides = read_pptx(deck({"ppt/slides/slide1.xml": garbled}))
+    assert [(b.kind, b.text, b.level) for b in slides[1].blocks] == [("list_item", "still read", 0)]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("ppt/slides/slide1.xml", slide(text_box(0, 0, para("orphan"))))
+    assert read_pptx(buffer.getvalue()) == []  # no presentation part: the rendered pages speak for the deck

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
 
-from services.core.errors import CorruptDocument
 from services.core.formats import PPTX
 from services.worker.convert.guard import GuardLimits, check_document
 
@@ -87,18 +86,19 @@ class Slide:
 
 
 def read_pptx(data: bytes, *, limits: GuardLimits | None = None) -> list[Slide]:
-    """Every visible slide of a .pptx, in the presentation's order. Raises `UnsafeDocument`/`CorruptDocument`."""
+    """Every visible slide of a .pptx, in the presentation's order; none when the slide list cannot be read (the
+    rendered pages then speak for the deck). Raises `UnsafeDocument`/`CorruptDocument` for what the guard refuses."""
     check_document(data, PPTX, limits)
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise CorruptDocument(f"the presentation cannot be read ({exc})") from exc
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return []
     with archive:
         presentation = _part(archive, "ppt/presentation.xml")
         if presentation is None:
-            raise CorruptDocument("the presentation has no ppt/presentation.xml")
+            return []
         size = presentation.find(f"{_P}sldSz")
-        height = int(size.get("cy", _DEFAULT_HEIGHT)) if size is not None else _DEFAULT_HEIGHT
+        height = _number(size.get("cy") if size is not None else None, _DEFAULT_HEIGHT)
         targets = _relationships(archive, "ppt/presentation.xml")
         slides: list[Slide] = []
         for number, entry in enumerate(presentation.iterfind(f"{_P}sldIdLst/{_P}sldId"), 1):
@@ -147,7 +147,7 @@ def _offset(shape: ElementTree.Element) -> tuple[int, int] | None:
         off = shape.find(f"./{_P}xfrm/{_A}off")  # a graphic frame
     if off is None:
         off = shape.find(f"./{_P}grpSpPr/{_A}xfrm/{_A}off")
-    return None if off is None else (int(off.get("y", "0")), int(off.get("x", "0")))
+    return None if off is None else (_number(off.get("y"), 0), _number(off.get("x"), 0))
 
 
 def _layout_offsets(archive: zipfile.ZipFile, slide_path: str) -> dict[tuple[str, str], tuple[int, int]]:
@@ -238,7 +238,7 @@ def _paragraph(paragraph: ElementTree.Element, bullets_by_default: bool, shape: 
         marked = props is not None and (props.find(f"{_A}buChar") is not None
                                         or props.find(f"{_A}buBlip") is not None)
         if numbered or marked or bullets_by_default:
-            level = int(props.get("lvl", "0")) if props is not None else 0
+            level = _number(props.get("lvl") if props is not None else None, 0)
             return Block(kind="list_item", shape=shape, text=text, level=max(0, min(level, 8)), ordered=numbered)
     return Block(kind="paragraph", shape=shape, text=text)
 
@@ -265,5 +265,12 @@ def _table(table: ElementTree.Element, shape: int) -> Block:
 
 
 def _span(cell: ElementTree.Element, attribute: str) -> int:
-    value = cell.get(attribute, "1")
-    return min(int(value), 1000) if value.isdigit() else 1
+    return max(1, min(_number(cell.get(attribute), 1), 1000))
+
+
+def _number(value: str | None, default: int) -> int:
+    """An integer attribute, or `default` when it is missing or not a number (a hostile file's garbage)."""
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
