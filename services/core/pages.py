@@ -105,7 +105,8 @@ class DocumentResult(BaseModel):
     formats: list[str] = Field(default_factory=list, description="the formats stored for the document")
     conversion: dict[str, Any] | None = Field(
         default=None, description="office documents: what the conversion found — `warnings`, `sheets` (every sheet's "
-                                  "cells and HTML table), `charts` (kind, title, data), `attachments` (e-mail)")
+                                  "cells and HTML table), `slides` (every slide's title, paragraphs, list items and "
+                                  "tables), `charts` (kind, title, data), `attachments` (e-mail)")
     parent_id: str | None = Field(default=None, description="an e-mail attachment's document: the e-mail's id")
     attachments: list[AttachmentRead] = Field(
         default_factory=list, description="an e-mail's attachments, each a child document or refused with a reason; "

@@ -22,7 +22,7 @@ from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, ObjectStor
 from services.results.document_task import TaskFailed, run_document_task
 from services.results.furniture import mark_running_furniture
 from services.results.render.formats import render_document
-from services.results.render.markdown import render_charts, render_sheets
+from services.results.render.markdown import render_charts, render_sheets, render_slides
 
 log = get_logger(__name__)
 
@@ -45,6 +45,15 @@ def _conversion(document: Document, store: ObjectStore) -> dict[str, Any] | None
     except ObjectNotFound:
         return None
     return found
+
+
+def _native_markdown(conversion: dict[str, Any], entries: list[dict[str, Any]]) -> str:
+    """A spreadsheet's sheets or a presentation's slides as read from the document itself; "" for the others."""
+    if conversion.get("sheets"):
+        return render_sheets(conversion["sheets"])
+    if conversion.get("slides"):
+        return render_slides(conversion["slides"], entries)
+    return ""
 
 
 def _task_answer(document: Document, entries: list[dict[str, Any]], settings: Settings,
@@ -102,9 +111,9 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     }).model_dump(mode="json")
     rendered = render_document(entries, body, settings, extra=answer)
     conversion: dict[str, Any] = body.get("conversion") or {}
-    if conversion.get("sheets") or conversion.get("charts"):  # an office document's exact tables and charts
-        markdown = render_sheets(conversion["sheets"]) if conversion.get("sheets") \
-            else rendered.bodies["markdown"].decode()
+    if conversion.get("sheets") or conversion.get("slides") or conversion.get("charts"):
+        # the text read from the document itself, when it was; the charts' data after it
+        markdown = _native_markdown(conversion, entries) or rendered.bodies["markdown"].decode()
         if conversion.get("charts"):
             markdown += "\n" + render_charts(conversion["charts"])
         rendered.bodies["markdown"] = markdown.encode()

@@ -39,7 +39,7 @@ def converted_key(document_id: str) -> str:
 
 
 def conversion_key(document_id: str) -> str:
-    """What the conversion found beside the pages: warnings, native sheets, attachments."""
+    """What the conversion found beside the pages: warnings, native sheets and slides, charts, attachments."""
     return f"{document_prefix(document_id)}conversion.json"
 
 
@@ -72,6 +72,7 @@ def prepare_office_document(document_id: str, settings: Settings, store: ObjectS
             store.put(conversion_key(document_id), json.dumps({
                 "warnings": converted.warnings, "sheets": [sheet.as_json() for sheet in converted.sheets],
                 "charts": [chart.as_json() for chart in converted.charts],
+                "slides": [slide.as_json() for slide in converted.slides],
                 "attachments": attachments,
             }, ensure_ascii=False).encode(), content_type="application/json")
             store.put(converted_key(document_id), pdf, content_type="application/pdf")

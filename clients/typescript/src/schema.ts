@@ -544,7 +544,7 @@ export interface components {
             attachments?: components["schemas"]["AttachmentRead"][];
             /**
              * Conversion
-             * @description office documents: what the conversion found — `warnings`, `sheets` (every sheet's cells and HTML table), `charts` (kind, title, data), `attachments` (e-mail)
+             * @description office documents: what the conversion found — `warnings`, `sheets` (every sheet's cells and HTML table), `slides` (every slide's title, paragraphs, list items and tables), `charts` (kind, title, data), `attachments` (e-mail)
              */
             conversion?: {
                 [key: string]: unknown;

@@ -1,14 +1,16 @@
-"""Office, web and e-mail documents made into PDF pages before the split: guard, convert, read sheets natively.
+"""Office, web and e-mail documents made into PDF pages before the split: guard, convert, read sheets and slides
+natively.
 
     upload (docx, xlsx, eml, …) ─▶ guard (bombs, entities, nesting) ─▶ LibreOffice, sandboxed ─▶ PDF ─▶ split
-                                                 xlsx/ods/xls ─▶ every sheet's cells as a table (sheets.json)
+                                                 xlsx/ods/xls ─▶ every sheet's cells as a table (conversion.json)
+                                                 pptx/odp/ppt ─▶ every slide's title, text and tables (conversion.json)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from services.core.formats import DOCX, EML, EPUB, HTML, ODS, PPTX, XLS, XLSX
+from services.core.formats import DOCX, EML, EPUB, HTML, ODP, ODS, PPT, PPTX, XLS, XLSX
 from services.core.settings import Settings
 from services.worker.convert.charts import Chart, read_charts
 from services.worker.convert.epub import epub_to_html
@@ -16,6 +18,7 @@ from services.worker.convert.guard import GuardLimits, check_document
 from services.worker.convert.html_source import titled
 from services.worker.convert.libreoffice import convert, slot
 from services.worker.convert.mail import Attachment, read_mail
+from services.worker.convert.slides import Slide, read_pptx
 from services.worker.convert.spreadsheet import Sheet, read_xlsx
 
 SLOT_WAIT_S = 5.0
@@ -28,13 +31,15 @@ class Converted:
     sheets: list[Sheet] = field(default_factory=list)
     attachments: list[Attachment] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
+    slides: list[Slide] = field(default_factory=list)
 
 
 def convert_document(data: bytes, media_type: str, settings: Settings) -> Converted:
     """Raises `UnsafeDocument`/`CorruptDocument` for a document refused, `ConverterBusy` (retryable) when every
     conversion slot of the host is taken."""
     options = settings.convert
-    report = check_document(data, media_type, GuardLimits(max_expanded_bytes=options.max_expanded_mb << 20))
+    limits = GuardLimits(max_expanded_bytes=options.max_expanded_mb << 20)
+    report = check_document(data, media_type, limits)
     result = Converted(pdf=b"", warnings=list(report.warnings))
     source, source_type = data, media_type
     if media_type == EML:
@@ -51,8 +56,14 @@ def convert_document(data: bytes, media_type: str, settings: Settings) -> Conver
                                target="xlsx")
             result.sheets = read_xlsx(workbook, max_cells=options.max_sheet_cells)
             result.charts = read_charts(workbook)  # LibreOffice's xlsx keeps the charts as chart parts
+        elif media_type in (ODP, PPT):
+            deck = convert(data, media_type, timeout_s=options.timeout_s, memory_mb=options.memory_mb, target="pptx")
+            result.slides = read_pptx(deck, limits=limits)
+            result.charts = read_charts(deck)
     if media_type == XLSX:
         result.sheets = read_xlsx(data, max_cells=options.max_sheet_cells)
+    if media_type == PPTX:
+        result.slides = read_pptx(data, limits=limits)
     if media_type in (DOCX, PPTX, XLSX):
         result.charts = read_charts(data)
     return result
