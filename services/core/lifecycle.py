@@ -318,6 +318,8 @@ def finish_pages(session: Session, document_id: str, finishes: dict[int, PageFin
     done = sum(1 for index in ended if finishes[index].status == PageStatus.SUCCEEDED)
     row = session.execute(COUNT_CHUNK, {"b_document": document_id, "now": now, "done": done,
                                         "failed": len(ended) - done}).one_or_none()
+    if row is not None:
+        notices.notify(document_id)  # its page counts moved: the event streams send a progress event
     if row is None or row.pages_done + row.pages_failed < row.pages_total:
         return False
     return claim_assembly(session, document_id, lease_s=None, now=now)

@@ -187,7 +187,8 @@ def test_metrics_count_what_happened(run: Run) -> None:
     for stage in ("queue_wait", "fetch", "render", "engine", "store"):
         assert value(text, "pagemill_page_stage_seconds_count", stage=stage, engine="fake") == pages, stage
     assert value(text, "pagemill_page_latency_seconds_count", engine="fake") == pages
-    assert value(text, "pagemill_tasks_total", queue=Queue.PAGES_CPU.value, state="SUCCESS") == pages
+    # page messages carry chunks of a document's pages (worker.chunk_max_pages): one to `pages` of them
+    assert 1 <= value(text, "pagemill_tasks_total", queue=Queue.PAGES_CPU.value, state="SUCCESS") <= pages
     assert value(text, "pagemill_tasks_total", queue=Queue.DOCUMENTS.value, state="SUCCESS") == 1
     assert value(text, "pagemill_tasks_total", queue=Queue.RESULTS.value, state="SUCCESS") == 2
     assert value(text, "pagemill_queue_depth", queue=Queue.PAGES_CPU.value) == 0
