@@ -80,7 +80,7 @@ def _text_tables(lines: list[Line], size: float, min_rows: int) -> tuple[list[Bl
                 loose += 1
             end += 1
         stop = end - loose  # a table does not end on loose single lines
-        start = _extend_header(rows, index, table_like, text_width, size)
+        start = _extend_header(rows, index, stop, table_like, text_width, size)
         region = rows[start:stop]
         if sum(1 for i in range(start, stop) if table_like[i]) >= min_rows and not _is_prose(region):
             grid = build_grid(region)
@@ -133,8 +133,10 @@ def _can_sit_in_table(row: TextRow, above: list[TextRow], text_width: float) -> 
     return line.box.width < tuning.LOOSE_ROW_MAX_WIDTH * text_width and len(line.text) < tuning.LOOSE_ROW_MAX_CHARS
 
 
-def _extend_header(rows: list[TextRow], start: int, table_like: list[bool], text_width: float, size: float) -> int:
-    """Up to two short rows right above the first tabular row are its column headers."""
+def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[bool], text_width: float,
+                   size: float) -> int:
+    """Up to two short rows right above the first tabular row (of the table's rows `start` to `stop`) are its
+    column headers."""
     begin = start
     for _ in range(tuning.HEADER_MAX_ROWS_ABOVE):
         if begin == 0:
@@ -149,8 +151,27 @@ def _extend_header(rows: list[TextRow], start: int, table_like: list[bool], text
             break
         if _CAPTION.match(candidate.lines[0].text):
             break
+        if candidate.count == 1 and _set_apart(candidate, rows[begin:stop]):
+            break
         begin -= 1
     return begin
+
+
+def _set_apart(candidate: TextRow, below: list[TextRow]) -> bool:
+    """Is a one-segment row above a table (the rows `below`) a note on it ("(Numbers in thousands)") rather than
+    a header: flush with the table's left or right edge and further above the row under it than that row is
+    above the next?"""
+    if len(below) < 2:
+        return False
+    line = candidate.lines[0]
+    left = min(row.box.x0 for row in below)
+    right = max(row.box.x1 for row in below)
+    slack = tuning.CAPTION_EDGE_SLACK * line.box.height
+    if abs(line.box.x0 - left) > slack and abs(line.box.x1 - right) > slack:
+        return False  # centred over some columns: a group header
+    gap = below[0].box.y0 - candidate.box.y1
+    pitch_gap = max(below[1].box.y0 - below[0].box.y1, tuning.CAPTION_MIN_ROW_GAP * line.box.height)
+    return gap > tuning.CAPTION_GAP_OVER_HEADER * pitch_gap
 
 
 # ---------------------------------------------------------------------------------------------------------------
