@@ -189,13 +189,14 @@ def _clusters(values: list[float], tolerance: float) -> list[float]:
 
 
 def _merge_collinear(segments: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
-    """(position, start, stop) segments on one line that touch become one."""
+    """(position, start, stop) segments on one line that touch become one. Segments a fraction of a point apart
+    may sort on either side of a rounding boundary, so a segment is merged only with one it really touches."""
     merged: list[tuple[float, float, float]] = []
     for pos, start, stop in sorted(segments, key=lambda s: (round(s[0]), s[1])):
         if (merged and abs(merged[-1][0] - pos) <= tuning.RULE_MERGE_OFFSET
-                and start <= merged[-1][2] + tuning.RULE_MERGE_GAP):
+                and start <= merged[-1][2] + tuning.RULE_MERGE_GAP and stop >= merged[-1][1] - tuning.RULE_MERGE_GAP):
             last = merged[-1]
-            merged[-1] = (last[0], last[1], max(last[2], stop))
+            merged[-1] = (last[0], min(last[1], start), max(last[2], stop))
         else:
             merged.append((pos, start, stop))
     return merged
@@ -368,9 +369,21 @@ def _lattice_grid(xs: list[float], ys: list[float], hs: list[tuple[float, float,
         c1 = max(c for _, c in cells)
         grid.cells.append(Cell(r0, c0, cell_text(texts.get(origin, [])), rowspan=r1 - r0 + 1,
                                colspan=c1 - c0 + 1))
+    _drop_spacer_columns(grid, xs)
     _drop_empty(grid)
     grid.header_rows = header_rows(grid)
     return grid
+
+
+def _drop_spacer_columns(grid: Grid, xs: list[float]) -> None:
+    """A narrow drawn column with no text in any row (cells drawn as boxes with a gap between them) is no column:
+    its empty cells go, and `_drop_empty` removes it."""
+    widths = sorted(b - a for a, b in zip(xs, xs[1:], strict=False))
+    typical = widths[len(widths) // 2]
+    written = {col for c in grid.cells if c.text for col in range(c.col, c.col + c.colspan)}
+    spacers = {col for col in range(grid.cols)
+               if col not in written and xs[col + 1] - xs[col] < tuning.LATTICE_SPACER_WIDTH * typical}
+    grid.cells = [c for c in grid.cells if not (c.colspan == 1 and c.col in spacers and not c.text)]
 
 
 def _band_index(edges: list[float], value: float) -> int | None:

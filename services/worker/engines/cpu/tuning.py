@@ -94,6 +94,7 @@ RULE_CLUSTER_Y = 3.0  # pt: horizontal rules this close are one grid line
 LATTICE_MIN_LINES = 3  # grid lines: a drawn grid has this many in one direction at least (else a box)
 LATTICE_MIN_WIDTH = 30  # pt: a drawn grid is at least this wide ...
 LATTICE_MIN_HEIGHT = 12  # pt: ... and this high
+LATTICE_SPACER_WIDTH = 0.5  # median column widths: an empty drawn column narrower than this is a gap, not a column
 LATTICE_MAX_FIGURE_ROWS = 3  # text rows with figures in two drawn columns or more: a drawn row holding this many
 #                              is no row (the rules draw only columns); the text finder reads that table instead
 EDGE_TOLERANCE = 4.0  # pt: a rule this close to a cell edge draws it
