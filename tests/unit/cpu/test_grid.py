@@ -193,3 +193,18 @@ def test_a_note_set_apart_above_a_table_stays_text() -> None:
     close = segment("(Thousands)", 0, 8)
     tables, rest = find_tables([close, *lines[1:]], [], 600, 10)
     assert len(tables) == 1 and close not in rest
+
+
+def test_the_last_line_of_a_caption_over_a_table_stays_text() -> None:
+    caption = segment("Table 2: Persons employed by sector and", 0, 0)
+    tail = segment("gender (in %)", 45, 13)  # the caption's second line, under its text after "Table 2:"
+    lines = [caption, tail, segment("Farms", 60, 32), segment("Shops", 120, 32)]
+    for row, label in enumerate(("Men", "Women", "Total")):
+        lines += [segment(label, 0, 45 + 12 * row), segment(f"{row}1.5", 60, 45 + 12 * row),
+                  segment(f"{row}2.5", 120, 45 + 12 * row)]
+    tables, rest = find_tables(lines, [], 600, 10)
+    assert len(tables) == 1 and tail in rest and caption in rest
+    assert "gender" not in (tables[0].html or "")
+    # The same short line with no caption over it heads the table.
+    tables, rest = find_tables(lines[1:], [], 600, 10)
+    assert len(tables) == 1 and tail not in rest

@@ -153,8 +153,20 @@ def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[
             break
         if candidate.count == 1 and _set_apart(candidate, rows[begin:stop]):
             break
+        if candidate.count == 1 and begin >= 2 and _continues_caption(rows[begin - 2], candidate):
+            break
         begin -= 1
     return begin
+
+
+def _continues_caption(caption: TextRow, candidate: TextRow) -> bool:
+    """Is a one-segment row the next line of a caption right above it ("Table 2: Persons employed by sector and"
+    over "gender (in %)"): closer to it than a line's height and starting within it?"""
+    line = caption.lines[0]
+    if caption.count != 1 or not _CAPTION.match(line.text):
+        return False
+    gap = candidate.box.y0 - caption.box.y1
+    return gap < tuning.CAPTION_WRAP_GAP * line.box.height and line.box.x0 <= candidate.box.x0 < line.box.x1
 
 
 def _set_apart(candidate: TextRow, below: list[TextRow]) -> bool:

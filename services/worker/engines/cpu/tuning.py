@@ -82,6 +82,7 @@ LOOSE_ROW_MAX_WIDTH = 0.5  # share of the text width: a one-segment row inside a
 LOOSE_ROW_MAX_CHARS = 80  # characters: ... and shorter
 HEADER_MAX_ROWS_ABOVE = 2  # rows: short rows right above a table that may be its column headers
 HEADER_MAX_GAP = 1.5  # body sizes (or row heights): a header row sits at most this far above the table
+CAPTION_WRAP_GAP = 1.0  # line heights: a line this close under a caption ("Table 2: ...") is more of the caption
 CAPTION_EDGE_SLACK = 1.0  # line heights: a note over a table is this flush with its left or right edge ...
 CAPTION_GAP_OVER_HEADER = 1.5  # ... and set this many times further apart than the header's own rows ...
 CAPTION_MIN_ROW_GAP = 0.25  # ... line heights: the least gap between header rows counted for that
