@@ -208,3 +208,13 @@ def test_the_last_line_of_a_caption_over_a_table_stays_text() -> None:
     # The same short line with no caption over it heads the table.
     tables, rest = find_tables(lines[1:], [], 600, 10)
     assert len(tables) == 1 and tail not in rest
+
+
+def test_column_heads_holding_an_age_band_among_words_are_still_the_header() -> None:
+    lines = [segment("Women", 60, 0), segment("Men", 120, 0), segment("15-24", 180, 0)]
+    for row, label in enumerate(("1995", "2000", "2005")):
+        lines += [segment(label, 0, 15 + 12 * row)] + [segment(f"{row}{col}.5", 60 + 60 * col, 15 + 12 * row)
+                                                       for col in range(3)]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None and grid.header_rows == 1
+    assert "<thead><tr><td></td><td>Women</td><td>Men</td><td>15-24</td></tr></thead>" in grid_html(grid)

@@ -420,15 +420,17 @@ def unfold(grid: Grid) -> bool:
 
 
 def header_rows(grid: Grid) -> int:
-    """Leading rows with no figures in their data columns (years allowed) are headers."""
+    """Leading rows with no figures in their data columns (years allowed), or only a few among words, are headers."""
     by_row = _by_row(grid)
     has_numbers = any(is_numeric(c.text) for c in grid.cells if c.col > 0)
     if not has_numbers:
         return 1 if grid.rows > 2 else 0
     header = 0
     for r in range(min(grid.rows - 1, tuning.HEADER_MAX_ROWS)):
-        cells = [c for c in by_row.get(r, []) if c.col > 0]
-        if any(is_numeric(c.text) and not _YEAR.fullmatch(c.text.strip()) for c in cells):
+        cells = [c for c in by_row.get(r, []) if c.col > 0 and c.text]
+        figures = sum(1 for c in cells if is_numeric(c.text) and not _YEAR.fullmatch(c.text.strip()))
+        # Column heads may hold a few figures among words (age bands "15-24" beside "Female", "Male").
+        if figures and figures * tuning.HEADER_FIGURE_SHARE >= len(cells):
             break
         header = r + 1
     # A label alone in the first column right above the figures opens the body's first section.

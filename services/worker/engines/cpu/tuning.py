@@ -112,6 +112,7 @@ CELL_LINE_PITCH = 0.5  # typical row pitches: a text row closer than this to the
 ROW_JOIN_PITCH = 1.25  # typical row pitches: rows closer than this may be one row of wrapped cells
 HEADER_CELL_GAP = 0.45  # line heights: in a row without figures, a word gap in a gutter this wide parts two heads
 HEADER_GAP_OVER_SPACE = 1.5  # ... and this many times the segment's narrowest word gap, where it has several
+HEADER_FIGURE_SHARE = 2  # a leading row with figures in at least 1/this of its filled data cells is no header
 HEADER_MAX_ROWS = 5  # rows: the header of a table found among lines is at most this long
 HEADER_OVERFLOW = 1.3  # column widths: a header cell wider than this spans columns
 HEADER_ALIGN_MIN = 3.0  # pt: the least tolerance when a spanning header is centred over its columns ...
