@@ -218,3 +218,14 @@ def test_column_heads_holding_an_age_band_among_words_are_still_the_header() -> 
     grid = build_grid(text_rows(lines))
     assert grid is not None and grid.header_rows == 1
     assert "<thead><tr><td></td><td>Women</td><td>Men</td><td>15-24</td></tr></thead>" in grid_html(grid)
+
+
+def test_a_caption_line_flush_with_the_caption_stays_text_despite_rounding() -> None:
+    caption = segment("Table 3. Continued. Persons by sector", 0, 0)
+    tail = segment("United States, 2009", -0.01, 12)  # flush left, a hair off in the text layer's coordinates
+    lines = [caption, tail, segment("Farms", 100, 24), segment("Shops", 200, 24)]
+    for row, label in enumerate(("Men", "Women", "Total")):
+        lines += [segment(label, 0, 43 + 12 * row), segment(f"{row}1.5", 100, 43 + 12 * row),
+                  segment(f"{row}2.5", 200, 43 + 12 * row)]
+    tables, rest = find_tables(lines, [], 600, 10)
+    assert len(tables) == 1 and tail in rest

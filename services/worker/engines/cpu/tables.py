@@ -161,12 +161,13 @@ def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[
 
 def _continues_caption(caption: TextRow, candidate: TextRow) -> bool:
     """Is a one-segment row the next line of a caption right above it ("Table 2: Persons employed by sector and"
-    over "gender (in %)"): closer to it than a line's height and starting within it?"""
+    over "gender (in %)"): closer to it than a line's height and starting within it (or flush with it)?"""
     line = caption.lines[0]
     if caption.count != 1 or not _CAPTION.match(line.text):
         return False
     gap = candidate.box.y0 - caption.box.y1
-    return gap < tuning.CAPTION_WRAP_GAP * line.box.height and line.box.x0 <= candidate.box.x0 < line.box.x1
+    slack = tuning.CAPTION_EDGE_SLACK * line.box.height
+    return gap < tuning.CAPTION_WRAP_GAP * line.box.height and line.box.x0 - slack <= candidate.box.x0 < line.box.x1
 
 
 def _set_apart(candidate: TextRow, below: list[TextRow]) -> bool:
