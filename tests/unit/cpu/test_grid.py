@@ -229,3 +229,19 @@ def test_a_caption_line_flush_with_the_caption_stays_text_despite_rounding() -> 
                   segment(f"{row}2.5", 200, 43 + 12 * row)]
     tables, rest = find_tables(lines, [], 600, 10)
     assert len(tables) == 1 and tail in rest
+
+
+def test_notes_under_a_table_stay_text() -> None:
+    lines = [segment("Farms", 100, 0), segment("Shops", 200, 0)]
+    for row, label in enumerate(("Men", "Women", "Total")):
+        lines += [segment(label, 0, 13 + 12 * row), segment(f"{row}1.5", 100, 13 + 12 * row),
+                  segment(f"{row}2.5", 200, 13 + 12 * row)]
+    key = [segment("(:)", 0, 50), segment("Not available.", 30, 50)]
+    note = [segment("NB:", 0, 62), segment("Rates are shares of the labour force.", 30, 62)]
+    tables, rest = find_tables(lines + key + note, [], 600, 10)
+    assert len(tables) == 1 and all(line in rest for line in key + note)
+    assert "available" not in (tables[0].html or "")
+    # A last body row whose label is a word, not a key, stays in the table.
+    other = [segment("Other", 0, 50), segment("n/a", 100, 50)]
+    tables, rest = find_tables(lines + other, [], 600, 10)
+    assert len(tables) == 1 and "Other" in (tables[0].html or "")

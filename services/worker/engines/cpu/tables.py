@@ -27,6 +27,7 @@ from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segme
 
 __all__ = ["Cell", "Grid", "find_ruled_tables", "find_tables", "grid_html"]
 
+_NOTE_KEY = re.compile(r"^(?:(?:n\.?b|notes?|sources?)\s*[:.]|\(?[*†‡§:]+\)?)(?:\s|$)", re.IGNORECASE)
 _CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|source|note)\s*[\dIVX:.]", re.IGNORECASE)
 
 
@@ -80,6 +81,8 @@ def _text_tables(lines: list[Line], size: float, min_rows: int) -> tuple[list[Bl
                 loose += 1
             end += 1
         stop = end - loose  # a table does not end on loose single lines
+        while stop - index > 1 and _is_note(rows[stop - 1]):
+            stop -= 1  # nor on the notes under it ("NB: ...", "(:) Not available.")
         start = _extend_header(rows, index, stop, table_like, text_width, size)
         region = rows[start:stop]
         if sum(1 for i in range(start, stop) if table_like[i]) >= min_rows and not _is_prose(region):
@@ -95,6 +98,13 @@ def _text_tables(lines: list[Line], size: float, min_rows: int) -> tuple[list[Bl
         index = max(index + 1, stop)
     rest = [line for line in lines if id(line) not in used]
     return tables, rest
+
+
+def _is_note(row: TextRow) -> bool:
+    """A note under a table: a key ("NB:", "Source:", "(:)", "*") and its explanation, without figures."""
+    if row.count > 2 or any(is_numeric(line.text) for line in row.lines):
+        return False
+    return bool(_NOTE_KEY.match(row.lines[0].text.strip()))
 
 
 def _row_is_tabular(row: TextRow, text_width: float) -> bool:
