@@ -142,3 +142,106 @@ def test_slanted_column_heads_above_a_table_become_its_header_row() -> None:
     markdown = render(blocks)
     assert "<td>Alpha</td><td>Beta</td><td>Gamma</td>" in markdown
     assert markdown.count("Alpha") == 1
+
+
+def test_two_column_heads_in_one_run_are_parted_at_the_body_gutter() -> None:
+    # "Number Margin of" is one run of the text layer: the space after "Number" is wider than the run's own
+    # word space and lies in the gutter between the first two figure columns.
+    joined = Line([Word("Number", Box(60, 0, 90, 10)), Word("Margin", Box(96, 0, 126, 10)),
+                   Word("of", Box(129, 0, 139, 10))], Box(60, 0, 139, 10))
+    lines = [segment("Item", 0, 0), joined]
+    for row, label in enumerate(("Cats", "Dogs", "Birds")):
+        lines += [segment(label, 0, 15 + 12 * row), segment(f"{row}1,000", 60, 15 + 12 * row),
+                  segment(f"{row}22", 125, 15 + 12 * row)]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None and grid.cols == 3
+    assert [text for _, text in rows_of(grid_html(grid))[0]] == ["Item", "Number", "Margin of"]
+
+
+def test_a_header_run_with_even_word_spaces_is_not_parted() -> None:
+    # The same geometry with one even word space throughout: a heading over both columns, kept whole.
+    lines = [segment("Item", 0, 0), segment("Total amount of", 60, 0, space=6.0)]
+    for row, label in enumerate(("Cats", "Dogs", "Birds")):
+        lines += [segment(label, 0, 15 + 12 * row), segment(f"{row}1,000", 60, 15 + 12 * row),
+                  segment(f"{row}22", 125, 15 + 12 * row)]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None
+    assert "Total amount of" in [text for _, text in rows_of(grid_html(grid))[0]]
+
+
+def test_a_stub_head_on_the_last_header_line_spans_up_over_the_header() -> None:
+    lines = [segment("2024", 80, 0), segment("Region", 0, 12), segment("Sold", 60, 12), segment("Kept", 120, 12)]
+    for row, label in enumerate(("North", "South", "East")):
+        lines += [segment(label, 0, 27 + 12 * row), segment(f"{row}10", 60, 27 + 12 * row),
+                  segment(f"{row}20", 120, 27 + 12 * row)]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None and grid.header_rows == 2
+    assert rows_of(grid_html(grid))[0][0] == (' rowspan="2"', "Region")
+
+
+def test_a_note_set_apart_above_a_table_stays_text() -> None:
+    note = segment("(Thousands)", 0, 0)
+    lines = [note, segment("2024", 60, 20), segment("Region", 0, 32), segment("Sold", 60, 32),
+             segment("Kept", 120, 32)]
+    for row, label in enumerate(("North", "South", "East")):
+        lines += [segment(label, 0, 45 + 12 * row), segment(f"{row}10", 60, 45 + 12 * row),
+                  segment(f"{row}20", 120, 45 + 12 * row)]
+    tables, rest = find_tables(lines, [], 600, 10)
+    assert len(tables) == 1 and note in rest
+    assert "Thousands" not in (tables[0].html or "")
+    # Set at the header's own line pitch, the same line is the table's first header row.
+    close = segment("(Thousands)", 0, 8)
+    tables, rest = find_tables([close, *lines[1:]], [], 600, 10)
+    assert len(tables) == 1 and close not in rest
+
+
+def test_the_last_line_of_a_caption_over_a_table_stays_text() -> None:
+    caption = segment("Table 2: Persons employed by sector and", 0, 0)
+    tail = segment("gender (in %)", 45, 13)  # the caption's second line, under its text after "Table 2:"
+    lines = [caption, tail, segment("Farms", 60, 32), segment("Shops", 120, 32)]
+    for row, label in enumerate(("Men", "Women", "Total")):
+        lines += [segment(label, 0, 45 + 12 * row), segment(f"{row}1.5", 60, 45 + 12 * row),
+                  segment(f"{row}2.5", 120, 45 + 12 * row)]
+    tables, rest = find_tables(lines, [], 600, 10)
+    assert len(tables) == 1 and tail in rest and caption in rest
+    assert "gender" not in (tables[0].html or "")
+    # The same short line with no caption over it heads the table.
+    tables, rest = find_tables(lines[1:], [], 600, 10)
+    assert len(tables) == 1 and tail not in rest
+
+
+def test_column_heads_holding_an_age_band_among_words_are_still_the_header() -> None:
+    lines = [segment("Women", 60, 0), segment("Men", 120, 0), segment("15-24", 180, 0)]
+    for row, label in enumerate(("1995", "2000", "2005")):
+        lines += [segment(label, 0, 15 + 12 * row)] + [segment(f"{row}{col}.5", 60 + 60 * col, 15 + 12 * row)
+                                                       for col in range(3)]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None and grid.header_rows == 1
+    assert "<thead><tr><td></td><td>Women</td><td>Men</td><td>15-24</td></tr></thead>" in grid_html(grid)
+
+
+def test_a_caption_line_flush_with_the_caption_stays_text_despite_rounding() -> None:
+    caption = segment("Table 3. Continued. Persons by sector", 0, 0)
+    tail = segment("United States, 2009", -0.01, 12)  # flush left, a hair off in the text layer's coordinates
+    lines = [caption, tail, segment("Farms", 100, 24), segment("Shops", 200, 24)]
+    for row, label in enumerate(("Men", "Women", "Total")):
+        lines += [segment(label, 0, 43 + 12 * row), segment(f"{row}1.5", 100, 43 + 12 * row),
+                  segment(f"{row}2.5", 200, 43 + 12 * row)]
+    tables, rest = find_tables(lines, [], 600, 10)
+    assert len(tables) == 1 and tail in rest
+
+
+def test_notes_under_a_table_stay_text() -> None:
+    lines = [segment("Farms", 100, 0), segment("Shops", 200, 0)]
+    for row, label in enumerate(("Men", "Women", "Total")):
+        lines += [segment(label, 0, 13 + 12 * row), segment(f"{row}1.5", 100, 13 + 12 * row),
+                  segment(f"{row}2.5", 200, 13 + 12 * row)]
+    key = [segment("(:)", 0, 50), segment("Not available.", 30, 50)]
+    note = [segment("NB:", 0, 62), segment("Rates are shares of the labour force.", 30, 62)]
+    tables, rest = find_tables(lines + key + note, [], 600, 10)
+    assert len(tables) == 1 and all(line in rest for line in key + note)
+    assert "available" not in (tables[0].html or "")
+    # A last body row whose label is a word, not a key, stays in the table.
+    other = [segment("Other", 0, 50), segment("n/a", 100, 50)]
+    tables, rest = find_tables(lines + other, [], 600, 10)
+    assert len(tables) == 1 and "Other" in (tables[0].html or "")

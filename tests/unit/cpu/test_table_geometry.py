@@ -138,3 +138,41 @@ def test_a_caption_boxed_with_a_drawn_table_stays_out_of_its_grid() -> None:
     assert len(tables) == 1 and [line.text for line in rest] == ["Exhibit 4 Schools by size"]
     rows = [[text for _, text in row] for row in rows_of(tables[0].html)]
     assert rows == [["Size", "Share"], ["Small", "34%"], ["Medium", "11%"], ["Large", "2%"]]
+
+
+def boxed_cells(xs: list[float], ys: list[float], gap: float, skew: float) -> list[Segment]:
+    """Every cell drawn as its own box, `gap` points short of its neighbours; the boxes of the last column sit
+    `skew` points higher than the others (a table whose cells were drawn one by one)."""
+    rules: list[Segment] = []
+    for c, (x0, x1) in enumerate(zip(xs, xs[1:], strict=False)):
+        lift = skew if c == len(xs) - 2 else 0.0
+        for y0, y1 in zip(ys, ys[1:], strict=False):
+            top, bottom, right = y0 - lift, y1 - lift - gap, x1 - gap
+            rules += [Segment(x0, top, right, top), Segment(x0, bottom, right, bottom),
+                      Segment(x0, top, x0, bottom), Segment(right, top, right, bottom)]
+    return rules
+
+
+def test_cell_boxes_a_point_apart_keep_every_drawn_row_and_drop_empty_spacer_columns() -> None:
+    # Columns: labels, figures, a narrow empty spacer, figures, notes; the notes' boxes sit 0.6 pt higher, so
+    # their rules sort before the others' at each row line.
+    xs = [0.0, 60.0, 100.0, 108.0, 148.0, 260.0]
+    ys = [0.0, 14.0, 28.0, 42.0, 56.0]
+    lines = [segment("2020", 62, 2), segment("2021", 110, 2), segment("Notes", 150, 2)]
+    for row, label in enumerate(("North", "South", "East")):
+        y = 16 + 14 * row
+        lines += [segment(label, 2, y), segment(f"{row}1", 62, y), segment(f"{row}2", 110, y),
+                  segment(f"note {row}", 150, y)]
+    tables, rest = find_tables(lines, boxed_cells(xs, ys, 1.0, 0.6), 600, 10)
+    assert len(tables) == 1 and rest == []
+    rows = rows_of(tables[0].html or "")
+    assert len(rows) == 4 and all(len(row) == 4 for row in rows)
+    assert [text for _, text in rows[2]] == ["South", "11", "12", "note 1"]
+
+
+def test_collinear_rules_either_side_of_a_rounding_boundary_keep_their_extent() -> None:
+    from services.worker.engines.cpu.tables import _merge_collinear
+
+    # The right-hand rule at y 13.4 sorts before the left-hand ones at y 13.9: the merged rule spans them all.
+    merged = _merge_collinear([(13.4, 150.0, 260.0), (13.9, 0.0, 59.0), (13.9, 60.0, 149.0)])
+    assert sorted((start, stop) for _, start, stop in merged) == [(0.0, 149.0), (150.0, 260.0)]

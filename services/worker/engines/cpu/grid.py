@@ -216,10 +216,12 @@ def _cut(line: Line, at_gap: Callable[[Word, Word, float], bool]) -> list[Line]:
     return [Line(words, union_all([w.box for w in words]), rtl=line.rtl, score=line.score) for words in pieces]
 
 
-def _split_at_gutters(lines: list[Line], columns: list[tuple[float, float]]) -> list[Line]:
+def _split_at_gutters(lines: list[Line], columns: list[tuple[float, float]], header: bool = False) -> list[Line]:
     """A segment running across a column boundary is cut where a wide word gap of it lies in the gutter (the text
     layer keeps "22 Easy" together where "1 Easy" was split), then figures still crossing a boundary (OCR joins
-    close numbers into one box) are cut by where each figure sits."""
+    close numbers into one box) are cut by where each figure sits. In a `header` row (no figures) a narrower gap
+    is enough when it is clearly wider than the segment's own word spaces: two column heads set close together
+    ("Number Margin of") are one run of the text layer."""
     gutters = [(columns[i][1], columns[i + 1][0]) for i in range(len(columns) - 1)]
     out: list[Line] = []
     for line in lines:
@@ -227,15 +229,28 @@ def _split_at_gutters(lines: list[Line], columns: list[tuple[float, float]]) -> 
         if last == first:
             out.append(line)
             continue
-        out.extend(_cut(line, _gap_in(gutters[first:last])))
+        out.extend(_cut(line, _gap_in(gutters[first:last], _header_gap(line) if header else None)))
     return _split_numeric_runs(out, columns)
 
 
-def _gap_in(gutters: list[tuple[float, float]]) -> Callable[[Word, Word, float], bool]:
-    """Accepts a wide word gap lying in one of the gutters."""
+def _header_gap(line: Line) -> float:
+    """The least word gap (in line heights) that separates two column heads within one header segment: wider than
+    `HEADER_CELL_GAP` and than `HEADER_GAP_OVER_SPACE` of its narrowest; a segment of two words keeps the wide gap."""
+    height = max(line.box.height, 1e-6)
+    words = sorted(line.words, key=lambda w: w.box.x0)
+    gaps = [right.box.x0 - left.box.x1 for left, right in zip(words, words[1:], strict=False)]
+    if len(gaps) < 2:
+        return _WIDE_GAP  # no word space of its own to compare with ("Mexican American" may head two columns)
+    return max(tuning.HEADER_CELL_GAP, tuning.HEADER_GAP_OVER_SPACE * min(gaps) / height)
+
+
+def _gap_in(gutters: list[tuple[float, float]], least: float | None = None) -> Callable[[Word, Word, float], bool]:
+    """Accepts a word gap lying in one of the gutters, wider than `least` line heights (default: a wide gap)."""
+    threshold = _WIDE_GAP if least is None else min(_WIDE_GAP, least)
+
     def accepts(left: Word, right: Word, height: float) -> bool:
         start, stop = left.box.x1, right.box.x0
-        return _WIDE_GAP * height < stop - start and any(start < g1 and stop > g0 for g0, g1 in gutters)
+        return threshold * height < stop - start and any(start < g1 and stop > g0 for g0, g1 in gutters)
     return accepts
 
 
@@ -271,7 +286,8 @@ class _Piece:
 
 def _place(row: TextRow, columns: list[tuple[float, float]]) -> dict[int, _Piece]:
     placed: dict[int, _Piece] = {}
-    for line in _split_at_gutters(row.lines, columns):
+    header = not any(is_numeric(line.text) for line in row.lines)
+    for line in _split_at_gutters(row.lines, columns, header):
         first, last = span_of(columns, line.box.x0, line.box.x1)
         previous = next((p for p in placed.values() if p.first <= last and first <= p.last), None)
         if previous is not None:
@@ -404,15 +420,17 @@ def unfold(grid: Grid) -> bool:
 
 
 def header_rows(grid: Grid) -> int:
-    """Leading rows with no figures in their data columns (years allowed) are headers."""
+    """Leading rows with no figures in their data columns (years allowed), or only a few among words, are headers."""
     by_row = _by_row(grid)
     has_numbers = any(is_numeric(c.text) for c in grid.cells if c.col > 0)
     if not has_numbers:
         return 1 if grid.rows > 2 else 0
     header = 0
     for r in range(min(grid.rows - 1, tuning.HEADER_MAX_ROWS)):
-        cells = [c for c in by_row.get(r, []) if c.col > 0]
-        if any(is_numeric(c.text) and not _YEAR.fullmatch(c.text.strip()) for c in cells):
+        cells = [c for c in by_row.get(r, []) if c.col > 0 and c.text]
+        figures = sum(1 for c in cells if is_numeric(c.text) and not _YEAR.fullmatch(c.text.strip()))
+        # Column heads may hold a few figures among words (age bands "15-24" beside "Female", "Male").
+        if figures and figures * tuning.HEADER_FIGURE_SHARE >= len(cells):
             break
         header = r + 1
     # A label alone in the first column right above the figures opens the body's first section.
@@ -482,6 +500,11 @@ def stub_head(grid: Grid) -> None:
     if len(stub) > 1:
         stub[0].text = " ".join(c.text for c in stub if c.text)
         grid.cells = [c for c in grid.cells if c not in stub[1:]]
+    elif len(stub) == 1 and stub[0].row > 0 and stub[0].text and _grouped_above(grid, stub[0].row):
+        # A stub head set on the line of the column heads, under nothing while group headers span all the
+        # columns above them, spans up to the top of the header.
+        stub[0].rowspan = stub[0].row + 1
+        stub[0].row = 0
     occupied = {(c.row, col) for c in grid.cells for col in range(c.col, c.col + c.colspan)}
     for cell in grid.cells:
         if cell.row >= grid.header_rows - 1 or not cell.text:
@@ -491,6 +514,18 @@ def stub_head(grid: Grid) -> None:
                 (cell.row + span, col) in occupied for col in range(cell.col, cell.col + cell.colspan)):
             span += 1
         cell.rowspan = span
+
+
+def _grouped_above(grid: Grid, row: int) -> bool:
+    """Do the header rows above `row` hold nothing in the first column, and does the row right above hold group
+    headers over several columns that together head every other column?"""
+    if any(c.row < row and c.col == 0 and c.text for c in grid.cells):
+        return False
+    above = [c for c in grid.cells if c.row == row - 1 and c.text]
+    if not any(c.colspan > 1 for c in above):
+        return False
+    headed = {col for c in above for col in range(c.col, c.col + c.colspan)}
+    return headed >= set(range(1, grid.cols))
 
 
 def section_rows(grid: Grid) -> None:

@@ -27,6 +27,7 @@ from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segme
 
 __all__ = ["Cell", "Grid", "find_ruled_tables", "find_tables", "grid_html"]
 
+_NOTE_KEY = re.compile(r"^(?:(?:n\.?b|notes?|sources?)\s*[:.]|\(?[*†‡§:]+\)?)(?:\s|$)", re.IGNORECASE)
 _CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|source|note)\s*[\dIVX:.]", re.IGNORECASE)
 
 
@@ -80,7 +81,9 @@ def _text_tables(lines: list[Line], size: float, min_rows: int) -> tuple[list[Bl
                 loose += 1
             end += 1
         stop = end - loose  # a table does not end on loose single lines
-        start = _extend_header(rows, index, table_like, text_width, size)
+        while stop - index > 1 and _is_note(rows[stop - 1]):
+            stop -= 1  # nor on the notes under it ("NB: ...", "(:) Not available.")
+        start = _extend_header(rows, index, stop, table_like, text_width, size)
         region = rows[start:stop]
         if sum(1 for i in range(start, stop) if table_like[i]) >= min_rows and not _is_prose(region):
             grid = build_grid(region)
@@ -95,6 +98,13 @@ def _text_tables(lines: list[Line], size: float, min_rows: int) -> tuple[list[Bl
         index = max(index + 1, stop)
     rest = [line for line in lines if id(line) not in used]
     return tables, rest
+
+
+def _is_note(row: TextRow) -> bool:
+    """A note under a table: a key ("NB:", "Source:", "(:)", "*") and its explanation, without figures."""
+    if row.count > 2 or any(is_numeric(line.text) for line in row.lines):
+        return False
+    return bool(_NOTE_KEY.match(row.lines[0].text.strip()))
 
 
 def _row_is_tabular(row: TextRow, text_width: float) -> bool:
@@ -133,8 +143,10 @@ def _can_sit_in_table(row: TextRow, above: list[TextRow], text_width: float) -> 
     return line.box.width < tuning.LOOSE_ROW_MAX_WIDTH * text_width and len(line.text) < tuning.LOOSE_ROW_MAX_CHARS
 
 
-def _extend_header(rows: list[TextRow], start: int, table_like: list[bool], text_width: float, size: float) -> int:
-    """Up to two short rows right above the first tabular row are its column headers."""
+def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[bool], text_width: float,
+                   size: float) -> int:
+    """Up to two short rows right above the first tabular row (of the table's rows `start` to `stop`) are its
+    column headers."""
     begin = start
     for _ in range(tuning.HEADER_MAX_ROWS_ABOVE):
         if begin == 0:
@@ -149,8 +161,40 @@ def _extend_header(rows: list[TextRow], start: int, table_like: list[bool], text
             break
         if _CAPTION.match(candidate.lines[0].text):
             break
+        if candidate.count == 1 and _set_apart(candidate, rows[begin:stop]):
+            break
+        if candidate.count == 1 and begin >= 2 and _continues_caption(rows[begin - 2], candidate):
+            break
         begin -= 1
     return begin
+
+
+def _continues_caption(caption: TextRow, candidate: TextRow) -> bool:
+    """Is a one-segment row the next line of a caption right above it ("Table 2: Persons employed by sector and"
+    over "gender (in %)"): closer to it than a line's height and starting within it (or flush with it)?"""
+    line = caption.lines[0]
+    if caption.count != 1 or not _CAPTION.match(line.text):
+        return False
+    gap = candidate.box.y0 - caption.box.y1
+    slack = tuning.CAPTION_EDGE_SLACK * line.box.height
+    return gap < tuning.CAPTION_WRAP_GAP * line.box.height and line.box.x0 - slack <= candidate.box.x0 < line.box.x1
+
+
+def _set_apart(candidate: TextRow, below: list[TextRow]) -> bool:
+    """Is a one-segment row above a table (the rows `below`) a note on it ("(Numbers in thousands)") rather than
+    a header: flush with the table's left or right edge and further above the row under it than that row is
+    above the next?"""
+    if len(below) < 2:
+        return False
+    line = candidate.lines[0]
+    left = min(row.box.x0 for row in below)
+    right = max(row.box.x1 for row in below)
+    slack = tuning.CAPTION_EDGE_SLACK * line.box.height
+    if abs(line.box.x0 - left) > slack and abs(line.box.x1 - right) > slack:
+        return False  # centred over some columns: a group header
+    gap = below[0].box.y0 - candidate.box.y1
+    pitch_gap = max(below[1].box.y0 - below[0].box.y1, tuning.CAPTION_MIN_ROW_GAP * line.box.height)
+    return gap > tuning.CAPTION_GAP_OVER_HEADER * pitch_gap
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -168,13 +212,14 @@ def _clusters(values: list[float], tolerance: float) -> list[float]:
 
 
 def _merge_collinear(segments: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
-    """(position, start, stop) segments on one line that touch become one."""
+    """(position, start, stop) segments on one line that touch become one. Segments a fraction of a point apart
+    may sort on either side of a rounding boundary, so a segment is merged only with one it really touches."""
     merged: list[tuple[float, float, float]] = []
     for pos, start, stop in sorted(segments, key=lambda s: (round(s[0]), s[1])):
         if (merged and abs(merged[-1][0] - pos) <= tuning.RULE_MERGE_OFFSET
-                and start <= merged[-1][2] + tuning.RULE_MERGE_GAP):
+                and start <= merged[-1][2] + tuning.RULE_MERGE_GAP and stop >= merged[-1][1] - tuning.RULE_MERGE_GAP):
             last = merged[-1]
-            merged[-1] = (last[0], last[1], max(last[2], stop))
+            merged[-1] = (last[0], min(last[1], start), max(last[2], stop))
         else:
             merged.append((pos, start, stop))
     return merged
@@ -347,9 +392,21 @@ def _lattice_grid(xs: list[float], ys: list[float], hs: list[tuple[float, float,
         c1 = max(c for _, c in cells)
         grid.cells.append(Cell(r0, c0, cell_text(texts.get(origin, [])), rowspan=r1 - r0 + 1,
                                colspan=c1 - c0 + 1))
+    _drop_spacer_columns(grid, xs)
     _drop_empty(grid)
     grid.header_rows = header_rows(grid)
     return grid
+
+
+def _drop_spacer_columns(grid: Grid, xs: list[float]) -> None:
+    """A narrow drawn column with no text in any row (cells drawn as boxes with a gap between them) is no column:
+    its empty cells go, and `_drop_empty` removes it."""
+    widths = sorted(b - a for a, b in zip(xs, xs[1:], strict=False))
+    typical = widths[len(widths) // 2]
+    written = {col for c in grid.cells if c.text for col in range(c.col, c.col + c.colspan)}
+    spacers = {col for col in range(grid.cols)
+               if col not in written and xs[col + 1] - xs[col] < tuning.LATTICE_SPACER_WIDTH * typical}
+    grid.cells = [c for c in grid.cells if not (c.colspan == 1 and c.col in spacers and not c.text)]
 
 
 def _band_index(edges: list[float], value: float) -> int | None:
