@@ -199,26 +199,30 @@ def _groups(indexes: list[int], size: int) -> list[list[int]]:
 
 def _run_members(settings: Settings, store: ObjectStore, engine: Engine, jobs: list[PageTask],
                  claims: dict[int, PageClaim], retries: int) -> dict[int, _PageEnd]:
-    """One request group's pages: alone through `_run_one`; several through one multi-page request
-    (services/worker/multipage.py) after each page's result-cache lookup."""
+    """One request group's pages: each fetched and looked up in the result cache once; the misses alone
+    through the engine, or several through one multi-page request (services/worker/multipage.py)."""
     if len(jobs) == 1:
         return {jobs[0].page_index: _run_one(settings, store, engine, jobs[0], claims[jobs[0].page_index], retries)}
     ends: dict[int, _PageEnd] = {}
     todo: list[tuple[PageTask, bytes, str | None]] = []
+    for job in jobs:
+        try:
+            data, cached = _fetched(settings, store, job, claims[job.page_index])
+        except SoftTimeLimitExceeded:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on its page, never lost
+            ends[job.page_index] = _ended_by(settings, job, exc, retries)
+            continue
+        if cached.hit:
+            ends[job.page_index] = _PageEnd("cached", due=cached.due)
+        else:
+            todo.append((job, data, cached.store_key))
+    if len(todo) == 1:
+        job, data, cache_key = todo[0]
+        ends[job.page_index] = _parsed(settings, store, engine, job, claims[job.page_index], data, cache_key,
+                                       retries)
+        return ends
     try:
-        for job in jobs:
-            with stage_timer("fetch", job.engine or settings.engine.kind.value):
-                data = store.get(job.source_key)
-            cached = page_cache.lookup(settings, store, job, claims[job.page_index].page_number, data,
-                                       job.engine or settings.engine.kind.value)
-            if cached.hit:
-                ends[job.page_index] = _PageEnd("cached", due=cached.due)
-            else:
-                todo.append((job, data, cached.store_key))
-        if len(todo) == 1:
-            job, _, _ = todo[0]
-            ends[job.page_index] = _run_one(settings, store, engine, job, claims[job.page_index], retries)
-            return ends
         outcomes = _run_group(retries, engine, [PageInput(j.document_id, j.page_index, j.media_type, d)
                                                 for j, d, _ in todo], settings, _lease_keeper(settings, jobs[0]))
         for (job, _, cache_key), outcome in zip(todo, outcomes, strict=True):
@@ -251,18 +255,37 @@ def _run_group(retries: int, engine: Engine, pages: list[PageInput], settings: S
 def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTask, claim: PageClaim,
              retries: int) -> _PageEnd:
     """One claimed page: fetched, looked up in the result cache, run, its result stored (not yet recorded)."""
+    try:
+        data, cached = _fetched(settings, store, job, claim)
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
+        return _ended_by(settings, job, exc, retries)
+    if cached.hit:
+        return _PageEnd("cached", due=cached.due)
+    return _parsed(settings, store, engine, job, claim, data, cached.store_key, retries)
+
+
+def _fetched(settings: Settings, store: ObjectStore, job: PageTask,
+             claim: PageClaim) -> tuple[bytes, page_cache.PageCacheOutcome]:
+    """The page's file, and its result-cache lookup (a hit has already finished the page)."""
     engine_name = job.engine or settings.engine.kind.value
     bind_request_id(job.request_id, document_id=job.document_id, page=job.page_index)
     if job.HasField("enqueued_at"):
         waited = (utcnow() - to_datetime(job.enqueued_at)).total_seconds()
         PAGE_STAGE.labels(stage="queue_wait", engine=engine_name).observe(max(0.0, waited))
+    with stage_timer("fetch", engine_name):
+        data = store.get(job.source_key)
+    cached = page_cache.lookup(settings, store, job, claim.page_number, data, engine_name)
+    if cached.hit:
+        log.info("page.cached")
+    return data, cached
+
+
+def _parsed(settings: Settings, store: ObjectStore, engine: Engine, job: PageTask, claim: PageClaim, data: bytes,
+            cache_key: str | None, retries: int) -> _PageEnd:
+    """A fetched page that missed the cache through its engine (and on to vLLM when the cpu route lost text)."""
     try:
-        with stage_timer("fetch", engine_name):
-            data = store.get(job.source_key)
-        cached = page_cache.lookup(settings, store, job, claim.page_number, data, engine_name)
-        if cached.hit:
-            log.info("page.cached")
-            return _PageEnd("cached", due=cached.due)
         page = PageInput(job.document_id, job.page_index, job.media_type, data)
         outcome = _run(retries, engine, page, settings, heartbeat=_lease_keeper(settings, job))
         escalation = escalation_engine(job.mode, settings, engine.name, outcome.output.warnings)
@@ -270,7 +293,7 @@ def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTa
             log.info("page.escalated", engine=escalation, warnings=outcome.output.warnings)
             outcome = _run(retries, load_engine(escalation, settings), page, settings,
                            heartbeat=_lease_keeper(settings, job))
-        return _stored(settings, store, job, claim, outcome, cached.store_key)
+        return _stored(settings, store, job, claim, outcome, cache_key)
     except SoftTimeLimitExceeded:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
