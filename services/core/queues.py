@@ -19,6 +19,7 @@ import redis
 from celery import Celery, Task
 from kombu.entity import Queue as KombuQueue  # = kombu.Queue, which kombu does not export to type checkers
 
+from services.core import broker as broker_transport
 from services.core import cache, notices
 from services.core import outbox as _outbox
 from services.core.contracts import ChunkPage, DocumentTask, PageTask, timestamp, to_dict
@@ -61,7 +62,10 @@ def page_queue(engine: str) -> Queue:
 
 
 def make_celery(settings: Settings) -> Celery:
-    app = Celery("pagemill", broker=settings.resolved_redis_url(), set_as_current=False)
+    broker = settings.resolved_redis_url()
+    app = Celery("pagemill", broker=broker, set_as_current=False)
+    if broker.startswith("redis://"):  # kombu's Redis transport with a fix for a channel closed late
+        app.conf.broker_transport = broker_transport.TRANSPORT
     app.conf.update(
         task_serializer="json",
         accept_content=["json"],

@@ -223,9 +223,12 @@ def test_a_vllm_server_killed_mid_batch_loses_no_page(
     platform = start_platform(platform_factory, postgres_url, vllm_server, request_extra=RUN_TO_LENGTH,
                               max_tokens=600, max_attempts=1)
     created = platform.upload(corpus / "dev/docling_multi_page/multi_page.pdf", mode="accurate")
-    deadline = time.monotonic() + 120
+    uploaded_at = time.monotonic()
+    deadline = uploaded_at + 240
     while vllm_server.metrics().get("vllm:num_requests_running", 0.0) < 1:
-        assert time.monotonic() < deadline, "vLLM never had a request running"
+        assert time.monotonic() < deadline, (
+            f"vLLM never had a request running\n--- gpu worker\n{platform.log('gpu')[-4000:]}\n"
+            f"--- worker\n{platform.log('worker')[-2000:]}\n--- vllm\n{vllm_server.log_tail(3000)}")
         time.sleep(0.05)
     killed_at = time.monotonic()
     vllm_server.kill()
@@ -245,5 +248,6 @@ def test_a_vllm_server_killed_mid_batch_loses_no_page(
     assert all(markdown.count(f"<!-- page {n} -->") == 1 for n in range(1, 6)), "a page twice or missing"
     # max_attempts=1 and length finishes: each page ends as the flagged fallback for `length`, never for the outage
     assert all(p["fallback_reason"] != "engine_unavailable" for p in pages), pages
-    print(f"vllm killed mid-batch: 1 document, 5 pages, 0 lost, 0 duplicated; server back after "
+    print(f"vllm killed mid-batch: 1 document, 5 pages, 0 lost, 0 duplicated; first request running "
+          f"{killed_at - uploaded_at:.1f} s after the upload; server back after "
           f"{back_at - killed_at:.1f} s, document final {done_at - back_at:.1f} s after that")
