@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -18,7 +19,10 @@ if TYPE_CHECKING:
     import pagemill_client
 
 # What each format is written as, next to the input's name.
-SUFFIXES = {"markdown": ".md", "html": ".html", "latex": ".tex", "json": ".json", "chunks": ".chunks.json"}
+SUFFIXES = {"markdown": ".md", "html": ".html", "latex": ".tex", "json": ".json", "chunks": ".chunks.json",
+            "translation": ".translation.md", "extraction": ".extraction.json", "summary": ".summary.md"}
+# A model task's answer, fetched and written beside the parse formats.
+TASK_FORMATS = {"translate": "translation", "extract": "extraction", "summarize": "summary"}
 
 
 def _formats(_: click.Context, __: click.Parameter, value: str) -> list[str]:
@@ -39,24 +43,48 @@ def _formats(_: click.Context, __: click.Parameter, value: str) -> list[str]:
 @click.option("--engine", default=None, help="in-process engine (cpu, vllm, fake)")
 @click.option("--format", "formats", default="markdown", show_default=True, callback=_formats,
               help="comma-separated: markdown, html, latex, json, chunks (or all)")
+@click.option("--task", default="parse", show_default=True, type=click.Choice(["parse", *TASK_FORMATS]),
+              help="with --server: after parsing, a model task; its answer goes to NAME.translation.md, "
+                   "NAME.extraction.json or NAME.summary.md")
+@click.option("--target-language", default=None, help="--task translate: the language to translate into")
+@click.option("--schema", "schema_file", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="--task extract: a file holding the JSON Schema to extract")
 def parse(files: tuple[str, ...], output_dir: str, server: str | None, api_key: str | None, mode: str | None,
-          engine: str | None, formats: list[str]) -> None:
+          engine: str | None, formats: list[str], task: str, target_language: str | None,
+          schema_file: str | None) -> None:
     """Parse FILES into OUTPUT_DIR (NAME.md, .html, .tex, .json, .chunks.json), a progress bar per file."""
+    if task != "parse" and not server:
+        raise click.UsageError("--task needs --server: model tasks run on a pagemill server with a vLLM engine")
+    try:
+        schema = json.loads(Path(schema_file).read_text()) if schema_file else None
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--schema") from None
     ok = parse_files([Path(f) for f in files], Path(output_dir), server=server, api_key=api_key, mode=mode,
-                     engine=engine, settings=get_settings(), formats=formats)
+                     engine=engine, settings=get_settings(), formats=formats,
+                     task=TaskRequest(task, target_language, schema))
     sys.exit(0 if ok else 1)
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    """What `--task` asks of the server besides parsing (the API's `task`, `target_language`, `schema`)."""
+
+    kind: str = "parse"
+    target_language: str | None = None
+    schema: dict[str, Any] | None = None
 
 
 def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_key: str | None,
                 mode: str | None, engine: str | None, settings: Settings,
-                formats: list[str] | None = None) -> bool:
+                formats: list[str] | None = None, task: TaskRequest | None = None) -> bool:
     output_dir.mkdir(parents=True, exist_ok=True)
-    formats = formats or ["markdown"]
+    task = task or TaskRequest()
+    formats = [*(formats or ["markdown"]), *([TASK_FORMATS[task.kind]] if task.kind in TASK_FORMATS else [])]
     ok = True
     for path in files:
         try:
             if server:
-                bodies, status = _parse_remote(path, server.rstrip("/"), api_key, mode, formats)
+                bodies, status = _parse_remote(path, server.rstrip("/"), api_key, mode, formats, task)
             else:
                 bodies, status = _parse_local(path, settings, engine, formats)
         except (PagemillError, RemoteError) as exc:
@@ -95,7 +123,7 @@ def _as_bytes(body: Any) -> bytes:
 
 
 def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None,
-                  formats: list[str]) -> tuple[dict[str, bytes], str]:
+                  formats: list[str], task: TaskRequest) -> tuple[dict[str, bytes], str]:
     """Through the Python SDK (clients/python): retries, an idempotent upload, progress over SSE."""
     try:  # only here: parsing in this process needs no SDK (server images do not ship it)
         import pagemill_client
@@ -105,7 +133,9 @@ def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None
 
     try:
         with pagemill_client.Client(server, api_key, timeout=120) as client:
-            created = client.submit(path, mode=cast("pagemill_client.Mode | None", mode))  # the server checks it
+            created = client.submit(path, mode=cast("pagemill_client.Mode | None", mode),  # the server checks them
+                                    task=cast("pagemill_client.Task", task.kind) if task.kind != "parse" else None,
+                                    target_language=task.target_language, schema=task.schema)
             with click.progressbar(length=created.pages_total, label=path.name, show_pos=True) as bar:
                 shown = [0]
 

@@ -91,3 +91,8 @@ def test_parse_in_process_writes_markdown_and_reports_bad_files(corpus: Path, tm
     wrong = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(good), "-o", str(out), "--format",
                             "docx"], cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=60, check=False)
     assert wrong.returncode == 2 and "choose from markdown, html, latex, json, chunks or all" in wrong.stderr
+    # a model task needs a server (with a vLLM engine): in process it is refused before anything is read
+    tasked = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(good), "-o", str(out), "--task",
+                             "summarize"], cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert tasked.returncode == 2 and "--task needs --server" in tasked.stderr

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from pagemill_client import Client
 
 from tests.harness import REPO
 from tests.servers import free_port, wait_for
@@ -118,7 +119,7 @@ def element_ids(served: Served, document_id: str) -> set[str]:
 
 
 def test_extract_translate_and_summarize_answer_through_pagemill_serve(
-        serve: ServeFactory, vllm_server: VllmServer, corpus: Path) -> None:
+        serve: ServeFactory, vllm_server: VllmServer, corpus: Path, tmp_path: Path) -> None:
     served = serve(vllm_server, engine={"request_extra": STOP_EARLY}, tasks={"max_tokens": 1024})
     pdf = corpus / "dev/docling_multi_page/multi_page.pdf"
     before = requests_done(vllm_server)
@@ -149,6 +150,23 @@ def test_extract_translate_and_summarize_answer_through_pagemill_serve(
     missing = served.result(extract["id"], "summary")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
     assert "<!-- page 2 -->" in served.result(extract["id"], "markdown").text
+
+    # The Python SDK's parse() with a task: it fetches Markdown and the task's answer.
+    with Client(served.url, api_key=served.key) as sdk:
+        summarized = sdk.parse(pdf, pages="1", mode="fast", task="summarize", timeout=300)
+    assert summarized.status == "succeeded" and set(summarized.results) == {"markdown", "summary"}
+    assert summarized.results["summary"].strip() and "<!-- page 1 -->" in summarized.results["markdown"]
+    # `pagemill parse --server --task translate` (through the SDK): the translation beside the Markdown.
+    out = tmp_path / "out"
+    parsed = subprocess.run([sys.executable, "-m", "services.cli", "parse", str(pdf), "-o", str(out), "--server",
+                             served.url, "--task", "translate", "--target-language", "German"], cwd=REPO,
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_")},
+                                 "PAGEMILL_API_KEY": served.key}, capture_output=True, text=True, timeout=600,
+                            check=False)
+    assert parsed.returncode == 0, parsed.stderr + parsed.stdout
+    translated = (out / "multi_page.translation.md").read_text()
+    assert all(translated.count(f"<!-- page {n} -->") == 1 for n in range(1, 6)), translated[:2000]
+    assert all((out / "multi_page.md").read_text().count(f"<!-- page {n} -->") == 1 for n in range(1, 6))
 
 
 def test_a_multi_page_preset_reads_two_pages_per_request_through_pagemill_serve(

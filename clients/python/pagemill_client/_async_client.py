@@ -40,6 +40,7 @@ from pagemill_client._models import (
     Progress,
     Task,
     UsageRead,
+    formats_for,
 )
 
 PAGE_CONCURRENCY = 8  # pages() fetches this many pages at a time
@@ -182,11 +183,15 @@ class AsyncClient:
         return DocumentDeleted.from_json((await self._request("DELETE", f"/v1/documents/{document_id}")).json())
 
     async def parse(self, file: FileInput, *, filename: str | None = None, pages: str | None = None,
-                    mode: Mode | None = None, formats: Sequence[Format] = ("markdown",),
+                    mode: Mode | None = None, formats: Sequence[Format] | None = None,
                     metadata: dict[str, Any] | None = None, webhook_url: str | None = None,
-                    on_progress: AsyncProgressCallback | None = None, timeout: float | None = None) -> Document:
+                    on_progress: AsyncProgressCallback | None = None, timeout: float | None = None,
+                    task: Task | None = None, target_language: str | None = None,
+                    schema: dict[str, Any] | None = None) -> Document:
+        formats = formats_for(formats, task)
         created = await self.submit(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
-                                    webhook_url=webhook_url)
+                                    webhook_url=webhook_url, task=task, target_language=target_language,
+                                    schema=schema)
         state = await self.wait(created.id, timeout=timeout, on_progress=on_progress)
         if state.status in ("failed", "cancelled"):
             raise DocumentFailed(Document(state))

@@ -38,6 +38,7 @@ from pagemill_client._models import (
     Progress,
     Task,
     UsageRead,
+    formats_for,
 )
 
 ProgressCallback = Callable[[Progress], None]
@@ -183,12 +184,16 @@ class Client:
         return DocumentDeleted.from_json(self._request("DELETE", f"/v1/documents/{document_id}").json())
 
     def parse(self, file: FileInput, *, filename: str | None = None, pages: str | None = None,
-              mode: Mode | None = None, formats: Sequence[Format] = ("markdown",),
+              mode: Mode | None = None, formats: Sequence[Format] | None = None,
               metadata: dict[str, Any] | None = None, webhook_url: str | None = None,
-              on_progress: ProgressCallback | None = None, timeout: float | None = None) -> Document:
-        """Upload, wait, fetch `formats`. Raises DocumentFailed when the document ends failed or cancelled."""
+              on_progress: ProgressCallback | None = None, timeout: float | None = None,
+              task: Task | None = None, target_language: str | None = None,
+              schema: dict[str, Any] | None = None) -> Document:
+        """Upload, wait, fetch `formats` (default: Markdown, and the task's answer for a model task). Raises
+        DocumentFailed when the document ends failed or cancelled."""
+        formats = formats_for(formats, task)
         created = self.submit(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
-                              webhook_url=webhook_url)
+                              webhook_url=webhook_url, task=task, target_language=target_language, schema=schema)
         state = self.wait(created.id, timeout=timeout, on_progress=on_progress)
         if state.status in ("failed", "cancelled"):
             raise DocumentFailed(Document(state))

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar, Union
@@ -21,6 +22,16 @@ Status = Literal["queued", "running", "succeeded", "partial", "failed", "cancell
 FINAL_STATUSES = frozenset({"succeeded", "partial", "failed", "cancelled"})
 # Formats whose body is JSON (the others are text).
 JSON_FORMATS = frozenset({"json", "chunks", "extraction"})
+# The result format that holds a model task's answer.
+TASK_FORMATS: dict[str, Format] = {"translate": "translation", "extract": "extraction", "summarize": "summary"}
+
+
+def formats_for(formats: Sequence[Format] | None, task: Task | None) -> tuple[Format, ...]:
+    """`formats` as given, or Markdown plus the task's answer when none were given."""
+    if formats is not None:
+        return tuple(formats)
+    answer = TASK_FORMATS.get(task or "parse")
+    return ("markdown", answer) if answer else ("markdown",)
 
 T = TypeVar("T", bound="Model")
 
