@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import redis
+import structlog.testing
 from kombu import Connection
 from kombu import Queue as KombuQueue
 
@@ -104,13 +105,12 @@ def test_a_channel_closed_after_a_broker_came_back_empty_is_closed(own_redis: Ow
     assert channel.closed and redis.Redis.from_url(url).llen(QUEUE) == 0
 
 
-def test_a_channel_closed_while_the_broker_is_down_is_closed_and_logged(
-        own_redis: OwnRedis, capsys: pytest.CaptureFixture[str]) -> None:
-    url = own_redis.url
-    connection = _app_connection(url)
+def test_a_channel_closed_while_the_broker_is_down_is_closed_and_logged(own_redis: OwnRedis) -> None:
+    connection = _app_connection(own_redis.url)
     channel, _ = _taken_unacked(connection)
     own_redis.stop()
     connection._do_close_transport()
-    channel.close()
+    with structlog.testing.capture_logs() as logs:
+        channel.close()
     assert channel.closed
-    assert "broker.restore_unacked_failed" in capsys.readouterr().out + capsys.readouterr().err
+    assert [entry["messages"] for entry in logs if entry["event"] == "broker.restore_unacked_failed"] == [1]
