@@ -23,7 +23,8 @@ from services.worker.engines.cpu.grid import (
     is_numeric,
     text_rows,
 )
-from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, union_all
+from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, Word, union_all
+from services.worker.engines.cpu.outside import open_cells, widen_over_labels, widen_to_rules
 
 __all__ = ["Cell", "Grid", "find_ruled_tables", "find_tables", "grid_html"]
 
@@ -138,9 +139,18 @@ def _wraps_cell(row: TextRow, above: TextRow) -> bool:
 
 
 def _can_sit_in_table(row: TextRow, above: list[TextRow], text_width: float) -> bool:
-    """A one-segment row inside a table (a section label, a wrapped cell) is short and not prose."""
+    """A one-segment row inside a table (a section label, a wrapped cell) is short and not prose, or it is a
+    long label of the first column: flush with the table's rows and ending before their second segments start."""
     line = row.lines[0]
-    return line.box.width < tuning.LOOSE_ROW_MAX_WIDTH * text_width and len(line.text) < tuning.LOOSE_ROW_MAX_CHARS
+    if len(line.text) >= tuning.LOOSE_ROW_MAX_CHARS:
+        return False
+    if line.box.width < tuning.LOOSE_ROW_MAX_WIDTH * text_width:
+        return True
+    tabular = [r for r in above if r.count >= 2]
+    if len(tabular) < 2:
+        return False
+    slack = tuning.CAPTION_EDGE_SLACK * line.box.height
+    return all(abs(r.lines[0].box.x0 - line.box.x0) <= slack and line.box.x1 < r.lines[1].box.x0 for r in tabular)
 
 
 def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[bool], text_width: float,
@@ -267,9 +277,12 @@ def _ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block],
         ys = _clusters([h[0] for h in hs], tuning.RULE_CLUSTER_Y)
         if len(xs) < tuning.LATTICE_MIN_LINES and len(ys) < tuning.LATTICE_MIN_LINES:
             continue  # a plain box around some text, not a grid
-        ys = _without_caption_rows(xs, ys, vs, [line for line in lines if id(line) not in used])
+        free = [line for line in lines if id(line) not in used]
+        ys = _without_caption_rows(xs, ys, vs, free)
         if len(ys) < 2:
             continue
+        xs = widen_to_rules(xs, hs)
+        xs, hs, vs = widen_over_labels(xs, ys, hs, vs, free)
         area = Box(xs[0], ys[0], xs[-1], ys[-1])
         if area.width < tuning.LATTICE_MIN_WIDTH or area.height < tuning.LATTICE_MIN_HEIGHT:
             continue
@@ -373,6 +386,14 @@ def _lattice_grid(xs: list[float], ys: list[float], hs: list[tuple[float, float,
                 a, b = root((r, c)), root((r + 1, c))
                 if a != b:
                     owner[max(a, b)] = min(a, b)
+    placed: dict[tuple[int, int], list[Word]] = {}
+    for word in words:
+        col, row = _band_index(xs, word.box.cx), _band_index(ys, word.box.cy)
+        if row is not None and col is not None:
+            placed.setdefault((row, col), []).append(word)
+    for empty, written in open_cells(rows, cols, xs, placed, root,
+                                     lambda r, border: _covered(vs, xs[border], ys[r], ys[r + 1])):
+        owner[empty] = written
     members: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for cell in owner:
         members.setdefault(root(cell), []).append(cell)
