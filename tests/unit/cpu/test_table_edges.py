@@ -121,3 +121,56 @@ def test_a_hyphen_at_a_cell_line_end_joins_the_word_and_stays_before_a_capital()
     assert join_lines("experi-", "ment") == "experiment"
     assert join_lines("1990 -", "Present") == "1990 - Present"
     assert join_lines("Total", "population") == "Total population"
+
+
+def test_a_boxed_sentence_under_a_drawn_table_stays_out_of_its_grid() -> None:
+    note = "Exhibit reads: thirty-four percent of the schools were small"
+    lines = [segment("Size", 0, 0), segment("Share", 100, 0)]
+    for row, (size, share) in enumerate((("Small", "34%"), ("Medium", "11%"), ("Large", "2%"))):
+        lines += [segment(size, 0, 20 + 20 * row), segment(share, 100, 20 + 20 * row)]
+    lines.append(segment(note, 0, 80))
+    rules = [Segment(-5, y, 400, y) for y in (-5, 15, 35, 55, 75, 95)]
+    rules += [Segment(-5, -5, -5, 95), Segment(400, -5, 400, 95), Segment(90, -5, 90, 75)]  # none in the note
+    tables, rest = find_tables(lines, rules, 400, 10.0)
+    assert len(tables) == 1 and [line.text for line in rest] == [note]
+    assert texts(tables[0].html) == [["Size", "Share"], ["Small", "34%"], ["Medium", "11%"], ["Large", "2%"]]
+
+
+def test_a_caption_with_its_number_set_apart_and_the_tables_unit_stay_out_of_its_header() -> None:
+    lines = [segment("Table 16.", 0, 0), segment("Teachers and new hires by control of", 60, 0),
+             segment("school: 1996 to 2021", 60, 11), segment("[In thousands]", 120, 23),
+             segment("Year", 0, 37), segment("Teachers", 100, 37), segment("Hires", 200, 37)]
+    for row in range(4):
+        y = 51 + 12 * row
+        lines += [segment(f"199{row}", 0, y), segment(f"3,0{row}1", 100, y), segment(f"30{row}", 200, y)]
+    tables, rest = find_tables(lines, [], 400, 10.0)
+    assert len(tables) == 1
+    assert [line.text for line in rest] == ["Table 16.", "Teachers and new hires by control of",
+                                            "school: 1996 to 2021", "[In thousands]"]
+    assert texts(tables[0].html)[0] == ["Year", "Teachers", "Hires"]
+
+
+def test_heads_wrapped_over_two_header_lines_are_one_cell_each() -> None:
+    # Every head of the second line sits under one of the first: the second line is more of them.
+    lines = [segment("Status", 0, 0), segment("Sample", 100, 0), segment("Weighted", 200, 0),
+             segment("size", 100, 11), segment("Percent", 200, 11)]
+    for row, label in enumerate(("Total", "Interviewed", "Examined")):
+        y = 25 + 12 * row
+        lines += [segment(label, 0, y), segment(f"{row}9695", 100, y), segment(f"{row}8.2", 200, y)]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None and grid.header_rows == 1
+    assert texts(grid_html(grid))[0] == ["Status", "Sample size", "Weighted Percent"]
+    # Under group heads with a level of their own, only a head that reads on joins the one above ("Total"
+    # over "population"), and spans down over the emptied position.
+    lines = [segment("Age", 0, 0), segment("White", 110, 0), segment("Black", 210, 0), segment("Total", 300, 0)]
+    lines += [segment(head, x, 11) for head, x in (("Male", 80), ("Female", 130), ("Male", 180), ("Female", 230),
+                                                    ("population", 290))]
+    for row in range(3):
+        y = 25 + 12 * row
+        lines += [segment(f"{row}-9", 0, y)] + [segment(f"{row}{col},1", x, y)
+                                                for col, x in enumerate((80, 130, 180, 230, 300))]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None and grid.header_rows == 2
+    rows = rows_of(grid_html(grid))
+    assert rows[0][-1] == (' rowspan="2"', "Total population")
+    assert [text for _, text in rows[1]] == ["Male", "Female", "Male", "Female"]

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import reading_order
-from services.worker.engines.cpu.headers import by_row, raise_under_groups, stub_head, widen_group_headers
+from services.worker.engines.cpu.headers import (
+    by_row,
+    join_wrapped_heads,
+    raise_under_groups,
+    stub_head,
+    widen_group_headers,
+)
 from services.worker.engines.cpu.model import Box, Line, Word, union_all
 
 _NUMERIC = re.compile(r"^[\s$€£¥%()+\-–—−.,:/*\d<>≤≥±x×~]+$")
@@ -381,6 +387,7 @@ def build_grid(rows: list[TextRow]) -> Grid | None:
     if unfold(grid):
         columns = columns[: grid.cols]
     widen_group_headers(grid, columns)
+    join_wrapped_heads(grid, _continues)
     raise_under_groups(grid)
     stub_head(grid)
     section_rows(grid)

@@ -3,6 +3,7 @@ group's empty positions raised, the stub head and the heads over empty header po
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from services.worker.engines.cpu import tuning
@@ -10,7 +11,7 @@ from services.worker.engines.cpu import tuning
 if TYPE_CHECKING:
     from services.worker.engines.cpu.grid import Cell, Grid
 
-__all__ = ["by_row", "raise_under_groups", "stub_head", "widen_group_headers"]
+__all__ = ["by_row", "join_wrapped_heads", "raise_under_groups", "stub_head", "widen_group_headers"]
 
 
 def by_row(grid: Grid) -> dict[int, list[Cell]]:
@@ -20,6 +21,38 @@ def by_row(grid: Grid) -> dict[int, list[Cell]]:
     for cells in by_row.values():
         cells.sort(key=lambda c: c.col)
     return by_row
+
+
+def join_wrapped_heads(grid: Grid, continues: Callable[[str, str], bool]) -> None:
+    """Column heads wrapped over two header rows are one cell each. When every head of the lower row sits under
+    a head of the same columns, the lower row is only more lines of the heads above ("Weighted" over "Percent"):
+    all of it joins them. Otherwise the rest of the lower row is a level of heads of its own, and only a part that
+    reads on from the head above it (`continues`: "Total" over "population") joins it; the emptied positions are
+    left for the heads to span down over."""
+    joined: set[int] = set()
+    for r in range(1, grid.header_rows):
+        pairs = []
+        for cell in (c for c in grid.cells if c.row == r and c.text):
+            upper = next((c for c in grid.cells if c.row + c.rowspan == r and c.col == cell.col and c.text), None)
+            pairs.append((cell, upper if upper is not None and upper.colspan == cell.colspan else None))
+        whole = bool(pairs) and all(upper is not None for _, upper in pairs)
+        for cell, upper in pairs:
+            if upper is None or not (whole or (upper.col > 0 and continues(upper.text, cell.text))):
+                continue
+            upper.text = f"{upper.text} {cell.text}"
+            upper.left, upper.right = min(upper.left, cell.left), max(upper.right, cell.right)
+            joined.add(id(cell))
+    grid.cells = [c for c in grid.cells if id(c) not in joined]
+    for r in reversed(range(1, grid.header_rows)):
+        if any(c.row == r for c in grid.cells):
+            continue
+        for cell in grid.cells:  # a header row all of whose heads joined those above goes
+            if cell.row > r:
+                cell.row -= 1
+            elif cell.row + cell.rowspan > r:
+                cell.rowspan -= 1
+        grid.rows -= 1
+        grid.header_rows -= 1
 
 
 def widen_group_headers(grid: Grid, columns: list[tuple[float, float]]) -> None:

@@ -29,6 +29,7 @@ from services.worker.engines.cpu.outside import open_cells, widen_over_labels, w
 __all__ = ["Cell", "Grid", "find_ruled_tables", "find_tables", "grid_html"]
 
 _NOTE_KEY = re.compile(r"^(?:(?:n\.?b|notes?|sources?)\s*[:.]|\(?[*†‡§:]+\)?)(?:\s|$)", re.IGNORECASE)
+_BRACKETED = re.compile(r"^\s*(?:\([^()]*\)|\[[^\[\]]*\])\s*$")
 _CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|source|note)\s*[\dIVX:.]", re.IGNORECASE)
 
 
@@ -111,6 +112,8 @@ def _is_note(row: TextRow) -> bool:
 def _row_is_tabular(row: TextRow, text_width: float) -> bool:
     if row.count < 2:
         return False
+    if row.count == 2 and _CAPTION.match(row.lines[0].text) and not is_numeric(row.lines[1].text):
+        return False  # a caption with its number set apart ("Table 16." and its title)
     wordy = sum(1 for line in row.lines if len(line.words) >= tuning.TABLE_WORDY_SEGMENT)
     if wordy * 2 > row.count:
         return False  # side-by-side prose (columns, sidebars), not cells
@@ -171,6 +174,8 @@ def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[
             break
         if _CAPTION.match(candidate.lines[0].text):
             break
+        if candidate.count == 1 and _BRACKETED.match(candidate.lines[0].text):
+            break  # the table's unit ("[In thousands]", "(%)"), not a column head
         if candidate.count == 1 and _set_apart(candidate, rows[begin:stop]):
             break
         if candidate.count == 1 and begin >= 2 and _continues_caption(rows[begin - 2], candidate):
@@ -181,10 +186,11 @@ def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[
 
 def _continues_caption(caption: TextRow, candidate: TextRow) -> bool:
     """Is a one-segment row the next line of a caption right above it ("Table 2: Persons employed by sector and"
-    over "gender (in %)"): closer to it than a line's height and starting within it (or flush with it)?"""
-    line = caption.lines[0]
-    if caption.count != 1 or not _CAPTION.match(line.text):
+    over "gender (in %)"; "Table 16." set apart from its title): closer to it than a line's height and starting
+    within its title (or flush with it)?"""
+    if caption.count > 2 or not _CAPTION.match(caption.lines[0].text):
         return False
+    line = caption.lines[-1]
     gap = candidate.box.y0 - caption.box.y1
     slack = tuning.CAPTION_EDGE_SLACK * line.box.height
     return gap < tuning.CAPTION_WRAP_GAP * line.box.height and line.box.x0 - slack <= candidate.box.x0 < line.box.x1
@@ -306,17 +312,23 @@ def _ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block],
 def _without_caption_rows(xs: list[float], ys: list[float], vs: list[tuple[float, float, float]],
                           lines: list[Line]) -> list[float]:
     """The grid's row lines without a boxed caption over the table or a boxed note under it: a drawn row no
-    column rule crosses, whose text opens like a caption ("Exhibit 19 ...", "Source: ..."), stays text."""
-    def caption_between(top: float, bottom: float) -> bool:
+    column rule crosses, whose text opens like a caption ("Exhibit 19 ...", "Source: ..."), stays text; so does a
+    last drawn row holding one paragraph of prose (a sentence under the table explaining how to read it)."""
+    def caption_between(top: float, bottom: float, under: bool = False) -> bool:
         if any(_covered(vs, x, top, bottom) for x in xs[1:-1]):
             return False
         band = sorted((line for line in lines if top <= line.box.cy <= bottom and xs[0] <= line.box.cx <= xs[-1]),
                       key=lambda line: (line.box.y0, line.box.x0))
-        return bool(band) and bool(_CAPTION.match(band[0].text))
+        if not band:
+            return False
+        if _CAPTION.match(band[0].text):
+            return True
+        return under and all(row.count == 1 for row in text_rows(band)) and any(
+            len(line.words) >= tuning.TABLE_WORDY_SEGMENT for line in band)
 
     while len(ys) > 2 and caption_between(ys[0], ys[1]):
         ys = ys[1:]
-    while len(ys) > 2 and caption_between(ys[-2], ys[-1]):
+    while len(ys) > 2 and caption_between(ys[-2], ys[-1], under=True):
         ys = ys[:-1]
     return ys
 
