@@ -174,3 +174,17 @@ def test_heads_wrapped_over_two_header_lines_are_one_cell_each() -> None:
     rows = rows_of(grid_html(grid))
     assert rows[0][-1] == (' rowspan="2"', "Total population")
     assert [text for _, text in rows[1]] == ["Male", "Female", "Male", "Female"]
+
+
+def test_heads_wrapped_over_three_lines_keep_every_word() -> None:
+    lines = [segment("Status", 0, 0), segment("Sample", 100, 0), segment("Weighted", 200, 0),
+             segment("size", 100, 11), segment("Percent", 200, 11), segment("Overall", 200, 22)]
+    for row, label in enumerate(("Total", "Interviewed", "Examined")):
+        y = 36 + 12 * row
+        lines += [segment(label, 0, y), segment(f"{row}9695", 100, y), segment(f"{row}8.2", 200, y)]
+    grid = build_grid(text_rows(lines))
+    assert grid is not None
+    html = grid_html(grid)
+    # The third line joins no head that an earlier line has already joined (its words would be lost).
+    assert all(word in html for word in ("Sample", "size", "Weighted", "Percent", "Overall"))
+    assert texts(html)[0] == ["Status", "Sample size", "Weighted Percent"]

@@ -11,10 +11,11 @@ import html
 import re
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import reading_order
+from services.worker.engines.cpu.cells import Cell, Grid
 from services.worker.engines.cpu.headers import (
     by_row,
     join_wrapped_heads,
@@ -32,25 +33,6 @@ _YEAR = re.compile(r"(19|20)\d\d")
 _ENUMERATOR = re.compile(r"^(?:\(?\d{1,3}[.)]?|[•◦▪●○■□►‣⁃∙·\-–—*]|\(?[a-z][.)])\s")
 _OPEN_ENDING = re.compile(r"(?:[-‐,/(&+]|\b(?:and|or|of|the|to|in|for|with|on|by|at|a|an|et|de|du|des|und|der)"
                           r")$", re.IGNORECASE)
-
-
-@dataclass(slots=True)
-class Cell:
-    row: int
-    col: int
-    text: str
-    rowspan: int = 1
-    colspan: int = 1
-    left: float = 0.0  # the x-extent of the text, for centring a header over the columns it heads
-    right: float = 0.0
-
-
-@dataclass(slots=True)
-class Grid:
-    rows: int
-    cols: int
-    cells: list[Cell] = field(default_factory=list)
-    header_rows: int = 0
 
 
 def grid_html(grid: Grid) -> str:

@@ -4,12 +4,9 @@ group's empty positions raised, the stub head and the heads over empty header po
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from services.worker.engines.cpu import tuning
-
-if TYPE_CHECKING:
-    from services.worker.engines.cpu.grid import Cell, Grid
+from services.worker.engines.cpu.cells import Cell, Grid
 
 __all__ = ["by_row", "join_wrapped_heads", "raise_under_groups", "stub_head", "widen_group_headers"]
 
@@ -33,11 +30,15 @@ def join_wrapped_heads(grid: Grid, continues: Callable[[str, str], bool]) -> Non
     for r in range(1, grid.header_rows):
         pairs = []
         for cell in (c for c in grid.cells if c.row == r and c.text):
-            upper = next((c for c in grid.cells if c.row + c.rowspan == r and c.col == cell.col and c.text), None)
+            upper = next((c for c in grid.cells if c.row + c.rowspan == r and c.col == cell.col and c.text
+                          and id(c) not in joined), None)
             pairs.append((cell, upper if upper is not None and upper.colspan == cell.colspan else None))
-        whole = bool(pairs) and all(upper is not None for _, upper in pairs)
+        # Figures in it make a row of its own (a body row read as header), not more lines of heads.
+        whole = bool(pairs) and all(upper is not None and not any(ch.isdigit() for ch in cell.text)
+                                    for cell, upper in pairs)
         for cell, upper in pairs:
-            if upper is None or not (whole or (upper.col > 0 and continues(upper.text, cell.text))):
+            if upper is None or not (whole or (upper.col > 0 and not any(ch.isdigit() for ch in upper.text)
+                                               and continues(upper.text, cell.text))):
                 continue
             upper.text = f"{upper.text} {cell.text}"
             upper.left, upper.right = min(upper.left, cell.left), max(upper.right, cell.right)

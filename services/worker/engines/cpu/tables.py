@@ -13,9 +13,8 @@ import re
 
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import cell_text
+from services.worker.engines.cpu.cells import Cell, Grid
 from services.worker.engines.cpu.grid import (
-    Cell,
-    Grid,
     TextRow,
     build_grid,
     grid_html,
@@ -174,14 +173,22 @@ def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[
             break
         if _CAPTION.match(candidate.lines[0].text):
             break
-        if candidate.count == 1 and _BRACKETED.match(candidate.lines[0].text):
-            break  # the table's unit ("[In thousands]", "(%)"), not a column head
+        if candidate.count == 1 and _BRACKETED.match(candidate.lines[0].text) and not _over_stub(
+                candidate, rows[begin:stop]):
+            break  # the table's unit ("[In thousands]", "(%)"), not a column head; over the stub, its head
         if candidate.count == 1 and _set_apart(candidate, rows[begin:stop]):
             break
         if candidate.count == 1 and begin >= 2 and _continues_caption(rows[begin - 2], candidate):
             break
         begin -= 1
     return begin
+
+
+def _over_stub(candidate: TextRow, below: list[TextRow]) -> bool:
+    """Does a one-segment row lie over the first column of the rows below (where the stub head stands)?"""
+    firsts = [row.lines[0].box for row in below if row.count >= 2]
+    return bool(firsts) and candidate.box.x1 <= min(row.lines[1].box.x0 for row in below if row.count >= 2) \
+        and candidate.box.x0 <= max(box.x1 for box in firsts)
 
 
 def _continues_caption(caption: TextRow, candidate: TextRow) -> bool:
