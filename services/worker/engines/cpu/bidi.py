@@ -94,12 +94,21 @@ def cell_text(placed: list[tuple[float, float, str]]) -> str:
     lines: dict[int, list[tuple[float, str]]] = {}
     for y, x, text in placed:
         lines.setdefault(round(y), []).append((x, text))
-    out: list[str] = []
+    out = ""
     for y in sorted(lines):
         visual = [_Token(text, x) for x, text in sorted(lines[y], key=lambda item: item[0])]
         ordered = reading_order(visual) if rtl else visual
-        out.extend(token.text for token in ordered)
-    return " ".join(out)
+        line = " ".join(token.text for token in ordered)
+        out = join_lines(out, line) if out else line
+    return out
+
+
+def join_lines(upper: str, lower: str) -> str:
+    """Two lines of a cell's text as one: a word broken at a hyphen is joined again; before a capital the hyphen
+    is a compound's ("Non-" over "Hispanic") and stays."""
+    if upper.endswith(("-", "‐")) and lower[:1].isalpha() and not upper[-2:-1].isspace():
+        return (upper[:-1] if lower[:1].islower() else upper) + lower
+    return f"{upper} {lower}"
 
 
 @dataclass(frozen=True, slots=True)

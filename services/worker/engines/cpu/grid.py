@@ -11,10 +11,18 @@ import html
 import re
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import reading_order
+from services.worker.engines.cpu.cells import Cell, Grid
+from services.worker.engines.cpu.headers import (
+    by_row,
+    join_wrapped_heads,
+    raise_under_groups,
+    stub_head,
+    widen_group_headers,
+)
 from services.worker.engines.cpu.model import Box, Line, Word, union_all
 
 _NUMERIC = re.compile(r"^[\s$€£¥%()+\-–—−.,:/*\d<>≤≥±x×~]+$")
@@ -25,25 +33,6 @@ _YEAR = re.compile(r"(19|20)\d\d")
 _ENUMERATOR = re.compile(r"^(?:\(?\d{1,3}[.)]?|[•◦▪●○■□►‣⁃∙·\-–—*]|\(?[a-z][.)])\s")
 _OPEN_ENDING = re.compile(r"(?:[-‐,/(&+]|\b(?:and|or|of|the|to|in|for|with|on|by|at|a|an|et|de|du|des|und|der)"
                           r")$", re.IGNORECASE)
-
-
-@dataclass(slots=True)
-class Cell:
-    row: int
-    col: int
-    text: str
-    rowspan: int = 1
-    colspan: int = 1
-    left: float = 0.0  # the x-extent of the text, for centring a header over the columns it heads
-    right: float = 0.0
-
-
-@dataclass(slots=True)
-class Grid:
-    rows: int
-    cols: int
-    cells: list[Cell] = field(default_factory=list)
-    header_rows: int = 0
 
 
 def grid_html(grid: Grid) -> str:
@@ -305,7 +294,8 @@ def _continues(upper: str, lower: str) -> bool:
     """Does `lower` read as the next line of the cell text `upper` (not a new entry)?"""
     if is_numeric(upper) or is_numeric(lower) or _ENUMERATOR.match(lower):
         return False
-    return lower[:1].islower() or bool(_OPEN_ENDING.search(upper.rstrip()))
+    # A parenthesis opening the next line is more of the cell: an abbreviation, a unit ("(FedRAMP)", "(in %)").
+    return lower[:1].islower() or lower.startswith("(") or bool(_OPEN_ENDING.search(upper.rstrip()))
 
 
 def _joins(row: dict[int, _Piece], lower: dict[int, _Piece], tight: bool = False) -> bool:
@@ -344,8 +334,11 @@ def _logical_rows(rows: list[TextRow], placed: list[dict[int, _Piece]]) -> list[
             for col, piece in pieces.items():
                 if col in out[-1]:
                     above = out[-1][col]
-                    joiner = "" if above.text.endswith(("-", "‐")) and piece.text[:1].islower() else " "
-                    text = above.text[:-1] if joiner == "" else above.text
+                    # A word broken at a hyphen is joined again; before a capital the hyphen is a compound's
+                    # ("Non-" over "Hispanic") and stays.
+                    hyphen = above.text.endswith(("-", "‐")) and piece.text[:1].isalpha()
+                    joiner = "" if hyphen else " "
+                    text = above.text[:-1] if hyphen and piece.text[:1].islower() else above.text
                     out[-1][col] = _Piece(above.first, above.last, f"{text}{joiner}{piece.text}",
                                           min(above.left, piece.left), max(above.right, piece.right))
                 else:
@@ -376,6 +369,8 @@ def build_grid(rows: list[TextRow]) -> Grid | None:
     if unfold(grid):
         columns = columns[: grid.cols]
     widen_group_headers(grid, columns)
+    join_wrapped_heads(grid, _continues)
+    raise_under_groups(grid)
     stub_head(grid)
     section_rows(grid)
     grouped_row_labels(grid)
@@ -421,118 +416,29 @@ def unfold(grid: Grid) -> bool:
 
 def header_rows(grid: Grid) -> int:
     """Leading rows with no figures in their data columns (years allowed), or only a few among words, are headers."""
-    by_row = _by_row(grid)
+    rows_of = by_row(grid)
     has_numbers = any(is_numeric(c.text) for c in grid.cells if c.col > 0)
     if not has_numbers:
         return 1 if grid.rows > 2 else 0
     header = 0
     for r in range(min(grid.rows - 1, tuning.HEADER_MAX_ROWS)):
-        cells = [c for c in by_row.get(r, []) if c.col > 0 and c.text]
+        cells = [c for c in rows_of.get(r, []) if c.col > 0 and c.text]
         figures = sum(1 for c in cells if is_numeric(c.text) and not _YEAR.fullmatch(c.text.strip()))
         # Column heads may hold a few figures among words (age bands "15-24" beside "Female", "Male").
         if figures and figures * tuning.HEADER_FIGURE_SHARE >= len(cells):
             break
         header = r + 1
     # A label alone in the first column right above the figures opens the body's first section.
-    while header > 0 and all(c.col == 0 for c in by_row.get(header - 1, [])):
+    while header > 0 and all(c.col == 0 for c in rows_of.get(header - 1, [])):
         header -= 1
     return header
-
-
-def _by_row(grid: Grid) -> dict[int, list[Cell]]:
-    by_row: dict[int, list[Cell]] = {}
-    for cell in grid.cells:
-        by_row.setdefault(cell.row, []).append(cell)
-    for cells in by_row.values():
-        cells.sort(key=lambda c: c.col)
-    return by_row
-
-
-def widen_group_headers(grid: Grid, columns: list[tuple[float, float]]) -> None:
-    """A header cell over several columns' headers spans all the columns it is centred over, not only those its
-    text happens to cross ("Year Ended" over three dates, "General Practitioners" over five answers)."""
-    by_row = _by_row(grid)
-    for r in range(grid.header_rows - 1):
-        cells = [c for c in by_row.get(r, []) if c.col > 0 and c.text]
-        below = {col for c in grid.cells if r < c.row < grid.header_rows and c.text
-                 for col in range(c.col, c.col + c.colspan)}
-        taken = {col for c in by_row.get(r, []) for col in range(c.col, c.col + c.colspan)}
-        for cell in cells:
-            band = columns[cell.col][1] - columns[cell.col][0]
-            overflows = cell.right - cell.left > tuning.HEADER_OVERFLOW * band
-            # A header standing in the gap between two columns, over neither, is centred over both.
-            in_gap = cell.right <= columns[cell.col][0] or cell.left >= columns[cell.col][1]
-            if cell.colspan < 2 and len(cells) > 1 and not overflows and not in_gap:
-                continue  # one column's own header
-            lo = cell.col
-            while lo - 1 > 0 and lo - 1 not in taken:
-                lo -= 1
-            hi = cell.col + cell.colspan - 1
-            while hi + 1 < grid.cols and hi + 1 not in taken:
-                hi += 1
-            centre = (cell.left + cell.right) / 2
-            tolerance = max(tuning.HEADER_ALIGN_MIN, tuning.HEADER_ALIGN_SHARE * (cell.right - cell.left))
-            options = []
-            for first in range(lo, cell.col + 1):
-                for last in range(cell.col + cell.colspan - 1, hi + 1):
-                    if first not in below or last not in below:
-                        continue
-                    if sum(1 for col in range(first, last + 1) if col in below) < 2:
-                        continue
-                    offset = abs((columns[first][0] + columns[last][1]) / 2 - centre)
-                    options.append((offset, first, last))
-            if not options:
-                continue
-            best = min(offset for offset, _, _ in options)
-            _, first, last = max((o for o in options if o[0] <= best + tolerance), key=lambda o: o[2] - o[1])
-            taken.difference_update(range(cell.col, cell.col + cell.colspan))
-            cell.col, cell.colspan = first, last - first + 1
-            taken.update(range(first, last + 1))
-
-
-def stub_head(grid: Grid) -> None:
-    """In the header, a cell with only empty positions under it spans down over them; the stub head (the first
-    column's header, often set on several lines beside the column headers) becomes one cell."""
-    if grid.header_rows < 2:
-        return
-    stub = sorted((c for c in grid.cells if c.row < grid.header_rows and c.col == 0 and c.colspan == 1),
-                  key=lambda c: c.row)
-    if len(stub) > 1:
-        stub[0].text = " ".join(c.text for c in stub if c.text)
-        grid.cells = [c for c in grid.cells if c not in stub[1:]]
-    elif len(stub) == 1 and stub[0].row > 0 and stub[0].text and _grouped_above(grid, stub[0].row):
-        # A stub head set on the line of the column heads, under nothing while group headers span all the
-        # columns above them, spans up to the top of the header.
-        stub[0].rowspan = stub[0].row + 1
-        stub[0].row = 0
-    occupied = {(c.row, col) for c in grid.cells for col in range(c.col, c.col + c.colspan)}
-    for cell in grid.cells:
-        if cell.row >= grid.header_rows - 1 or not cell.text:
-            continue
-        span = 1
-        while cell.row + span < grid.header_rows and not any(
-                (cell.row + span, col) in occupied for col in range(cell.col, cell.col + cell.colspan)):
-            span += 1
-        cell.rowspan = span
-
-
-def _grouped_above(grid: Grid, row: int) -> bool:
-    """Do the header rows above `row` hold nothing in the first column, and does the row right above hold group
-    headers over several columns that together head every other column?"""
-    if any(c.row < row and c.col == 0 and c.text for c in grid.cells):
-        return False
-    above = [c for c in grid.cells if c.row == row - 1 and c.text]
-    if not any(c.colspan > 1 for c in above):
-        return False
-    headed = {col for c in above for col in range(c.col, c.col + c.colspan)}
-    return headed >= set(range(1, grid.cols))
 
 
 def section_rows(grid: Grid) -> None:
     """A body row holding only a label in the first column heads a section: it spans the table's width."""
     if grid.cols < tuning.SECTION_MIN_COLS:
         return
-    for r, cells in _by_row(grid).items():
+    for r, cells in by_row(grid).items():
         if r < grid.header_rows or len(cells) != 1:
             continue
         cell = cells[0]
@@ -543,7 +449,7 @@ def section_rows(grid: Grid) -> None:
 def grouped_row_labels(grid: Grid) -> None:
     """A first-column label followed by rows whose first column is empty while a second-level label fills the
     second column heads all those rows (a rowspan), as in "DHS WI" over "CDR-RS", "CDR", "RS"."""
-    by_row = _by_row(grid)
+    rows_of = by_row(grid)
     lookup = {(c.row, c.col): c for c in grid.cells}
     r = grid.header_rows
     while r < grid.rows:
@@ -554,7 +460,7 @@ def grouped_row_labels(grid: Grid) -> None:
             continue
         end = r + 1
         while end < grid.rows and (end, 0) not in lookup and not any(
-                c.col == 0 for c in by_row.get(end, [])):
+                c.col == 0 for c in rows_of.get(end, [])):
             below = lookup.get((end, 1))
             if below is None or is_numeric(below.text) or below.colspan > 1:
                 break

@@ -13,9 +13,8 @@ import re
 
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import cell_text
+from services.worker.engines.cpu.cells import Cell, Grid
 from services.worker.engines.cpu.grid import (
-    Cell,
-    Grid,
     TextRow,
     build_grid,
     grid_html,
@@ -23,11 +22,13 @@ from services.worker.engines.cpu.grid import (
     is_numeric,
     text_rows,
 )
-from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, union_all
+from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Segment, Word, union_all
+from services.worker.engines.cpu.outside import open_cells, widen_over_labels, widen_to_rules
 
 __all__ = ["Cell", "Grid", "find_ruled_tables", "find_tables", "grid_html"]
 
 _NOTE_KEY = re.compile(r"^(?:(?:n\.?b|notes?|sources?)\s*[:.]|\(?[*†‡§:]+\)?)(?:\s|$)", re.IGNORECASE)
+_BRACKETED = re.compile(r"^\s*(?:\([^()]*\)|\[[^\[\]]*\])\s*$")
 _CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|source|note)\s*[\dIVX:.]", re.IGNORECASE)
 
 
@@ -110,6 +111,8 @@ def _is_note(row: TextRow) -> bool:
 def _row_is_tabular(row: TextRow, text_width: float) -> bool:
     if row.count < 2:
         return False
+    if row.count == 2 and _CAPTION.match(row.lines[0].text) and not is_numeric(row.lines[1].text):
+        return False  # a caption with its number set apart ("Table 16." and its title)
     wordy = sum(1 for line in row.lines if len(line.words) >= tuning.TABLE_WORDY_SEGMENT)
     if wordy * 2 > row.count:
         return False  # side-by-side prose (columns, sidebars), not cells
@@ -138,9 +141,18 @@ def _wraps_cell(row: TextRow, above: TextRow) -> bool:
 
 
 def _can_sit_in_table(row: TextRow, above: list[TextRow], text_width: float) -> bool:
-    """A one-segment row inside a table (a section label, a wrapped cell) is short and not prose."""
+    """A one-segment row inside a table (a section label, a wrapped cell) is short and not prose, or it is a
+    long label of the first column: flush with the table's rows and ending before their second segments start."""
     line = row.lines[0]
-    return line.box.width < tuning.LOOSE_ROW_MAX_WIDTH * text_width and len(line.text) < tuning.LOOSE_ROW_MAX_CHARS
+    if len(line.text) >= tuning.LOOSE_ROW_MAX_CHARS:
+        return False
+    if line.box.width < tuning.LOOSE_ROW_MAX_WIDTH * text_width:
+        return True
+    tabular = [r for r in above if r.count >= 2]
+    if len(tabular) < 2:
+        return False
+    slack = tuning.CAPTION_EDGE_SLACK * line.box.height
+    return all(abs(r.lines[0].box.x0 - line.box.x0) <= slack and line.box.x1 < r.lines[1].box.x0 for r in tabular)
 
 
 def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[bool], text_width: float,
@@ -161,6 +173,9 @@ def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[
             break
         if _CAPTION.match(candidate.lines[0].text):
             break
+        if candidate.count == 1 and _BRACKETED.match(candidate.lines[0].text) and not _over_stub(
+                candidate, rows[begin:stop]):
+            break  # the table's unit ("[In thousands]", "(%)"), not a column head; over the stub, its head
         if candidate.count == 1 and _set_apart(candidate, rows[begin:stop]):
             break
         if candidate.count == 1 and begin >= 2 and _continues_caption(rows[begin - 2], candidate):
@@ -169,12 +184,20 @@ def _extend_header(rows: list[TextRow], start: int, stop: int, table_like: list[
     return begin
 
 
+def _over_stub(candidate: TextRow, below: list[TextRow]) -> bool:
+    """Does a one-segment row lie over the first column of the rows below (where the stub head stands)?"""
+    firsts = [row.lines[0].box for row in below if row.count >= 2]
+    return bool(firsts) and candidate.box.x1 <= min(row.lines[1].box.x0 for row in below if row.count >= 2) \
+        and candidate.box.x0 <= max(box.x1 for box in firsts)
+
+
 def _continues_caption(caption: TextRow, candidate: TextRow) -> bool:
     """Is a one-segment row the next line of a caption right above it ("Table 2: Persons employed by sector and"
-    over "gender (in %)"): closer to it than a line's height and starting within it (or flush with it)?"""
-    line = caption.lines[0]
-    if caption.count != 1 or not _CAPTION.match(line.text):
+    over "gender (in %)"; "Table 16." set apart from its title): closer to it than a line's height and starting
+    within its title (or flush with it)?"""
+    if caption.count > 2 or not _CAPTION.match(caption.lines[0].text):
         return False
+    line = caption.lines[-1]
     gap = candidate.box.y0 - caption.box.y1
     slack = tuning.CAPTION_EDGE_SLACK * line.box.height
     return gap < tuning.CAPTION_WRAP_GAP * line.box.height and line.box.x0 - slack <= candidate.box.x0 < line.box.x1
@@ -267,9 +290,12 @@ def _ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block],
         ys = _clusters([h[0] for h in hs], tuning.RULE_CLUSTER_Y)
         if len(xs) < tuning.LATTICE_MIN_LINES and len(ys) < tuning.LATTICE_MIN_LINES:
             continue  # a plain box around some text, not a grid
-        ys = _without_caption_rows(xs, ys, vs, [line for line in lines if id(line) not in used])
+        free = [line for line in lines if id(line) not in used]
+        ys = _without_caption_rows(xs, ys, vs, free)
         if len(ys) < 2:
             continue
+        xs = widen_to_rules(xs, hs)
+        xs, hs, vs = widen_over_labels(xs, ys, hs, vs, free)
         area = Box(xs[0], ys[0], xs[-1], ys[-1])
         if area.width < tuning.LATTICE_MIN_WIDTH or area.height < tuning.LATTICE_MIN_HEIGHT:
             continue
@@ -293,17 +319,23 @@ def _ruled_tables(lines: list[Line], rules: list[Segment]) -> tuple[list[Block],
 def _without_caption_rows(xs: list[float], ys: list[float], vs: list[tuple[float, float, float]],
                           lines: list[Line]) -> list[float]:
     """The grid's row lines without a boxed caption over the table or a boxed note under it: a drawn row no
-    column rule crosses, whose text opens like a caption ("Exhibit 19 ...", "Source: ..."), stays text."""
-    def caption_between(top: float, bottom: float) -> bool:
+    column rule crosses, whose text opens like a caption ("Exhibit 19 ...", "Source: ..."), stays text; so does a
+    last drawn row holding one paragraph of prose (a sentence under the table explaining how to read it)."""
+    def caption_between(top: float, bottom: float, under: bool = False) -> bool:
         if any(_covered(vs, x, top, bottom) for x in xs[1:-1]):
             return False
         band = sorted((line for line in lines if top <= line.box.cy <= bottom and xs[0] <= line.box.cx <= xs[-1]),
                       key=lambda line: (line.box.y0, line.box.x0))
-        return bool(band) and bool(_CAPTION.match(band[0].text))
+        if not band:
+            return False
+        if _CAPTION.match(band[0].text):
+            return True
+        return under and all(row.count == 1 for row in text_rows(band)) and any(
+            len(line.words) >= tuning.TABLE_WORDY_SEGMENT for line in band)
 
     while len(ys) > 2 and caption_between(ys[0], ys[1]):
         ys = ys[1:]
-    while len(ys) > 2 and caption_between(ys[-2], ys[-1]):
+    while len(ys) > 2 and caption_between(ys[-2], ys[-1], under=True):
         ys = ys[:-1]
     return ys
 
@@ -373,6 +405,14 @@ def _lattice_grid(xs: list[float], ys: list[float], hs: list[tuple[float, float,
                 a, b = root((r, c)), root((r + 1, c))
                 if a != b:
                     owner[max(a, b)] = min(a, b)
+    placed: dict[tuple[int, int], list[Word]] = {}
+    for word in words:
+        col, row = _band_index(xs, word.box.cx), _band_index(ys, word.box.cy)
+        if row is not None and col is not None:
+            placed.setdefault((row, col), []).append(word)
+    for empty, written in open_cells(rows, cols, xs, placed, root,
+                                     lambda r, border: _covered(vs, xs[border], ys[r], ys[r + 1])):
+        owner[empty] = written
     members: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for cell in owner:
         members.setdefault(root(cell), []).append(cell)

@@ -100,6 +100,8 @@ LATTICE_MAX_FIGURE_ROWS = 3  # text rows with figures in two drawn columns or mo
 #                              is no row (the rules draw only columns); the text finder reads that table instead
 EDGE_TOLERANCE = 4.0  # pt: a rule this close to a cell edge draws it
 EDGE_MIN_DRAWN = 0.6  # share of a cell edge that rules must cover for the edge to count as drawn
+OUTSIDE_COLUMN_SHARE = 0.6  # share of a drawn grid's rows with text: labels beside the grid in this many rows ...
+OUTSIDE_COLUMN_PAD = 1.0  # pt: ... make a column of it (outside.py), its edge this far beyond the labels
 
 # --- Columns and cells of a table (grid.py) ------------------------------------------------------------------------
 ROW_LOOKBACK = 3  # rows: how many of the rows above a line may take it
