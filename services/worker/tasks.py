@@ -37,7 +37,7 @@ from services.core.queues import OutboxTask, TaskName, assemble_job, chunk_job, 
 from services.core.retry import RetryPolicy, engine_outage_policy, is_retryable, page_policy, retry_task
 from services.core.settings import Settings
 from services.core.storage import ObjectNotFound, ObjectStore, get_store, page_result_key
-from services.worker import heartbeat, page_cache
+from services.worker import heartbeat, page_cache, page_source
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.multipage import run_group
 from services.worker.pipeline import PageOutcome, run_fallback, run_page
@@ -275,7 +275,8 @@ def _fetched(settings: Settings, store: ObjectStore, job: PageTask,
         waited = (utcnow() - to_datetime(job.enqueued_at)).total_seconds()
         PAGE_STAGE.labels(stage="queue_wait", engine=engine_name).observe(max(0.0, waited))
     with stage_timer("fetch", engine_name):
-        data = store.get(job.source_key)
+        data = page_source.page_file(store, job.document_id, job.source_key, claim.page_number,
+                                     cache_mb=settings.worker.source_cache_mb)
     cached = page_cache.lookup(settings, store, job, claim.page_number, data, engine_name)
     if cached.hit:
         log.info("page.cached")

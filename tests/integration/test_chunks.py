@@ -32,7 +32,7 @@ from services.worker.split import split_document
 from services.worker.tasks import register_worker_tasks
 from tests.harness import _redis_dbs, wait_until
 from tests.integration.test_lifecycle import make_document
-from tests.pdfs import stored_upload, text_pages
+from tests.pdfs import make_pdf, stored_upload, text_pages
 
 DATABASES = ["postgres_url", "sqlite_url"]
 
@@ -304,3 +304,52 @@ def test_a_chunk_stops_when_its_document_is_cancelled_midway(broker: tuple[str, 
     assert {rows[i].status for i in range(ran, 8)} == {"cancelled"}, "the pages not run stay cancelled"
     assert rows[0].status == rows[1].status == "succeeded"  # recorded before the cancel
     assert all(rows[i].status in ("succeeded", "cancelled") for i in range(ran))
+
+
+WORDS = ["Alpha", "Bravo", "Charlie"]
+
+
+def worded_pages() -> bytes:
+    """Three pages, each with its own word, so a page read can be told from its neighbours."""
+    import io
+
+    import pypdfium2 as pdfium
+
+    out = pdfium.PdfDocument.new()
+    for word in WORDS:
+        out.import_pages(pdfium.PdfDocument(make_pdf(lines=[f"{word} is the word of this page."] * 3)))
+    buffer = io.BytesIO()
+    out.save(buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("page_files_over_mb", [16.0, 0.0])
+def test_a_small_pdf_gets_no_file_per_page_and_reads_the_same(
+        broker: tuple[str, redis.Redis], sqlite_url: str, tmp_path: Path, page_files_over_mb: float) -> None:
+    """A PDF up to `worker.page_files_over_mb` is not written out page by page: its pages name the document's PDF
+    and the worker copies each out of it. Over the limit every page gets its file. Each page reads its own text."""
+    url, client = broker
+    settings = Settings(redis_url=url, database_url=sqlite_url, data_dir=tmp_path, engine={"kind": "cpu"},
+                        worker={"concurrency": 1, "page_files_over_mb": page_files_over_mb})
+    app = make_celery(settings)
+    register_worker_tasks(app, settings)
+    store = get_store(settings)
+    with outbox(app), session_scope(sqlite_url) as session:
+        document = create_document(session, store, settings, stored_upload(worded_pages(), tmp_path),
+                                   tenant_id=None, request_id="req-source-pages")
+        session.expunge(document)
+    with outbox(app):
+        assert split_document(document.id, settings, store) == 3
+    rows = page_rows(sqlite_url, document.id)
+    page_files = [store.exists(f"documents/{document.id}/pages/{i:05d}.pdf") for i in range(3)]
+    if page_files_over_mb:
+        assert not any(page_files) and all(rows[i].source_key == document.source_key for i in range(3))
+    else:
+        assert all(page_files) and rows[1].source_key == f"documents/{document.id}/pages/00001.pdf"
+    [(chunk, _)] = page_messages(client)
+    with outbox(app):
+        assert app.tasks[TaskName.PARSE_PAGE.value].apply(args=[to_dict(chunk)]).result == "run,run,run"
+    for index, word in enumerate(WORDS):
+        result = json.loads(store.get(page_result_key(document.id, index)))
+        assert result["page_number"] == index + 1 and word in result["markdown"], result["markdown"][:200]
+        assert not any(other in result["markdown"] for other in WORDS if other != word)
