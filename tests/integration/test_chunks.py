@@ -60,7 +60,7 @@ def test_a_chunk_is_claimed_in_one_statement_and_finished_once(database: str, re
     finishes = {
         0: PageFinish(PageStatus.SUCCEEDED, result_key="r0", engine="fake", attempts=1, latency_ms=7,
                       confidence=0.5, details={"signals": {"a": 1.0}}),
-        1: PageFinish(PageStatus.FAILED, engine="fake", error_code="engine_error", error_message="boom"),
+        1: PageFinish(PageStatus.FAILED, engine="fake", error_code="engine_error", error_message='boom: «ü» "q"'),
         2: PageFinish(PageStatus.SUCCEEDED, result_key="r2", engine="cpu", attempts=2, latency_ms=11,
                       is_fallback=True, details={"fallback_reason": "engine_unavailable"}),
     }
@@ -69,9 +69,10 @@ def test_a_chunk_is_claimed_in_one_statement_and_finished_once(database: str, re
     with session_scope(url) as session:  # the same chunk delivered twice: nothing changes, nothing is counted
         assert finish_pages(session, document_id, finishes) is False
     rows = page_rows(url, document_id)
-    assert (rows[0].status, rows[0].result_key, rows[0].latency_ms, rows[0].details) == \
-        ("succeeded", "r0", 7, {"signals": {"a": 1.0}})
-    assert (rows[1].status, rows[1].error_code, rows[1].error_message) == ("failed", "engine_error", "boom")
+    assert (rows[0].status, rows[0].result_key, rows[0].latency_ms, rows[0].confidence, rows[0].details) == \
+        ("succeeded", "r0", 7, 0.5, {"signals": {"a": 1.0}})
+    assert (rows[1].status, rows[1].error_code, rows[1].error_message, rows[1].confidence) == \
+        ("failed", "engine_error", 'boom: «ü» "q"', None)
     assert (rows[2].engine, rows[2].is_fallback, rows[2].attempts) == ("cpu", True, 2)
     assert rows[0].lease_owner is None and rows[0].lease_expires_at is None and rows[0].finished_at is not None
     with session_scope(url) as session:
