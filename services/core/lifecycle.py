@@ -9,15 +9,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from services.core import events, notices
@@ -273,21 +274,33 @@ _FINISH_COLUMNS = ("status", "result_key", "engine", "model", "attempts", "laten
                    "error_code", "error_message", "details", "cache_key", "cached")
 
 
-@lru_cache(maxsize=64)
-def _finish_chunk(pages: int) -> sa.Update:
-    """The UPDATE that ends `pages` pages of one document: each column's value is a CASE on the page's index
-    (`i0`… are the indexes, `<column>0`… their values; its ELSE, never taken, types the branches as the column
-    on PostgreSQL). Built once per chunk size, so SQLAlchemy's compiled cache serves every call."""
-    def per_page(column: str) -> sa.Case[Any]:
-        target = _pages.c[column]
-        return sa.case(*[(_pages.c.index == _p(f"i{k}"), _p(f"{column}{k}", type_=target.type))
-                         for k in range(pages)], else_=target)
+def _finish_chunk(dialect: str) -> sa.Update:
+    """The UPDATE that ends several pages of one document, of one shape whatever their number: the pages' values
+    travel as one JSON array (`rows`, an object per page), read as a table (PostgreSQL `jsonb_to_recordset`,
+    SQLite `json_each`). So the statement text never changes: the driver and the server prepare it once, where a
+    CASE per column and page made a new statement of hundreds of parameters for each chunk size."""
+    if dialect == "postgresql":
+        rows = sa.func.jsonb_to_recordset(sa.cast(_p("rows", type_=sa.Text), JSONB)).table_valued(
+            *[sa.column(name, _pages.c[name].type) for name in ("index", *_FINISH_COLUMNS)],
+        ).render_derived(name="finished", with_types=True)
+        value = {name: rows.c[name] for name in _FINISH_COLUMNS}
+        index = rows.c.index
+    else:
+        rows = sa.func.json_each(_p("rows", type_=sa.Text)).table_valued("value").alias("finished")
 
+        def field(name: str) -> Any:
+            return sa.func.json_extract(rows.c.value, f"$.{name}")
+
+        value = {name: field(name) for name in _FINISH_COLUMNS}
+        index = field("index")
     return sa.update(_pages).where(
-        _pages.c.document_id == _p("b_document"), _pages.c.index.in_(_p("b_indexes", expanding=True)),
+        _pages.c.document_id == _p("b_document"), _pages.c.index == index,
         _pages.c.status.not_in(_FINAL_PAGE_VALUES),
-    ).values({**{column: per_page(column) for column in _FINISH_COLUMNS},
-              "finished_at": _at("now"), "lease_expires_at": None, "lease_owner": None}).returning(_pages.c.index)
+    ).values({**value, "finished_at": _at("now"), "lease_expires_at": None,
+              "lease_owner": None}).returning(_pages.c.index)
+
+
+_FINISH_CHUNK = {dialect: _finish_chunk(dialect) for dialect in ("postgresql", "sqlite")}
 
 
 COUNT_CHUNK = sa.update(_documents).where(_documents.c.id == _p("b_document")).values({
@@ -307,12 +320,11 @@ def finish_pages(session: Session, document_id: str, finishes: dict[int, PageFin
     if not finishes:
         return False
     now = now or utcnow()
-    params: dict[str, Any] = {"b_document": document_id, "b_indexes": sorted(finishes), "now": now}
-    for k, (index, finish) in enumerate(finishes.items()):
-        params[f"i{k}"] = index
-        for column in _FINISH_COLUMNS:
-            params[f"{column}{k}"] = finish.status.value if column == "status" else getattr(finish, column)
-    ended = [int(index) for index in session.execute(_finish_chunk(len(finishes)), params).scalars()]
+    rows = [{"index": index, **{column: finish.status.value if column == "status" else getattr(finish, column)
+                                for column in _FINISH_COLUMNS}} for index, finish in finishes.items()]
+    statement = _FINISH_CHUNK[session.get_bind().dialect.name]
+    params = {"b_document": document_id, "rows": json.dumps(rows, ensure_ascii=False), "now": now}
+    ended = [int(index) for index in session.execute(statement, params).scalars()]
     if not ended:
         return False
     done = sum(1 for index in ended if finishes[index].status == PageStatus.SUCCEEDED)

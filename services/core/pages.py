@@ -55,7 +55,7 @@ class PageRead(BaseModel):
 
 
 def page_read(page: Page, result: dict[str, Any] | None) -> PageRead:
-    """The page from its row and its stored result (`documents/{id}/pages/{n}.json`; None when not stored)."""
+    """The page from its row and its stored result (`storage.load_page_result`; None when not stored)."""
     details = dict(page.details or {})
     promoted = {key: details.pop(key) for key in _PROMOTED if key in details}
     source = {**promoted, **(result or {})}  # the stored result wins over the row's copy

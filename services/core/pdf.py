@@ -159,17 +159,23 @@ def split_pdf(data: bytes, page_numbers: list[int]) -> Iterator[bytes]:
     try:
         for number in page_numbers:
             with PDFIUM_LOCK:
-                single = pdfium.PdfDocument.new()
-                try:
-                    single.import_pages(source, [number - 1])
-                    buffer = io.BytesIO()
-                    single.save(buffer)
-                finally:
-                    single.close()
-            yield buffer.getvalue()
+                single = copy_page(source, number)
+            yield single
     finally:
         with PDFIUM_LOCK:
             source.close()
+
+
+def copy_page(source: pdfium.PdfDocument, number: int) -> bytes:
+    """Page `number` (1-based) of an open PDF as a single-page PDF. The caller holds `PDFIUM_LOCK`."""
+    single = pdfium.PdfDocument.new()
+    try:
+        single.import_pages(source, [number - 1])
+        buffer = io.BytesIO()
+        single.save(buffer)
+    finally:
+        single.close()
+    return buffer.getvalue()
 
 
 def image_frame_png(data: bytes, frame: int) -> bytes:

@@ -170,6 +170,13 @@ class WorkerSettings(SettingsSection):
     """Most pages of one document one page message carries (a chunk: claimed, run and finished together, each
     page keeping its own lease and retries). Fewer when workers are idle, so a document spreads over them; 1:
     one message per page."""
+    page_files_over_mb: float = Field(default=16.0, ge=0)
+    """A PDF larger than this is split into a file per page, so that a page job never downloads all of it. A
+    smaller one is not (writing a file per page is most of what a split costs): each worker process downloads
+    it once, keeps it (`worker.source_cache_mb`) and copies its pages out of it. 0: every PDF is split."""
+    source_cache_mb: float = Field(default=64.0, ge=0)
+    """Memory each worker process keeps the PDFs it copies pages out of in, the most recently used first (the
+    last one is kept whatever its size)."""
     page_lease_s: int = Field(default=30, ge=5)
     """A running page whose lease was not renewed for this long (its worker died) is handed to another worker by
     the reconciler. The worker running a page renews its lease every `lease_heartbeat_s`."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 from pathlib import Path
@@ -21,6 +22,28 @@ def page_source_key(document_id: str, index: int, extension: str) -> str:
 
 def page_result_key(document_id: str, index: int) -> str:
     return f"documents/{document_id}/pages/{index:05d}.json"
+
+
+def page_results_key(document_id: str, first: int, last: int, deliveries: int) -> str:
+    """The results of several pages of a chunk that ended together, in one object (`{"pages": [...]}`): one object
+    written for them instead of one each. The first page's delivery count makes the key this delivery's own, so
+    another delivery of the same pages never overwrites an object a finished page's row names."""
+    return f"documents/{document_id}/pages/{first:05d}-{last:05d}.{deliveries}.json"
+
+
+def page_result_in(body: dict[str, Any], index: int) -> dict[str, Any] | None:
+    """The result of page `index` in a stored result object: the page's own, or one of several pages'."""
+    if "pages" not in body:
+        return body
+    return next((page for page in body["pages"] if page.get("page_index") == index), None)
+
+
+def load_page_result(store: ObjectStore, key: str, index: int) -> dict[str, Any]:
+    """The stored result of page `index` under `key` (`Page.result_key`); ObjectNotFound when it is not there."""
+    result = page_result_in(json.loads(store.get(key)), index)
+    if result is None:
+        raise ObjectNotFound(f"{key}: page {index}")
+    return result
 
 
 # The assembled document, one object per format (`?format=` of the result endpoint), and their media types.

@@ -18,7 +18,14 @@ from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
 from services.core.pages import DocumentResult, page_read
 from services.core.settings import Settings
-from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, ObjectStore, document_prefix, document_result_key
+from services.core.storage import (
+    RESULT_MEDIA_TYPES,
+    ObjectNotFound,
+    ObjectStore,
+    document_prefix,
+    document_result_key,
+    page_result_in,
+)
 from services.results.document_task import TaskFailed, run_document_task
 from services.results.furniture import mark_running_furniture
 from services.results.render.formats import render_document
@@ -83,12 +90,19 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         return None
     entries = []
     missing: list[int] = []
+    stored: dict[str, dict[str, Any] | None] = {}  # by key: the pages a chunk ended together share one object
     for page in pages:
         result = None
         if page.status == PageStatus.SUCCEEDED and page.result_key:
             try:
-                result = json.loads(store.get(page.result_key))
+                if page.result_key not in stored:
+                    stored[page.result_key] = json.loads(store.get(page.result_key))
+                body = stored[page.result_key]
+                result = page_result_in(body, page.index) if body is not None else None
+                if result is None:
+                    raise ObjectNotFound(page.result_key)
             except ObjectNotFound:
+                stored.setdefault(page.result_key, None)
                 # The page row says done but its result is gone: say so rather than hand back a silent hole.
                 page.status, page.error_code = PageStatus.FAILED, "result_missing"
                 page.error_message = "the page result is missing from the object store"

@@ -18,7 +18,7 @@ from services.core.elements import from_wire, renumber, to_wire
 from services.core.lifecycle import PageFinish, finish_page
 from services.core.metrics import CACHE_LOOKUPS
 from services.core.settings import Settings
-from services.core.storage import ObjectNotFound, ObjectStore, page_result_key
+from services.core.storage import ObjectNotFound, ObjectStore, load_page_result, page_result_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ def lookup(settings: Settings, store: ObjectStore, job: PageTask, page_number: i
     if source is None or source.result_key is None:
         return miss
     try:
-        result = json.loads(store.get(source.result_key))
+        result = load_page_result(store, source.result_key, source.index)
     except ObjectNotFound:  # deleted meanwhile: parse it after all
         return miss
     result.update(document_id=job.document_id, page_index=job.page_index, page_number=page_number)

@@ -104,9 +104,14 @@ def page_traits(media_type: str, data: bytes | None) -> PageTraits:
     return pdf_page_traits(data)
 
 
+def routes_by_content(mode: str, document_engine: str) -> bool:
+    """Whether the engine of a document's pages depends on what each page holds (`route_page` reads it)."""
+    return document_engine == EngineKind.VLLM.value and mode == "balanced"
+
+
 def route_page(mode: str, document_engine: str, media_type: str, data: bytes | None) -> tuple[str, tuple[str, ...]]:
     """(engine, why) for one page of a document whose default engine is `document_engine`."""
-    if document_engine != EngineKind.VLLM.value or mode != "balanced":
+    if not routes_by_content(mode, document_engine):
         return document_engine, ()
     try:
         reasons = page_traits(media_type, data).reasons

@@ -1,8 +1,9 @@
-"""Splitting a stored document into page files and page jobs, once, in chunks so the first pages start early."""
+"""Splitting a stored document into page jobs (and page files, unless its pages are read from its PDF), once, in
+chunks so the first pages start early."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import sqlalchemy as sa
 
@@ -17,7 +18,8 @@ from services.core.queues import chunk_jobs, enqueue, page_queue
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, page_source_key
 from services.worker.office import prepare_office_document
-from services.worker.routing import route_page
+from services.worker.page_source import in_document_pdf
+from services.worker.routing import route_page, routes_by_content
 from services.worker.vllm_serve import pages_per_request
 
 log = get_logger(__name__)
@@ -26,21 +28,34 @@ log = get_logger(__name__)
 CHUNK = 32
 
 
-def _page_files(document: Document, data: bytes) -> Iterator[tuple[str, str, bytes | None]]:
-    """(media type, key, bytes to store or None when the source itself is the page) per selected page."""
+def _page_files(document: Document, load: Callable[[], bytes],
+                settings: Settings) -> Iterator[tuple[str, str, bytes | None, bytes | None]]:
+    """(media type, key, bytes to store or None, the page's bytes if routing reads them) per selected page.
+    A PDF up to `worker.page_files_over_mb` is not written out page by page: its pages are read from it by the
+    page workers (services/worker/page_source.py)."""
     numbers = [int(n) for n in document.page_numbers]
+    by_content = routes_by_content(document.mode, document.engine)
+    if in_document_pdf(document.source_key, document.id) and \
+            document.size_bytes <= settings.worker.page_files_over_mb * 1024 * 1024:
+        pages = split_pdf(load(), numbers) if by_content else (None for _ in numbers)
+        for page_pdf in pages:
+            yield PDF, document.source_key, None, page_pdf
+        return
+    data = load()
     if document.media_type == PDF or document.media_type in OFFICE_TYPES:  # office: `data` is the converted PDF
         for index, page_pdf in enumerate(split_pdf(data, numbers)):
-            yield PDF, page_source_key(document.id, index, ".pdf"), page_pdf
+            yield PDF, page_source_key(document.id, index, ".pdf"), page_pdf, page_pdf
     elif numbers == [1]:
-        yield document.media_type, document.source_key, None  # a plain image is its own page file
+        yield document.media_type, document.source_key, None, None  # a plain image is its own page file
     else:  # frames of a multi-page TIFF (or WebP/PNG animation)
         for index, number in enumerate(numbers):
-            yield "image/png", page_source_key(document.id, index, ".png"), image_frame_png(data, number - 1)
+            frame = image_frame_png(data, number - 1)
+            yield "image/png", page_source_key(document.id, index, ".png"), frame, frame
 
 
 def split_document(document_id: str, settings: Settings, store: ObjectStore) -> int:
-    """Writes every pending page's file and queues its job. Returns the pages queued. Safe to run twice.
+    """Writes every pending page's file (when it gets one) and queues its job. Returns the pages queued. Safe
+    to run twice.
     Each chunk's jobs go out when its transaction commits, so the first pages start while the rest split."""
     db = settings.resolved_database_url()
     with session_scope(db) as session:
@@ -60,7 +75,10 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore) -> 
         pending = set(session.execute(
             sa.select(Page.index).where(Page.document_id == document_id, Page.status == PageStatus.PENDING)
         ).scalars())
-    data = converted if converted is not None else store.get(document.source_key)
+
+    def load() -> bytes:
+        return converted if converted is not None else store.get(document.source_key)
+
     queued = 0
     chunk: list[tuple[int, str, str]] = []  # (index, key, engine)
     def flush() -> None:
@@ -94,11 +112,11 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore) -> 
         chunk.clear()
 
     try:
-        for index, (media_type, key, page_bytes) in enumerate(_page_files(document, data)):
+        for index, (media_type, key, page_file, page_bytes) in enumerate(_page_files(document, load, settings)):
             if index not in pending:
                 continue
-            if page_bytes is not None:
-                store.put(key, page_bytes, content_type=media_type)
+            if page_file is not None:
+                store.put(key, page_file, content_type=media_type)
             # balanced mode: the page's own content decides between the cpu engine and vLLM
             engine, why = route_page(document.mode, document.engine, media_type, page_bytes)
             if why:

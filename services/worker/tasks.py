@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextvars
+import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -36,8 +37,8 @@ from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_
 from services.core.queues import OutboxTask, TaskName, assemble_job, chunk_job, enqueue
 from services.core.retry import RetryPolicy, engine_outage_policy, is_retryable, page_policy, retry_task
 from services.core.settings import Settings
-from services.core.storage import ObjectNotFound, ObjectStore, get_store, page_result_key
-from services.worker import heartbeat, page_cache
+from services.core.storage import ObjectNotFound, ObjectStore, get_store, page_result_key, page_results_key
+from services.worker import heartbeat, page_cache, page_source
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.multipage import run_group
 from services.worker.pipeline import PageOutcome, run_fallback, run_page
@@ -68,6 +69,8 @@ class _PageEnd:
     retry: tuple[BaseException, RetryPolicy, bool] | None = None  # (error, policy, engine unavailable)
     engine: str = ""
     latency_ms: int = 0
+    result: dict[str, Any] | None = None  # the page's result, stored with the chunk's next record (`_store_results`)
+    deliveries: int = 0
 
 
 def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
@@ -104,7 +107,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         if time.monotonic() - last_record < record_every_s:
             return True
         began = time.monotonic()
-        _record(settings, job, {i: end for i, end in ends.items() if i not in recorded})
+        _record(settings, job, {i: end for i, end in ends.items() if i not in recorded}, pages, retries)
         recorded.update(ends)
         still_open = _document_open(settings, job.document_id)
         last_record = time.monotonic()
@@ -124,7 +127,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         for index in never_started:
             ends[index] = _PageEnd("retry")
         _resend_alone(settings, job, pages, never_started, retries, None)
-    _record(settings, job, {i: end for i, end in ends.items() if i not in recorded})
+    _record(settings, job, {i: end for i, end in ends.items() if i not in recorded}, pages, retries)
     _retry_failed(task, settings, job, pages, ends, retries)
     return ",".join(ends[index].outcome for index in sorted(ends))
 
@@ -219,14 +222,14 @@ def _run_members(settings: Settings, store: ObjectStore, engine: Engine, jobs: l
             todo.append((job, data, cached.store_key))
     if len(todo) == 1:
         job, data, cache_key = todo[0]
-        ends[job.page_index] = _parsed(settings, store, engine, job, claims[job.page_index], data, cache_key,
+        ends[job.page_index] = _parsed(settings, engine, job, claims[job.page_index], data, cache_key,
                                        retries)
         return ends
     try:
         outcomes = _run_group(retries, engine, [PageInput(j.document_id, j.page_index, j.media_type, d)
                                                 for j, d, _ in todo], settings, _lease_keeper(settings, jobs[0]))
         for (job, _, cache_key), outcome in zip(todo, outcomes, strict=True):
-            ends[job.page_index] = _stored(settings, store, job, claims[job.page_index], outcome, cache_key)
+            ends[job.page_index] = _stored(settings, job, claims[job.page_index], outcome, cache_key)
     except SoftTimeLimitExceeded:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on its pages, never lost
@@ -263,7 +266,7 @@ def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTa
         return _ended_by(settings, job, exc, retries)
     if cached.hit:
         return _PageEnd("cached", due=cached.due)
-    return _parsed(settings, store, engine, job, claim, data, cached.store_key, retries)
+    return _parsed(settings, engine, job, claim, data, cached.store_key, retries)
 
 
 def _fetched(settings: Settings, store: ObjectStore, job: PageTask,
@@ -275,14 +278,15 @@ def _fetched(settings: Settings, store: ObjectStore, job: PageTask,
         waited = (utcnow() - to_datetime(job.enqueued_at)).total_seconds()
         PAGE_STAGE.labels(stage="queue_wait", engine=engine_name).observe(max(0.0, waited))
     with stage_timer("fetch", engine_name):
-        data = store.get(job.source_key)
+        data = page_source.page_file(store, job.document_id, job.source_key, claim.page_number,
+                                     cache_mb=settings.worker.source_cache_mb)
     cached = page_cache.lookup(settings, store, job, claim.page_number, data, engine_name)
     if cached.hit:
         log.info("page.cached")
     return data, cached
 
 
-def _parsed(settings: Settings, store: ObjectStore, engine: Engine, job: PageTask, claim: PageClaim, data: bytes,
+def _parsed(settings: Settings, engine: Engine, job: PageTask, claim: PageClaim, data: bytes,
             cache_key: str | None, retries: int) -> _PageEnd:
     """A fetched page that missed the cache through its engine (and on to vLLM when the cpu route lost text)."""
     try:
@@ -293,16 +297,16 @@ def _parsed(settings: Settings, store: ObjectStore, engine: Engine, job: PageTas
             log.info("page.escalated", engine=escalation, warnings=outcome.output.warnings)
             outcome = _run(retries, load_engine(escalation, settings), page, settings,
                            heartbeat=_lease_keeper(settings, job))
-        return _stored(settings, store, job, claim, outcome, cache_key)
+        return _stored(settings, job, claim, outcome, cache_key)
     except SoftTimeLimitExceeded:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
         return _ended_by(settings, job, exc, retries)
 
 
-def _stored(settings: Settings, store: ObjectStore, job: PageTask, claim: PageClaim, outcome: PageOutcome,
+def _stored(settings: Settings, job: PageTask, claim: PageClaim, outcome: PageOutcome,
             cache_key: str | None) -> _PageEnd:
-    """The page's result into the object store; its row is finished with the chunk's next record."""
+    """The page's result, stored and its row finished with the chunk's next record (`_record`)."""
     output = outcome.output
     result = PageResult(
         document_id=job.document_id, page_index=job.page_index, page_number=claim.page_number,
@@ -314,13 +318,11 @@ def _stored(settings: Settings, store: ObjectStore, job: PageTask, claim: PageCl
         width=output.width, height=output.height, warnings=list(output.warnings),
         elements=[from_dict(PageElement, to_wire(e)) for e in renumber(output.elements, claim.page_number)],
     )
-    key = page_result_key(job.document_id, job.page_index)
-    with stage_timer("store", job.engine or settings.engine.kind.value):
-        store.put(key, _json(result), content_type="application/json")
     log.info("page.parsed", engine=output.engine, ms=outcome.latency_ms, chars=len(output.markdown),
              index=job.page_index)
-    return _PageEnd("run", engine=output.engine, latency_ms=outcome.latency_ms, finish=PageFinish(
-        PageStatus.SUCCEEDED, result_key=key, engine=output.engine, model=output.model,
+    return _PageEnd("run", engine=output.engine, latency_ms=outcome.latency_ms, result=to_dict(result),
+                    deliveries=claim.deliveries, finish=PageFinish(
+        PageStatus.SUCCEEDED, engine=output.engine, model=output.model,
         attempts=outcome.attempts, latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback,
         confidence=output.confidence,
         details={"finish_reason": output.finish_reason, "prompt_tokens": output.prompt_tokens,
@@ -358,9 +360,44 @@ def _failure(job: PageTask, code: str, message: str) -> _PageEnd:
         PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
 
 
-def _record(settings: Settings, job: PageTask, ends: dict[int, _PageEnd]) -> None:
-    """The chunk's ended pages in one transaction: their rows in one statement, the document's counters, its
-    progress event; the assembly is queued after the commit when they ended the document's last page."""
+def _store_results(settings: Settings, job: PageTask, pages: dict[int, PageTask], ends: dict[int, _PageEnd],
+                   retries: int) -> None:
+    """The results of the pages that ended since the last record, in one object (a lone page: in its own), each
+    page's finish then naming it. Creating an object costs more than writing it: a chunk writes few. When the
+    store fails, the pages end as its error says (retried alone, or failed)."""
+    done = sorted(index for index, end in ends.items() if end.result is not None)
+    if not done:
+        return
+    if len(done) == 1:
+        key, body = page_result_key(job.document_id, done[0]), ends[done[0]].result
+    else:
+        key = page_results_key(job.document_id, done[0], done[-1], ends[done[0]].deliveries)
+        body = {"pages": [ends[index].result for index in done]}
+    try:
+        with stage_timer("store", job.engine or settings.engine.kind.value):
+            get_store(settings).put(key, json.dumps(body, ensure_ascii=False).encode(),
+                                    content_type="application/json")
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on its pages, never lost
+        for index in done:
+            failed = _ended_by(settings, pages[index], exc, retries)
+            ends[index].outcome, ends[index].finish, ends[index].retry = failed.outcome, failed.finish, failed.retry
+            ends[index].result = None
+        return
+    for index in done:
+        end = ends[index]
+        end.result = None
+        if end.finish is not None:
+            end.finish = replace(end.finish, result_key=key)
+
+
+def _record(settings: Settings, job: PageTask, ends: dict[int, _PageEnd], pages: dict[int, PageTask],
+            retries: int) -> None:
+    """The chunk's ended pages in one transaction, after their results are stored: their rows in one statement,
+    the document's counters, its progress event; the assembly is queued after the commit when they ended the
+    document's last page."""
+    _store_results(settings, job, pages, ends, retries)
     finishes = {index: end.finish for index, end in ends.items() if end.finish is not None}
     due = any(end.due for end in ends.values())
     if finishes:
@@ -446,12 +483,6 @@ def _run(retries: int, engine: Engine, page: PageInput, settings: Settings,
         if retries < settings.worker.unavailable_max_retries or engine.name == "cpu":
             raise
         return run_fallback(page, settings, "engine_unavailable")
-
-
-def _json(message: PageResult) -> bytes:
-    import json
-
-    return json.dumps(to_dict(message), ensure_ascii=False).encode()
 
 
 def register_worker_tasks(app: Celery, settings: Settings) -> None:

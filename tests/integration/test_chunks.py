@@ -22,7 +22,7 @@ from services.core.errors import EngineUnavailable
 from services.core.lifecycle import Claim, PageFinish, cancel_document, claim_pages, finish_pages, worker_identity
 from services.core.queues import Queue, TaskName, chunk_size, make_celery, outbox, redis_lists
 from services.core.settings import Settings
-from services.core.storage import get_store, page_result_key
+from services.core.storage import get_store, load_page_result, page_result_key
 from services.gateway.documents.service import create_document
 from services.reconciler.loop import reconcile_once
 from services.worker import tasks as worker_tasks
@@ -32,7 +32,7 @@ from services.worker.split import split_document
 from services.worker.tasks import register_worker_tasks
 from tests.harness import _redis_dbs, wait_until
 from tests.integration.test_lifecycle import make_document
-from tests.pdfs import stored_upload, text_pages
+from tests.pdfs import make_pdf, stored_upload, text_pages
 
 DATABASES = ["postgres_url", "sqlite_url"]
 
@@ -60,7 +60,7 @@ def test_a_chunk_is_claimed_in_one_statement_and_finished_once(database: str, re
     finishes = {
         0: PageFinish(PageStatus.SUCCEEDED, result_key="r0", engine="fake", attempts=1, latency_ms=7,
                       confidence=0.5, details={"signals": {"a": 1.0}}),
-        1: PageFinish(PageStatus.FAILED, engine="fake", error_code="engine_error", error_message="boom"),
+        1: PageFinish(PageStatus.FAILED, engine="fake", error_code="engine_error", error_message='boom: «ü» "q"'),
         2: PageFinish(PageStatus.SUCCEEDED, result_key="r2", engine="cpu", attempts=2, latency_ms=11,
                       is_fallback=True, details={"fallback_reason": "engine_unavailable"}),
     }
@@ -69,9 +69,10 @@ def test_a_chunk_is_claimed_in_one_statement_and_finished_once(database: str, re
     with session_scope(url) as session:  # the same chunk delivered twice: nothing changes, nothing is counted
         assert finish_pages(session, document_id, finishes) is False
     rows = page_rows(url, document_id)
-    assert (rows[0].status, rows[0].result_key, rows[0].latency_ms, rows[0].details) == \
-        ("succeeded", "r0", 7, {"signals": {"a": 1.0}})
-    assert (rows[1].status, rows[1].error_code, rows[1].error_message) == ("failed", "engine_error", "boom")
+    assert (rows[0].status, rows[0].result_key, rows[0].latency_ms, rows[0].confidence, rows[0].details) == \
+        ("succeeded", "r0", 7, 0.5, {"signals": {"a": 1.0}})
+    assert (rows[1].status, rows[1].error_code, rows[1].error_message, rows[1].confidence) == \
+        ("failed", "engine_error", 'boom: «ü» "q"', None)
     assert (rows[2].engine, rows[2].is_fallback, rows[2].attempts) == ("cpu", True, 2)
     assert rows[0].lease_owner is None and rows[0].lease_expires_at is None and rows[0].finished_at is not None
     with session_scope(url) as session:
@@ -229,7 +230,10 @@ def test_a_failed_page_of_a_chunk_is_sent_again_alone_and_its_siblings_stay_done
     rows = page_rows(settings.resolved_database_url(), document.id)
     assert all(rows[i].status == "succeeded" for i in range(4))
     store = get_store(settings)
-    assert all(json.loads(store.get(page_result_key(document.id, i)))["page_index"] == i for i in range(4))
+    assert all(load_page_result(store, rows[i].result_key or "", i)["page_index"] == i for i in range(4))
+    # pages 0, 1 and 3 ended together: their results share one object, written once; page 2 has its own
+    assert rows[0].result_key == rows[1].result_key == rows[3].result_key != rows[2].result_key
+    assert rows[2].result_key == page_result_key(document.id, 2)
     with session_scope(settings.resolved_database_url()) as session:
         row = session.get(Document, document.id)
         assert row is not None and row.pages_done == 4 and row.assembly_claimed_at is not None
@@ -304,3 +308,53 @@ def test_a_chunk_stops_when_its_document_is_cancelled_midway(broker: tuple[str, 
     assert {rows[i].status for i in range(ran, 8)} == {"cancelled"}, "the pages not run stay cancelled"
     assert rows[0].status == rows[1].status == "succeeded"  # recorded before the cancel
     assert all(rows[i].status in ("succeeded", "cancelled") for i in range(ran))
+
+
+WORDS = ["Alpha", "Bravo", "Charlie"]
+
+
+def worded_pages() -> bytes:
+    """Three pages, each with its own word, so a page read can be told from its neighbours."""
+    import io
+
+    import pypdfium2 as pdfium
+
+    out = pdfium.PdfDocument.new()
+    for word in WORDS:
+        out.import_pages(pdfium.PdfDocument(make_pdf(lines=[f"{word} is the word of this page."] * 3)))
+    buffer = io.BytesIO()
+    out.save(buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("page_files_over_mb", [16.0, 0.0])
+def test_a_small_pdf_gets_no_file_per_page_and_reads_the_same(
+        broker: tuple[str, redis.Redis], sqlite_url: str, tmp_path: Path, page_files_over_mb: float) -> None:
+    """A PDF up to `worker.page_files_over_mb` is not written out page by page: its pages name the document's PDF
+    and the worker copies each out of it. Over the limit every page gets its file. Each page reads its own text."""
+    url, client = broker
+    settings = Settings(redis_url=url, database_url=sqlite_url, data_dir=tmp_path, engine={"kind": "cpu"},
+                        worker={"concurrency": 1, "page_files_over_mb": page_files_over_mb})
+    app = make_celery(settings)
+    register_worker_tasks(app, settings)
+    store = get_store(settings)
+    with outbox(app), session_scope(sqlite_url) as session:
+        document = create_document(session, store, settings, stored_upload(worded_pages(), tmp_path),
+                                   tenant_id=None, request_id="req-source-pages")
+        session.expunge(document)
+    with outbox(app):
+        assert split_document(document.id, settings, store) == 3
+    rows = page_rows(sqlite_url, document.id)
+    page_files = [store.exists(f"documents/{document.id}/pages/{i:05d}.pdf") for i in range(3)]
+    if page_files_over_mb:
+        assert not any(page_files) and all(rows[i].source_key == document.source_key for i in range(3))
+    else:
+        assert all(page_files) and rows[1].source_key == f"documents/{document.id}/pages/00001.pdf"
+    [(chunk, _)] = page_messages(client)
+    with outbox(app):
+        assert app.tasks[TaskName.PARSE_PAGE.value].apply(args=[to_dict(chunk)]).result == "run,run,run"
+    rows = page_rows(sqlite_url, document.id)
+    for index, word in enumerate(WORDS):
+        result = load_page_result(store, rows[index].result_key or "", index)
+        assert result["page_number"] == index + 1 and word in result["markdown"], result["markdown"][:200]
+        assert not any(other in result["markdown"] for other in WORDS if other != word)

@@ -32,7 +32,7 @@ DOCUMENT_FINAL = frozenset(
 
 
 class PageStatus(StrEnum):
-    PENDING = "pending"  # row written, page file not split out yet
+    PENDING = "pending"  # row written, not queued by the split yet
     QUEUED = "queued"
     RUNNING = "running"
     SUCCEEDED = "succeeded"

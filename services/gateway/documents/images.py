@@ -20,12 +20,13 @@ router = APIRouter(prefix="/v1/documents", tags=["documents"])
 
 def page_png(store: ObjectStore, document: Document, page: Page, longest_side: int) -> bytes:
     """The page's own file when the split wrote one (a one-page PDF or PNG), else the source's page."""
-    key, index = (page.source_key, 0) if page.source_key else (document.source_key, page.page_number - 1)
+    own_file = page.source_key if page.source_key != document.source_key else None
+    key, index = (own_file, 0) if own_file else (document.source_key, page.page_number - 1)
     try:
         data = store.get(key)
     except ObjectNotFound as exc:
         raise ResultExpired("the document's stored source is gone (deleted or past retention)") from exc
-    if data.startswith(b"%PDF") or (document.media_type == PDF and not page.source_key):
+    if data.startswith(b"%PDF") or (document.media_type == PDF and not own_file):
         image = render_pdf_page(data, longest_side=longest_side, index=index)
     else:
         image = load_image(data)

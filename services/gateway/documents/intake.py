@@ -40,7 +40,6 @@ from services.core.storage import (
     ObjectStore,
     document_prefix,
     document_result_key,
-    page_result_key,
     source_key,
 )
 from services.core.tenants import TenantLimits, lock_tenant, pages_finished_recently, pages_in_flight
@@ -199,13 +198,19 @@ class _Copied:
     document_id: str
 
 
+def copied_result_key(key: str, source_id: str, document_id: str) -> str:
+    """Where a page result object of the earlier document goes for the document answered from it: the same name
+    under the new document's prefix (the pages of a chunk share one object, copied once)."""
+    return document_prefix(document_id) + key.removeprefix(document_prefix(source_id))
+
+
 def _copy_objects(store: ObjectStore, upload: Upload, accepted: Accepted, source: Document, pages: list[Page],
                   document_id: str) -> _Copied:
     """The earlier document's results, copied under the new document's keys (server-side on S3)."""
     store.put_file(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.source,
               content_type=accepted.info.media_type)
-    for page in pages:
-        store.copy(page.result_key or "", page_result_key(document_id, page.index))
+    for key in dict.fromkeys(page.result_key or "" for page in pages):  # the pages of a chunk share one object
+        store.copy(key, copied_result_key(key, source.id, document_id))
     formats = events.ready_formats(source)
     for fmt in formats:  # every format the earlier document has; the JSON ones name the new id
         if fmt not in ("json", "chunks"):
@@ -243,7 +248,7 @@ def _insert_cached(session: Session, tenant: Tenant, upload: Upload, accepted: A
     session.flush()
     rows = [{
         "document_id": document_id, "index": page.index, "page_number": page.page_number,
-        "status": PageStatus.SUCCEEDED, "result_key": page_result_key(document_id, page.index),
+        "status": PageStatus.SUCCEEDED, "result_key": copied_result_key(page.result_key or "", source.id, document_id),
         "engine": page.engine, "model": page.model, "attempts": 0, "latency_ms": 0, "is_fallback": page.is_fallback,
         "confidence": page.confidence, "cached": True, "cache_key": page.cache_key if stored_key else None,
         "details": {**{k: v for k, v in page.details.items() if k != "lease_owner"}, "cache_hit": True,

@@ -5,7 +5,6 @@ Every route needs a tenant's API key; another tenant's document answers 404, exa
 
 from __future__ import annotations
 
-import json
 import time
 from enum import StrEnum
 from typing import Annotated, Any
@@ -22,7 +21,7 @@ from services.core.errors import NotFound, ResultExpired, ResultNotReady, Valida
 from services.core.events import ready_formats
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
-from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, document_result_key
+from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, document_result_key, load_page_result
 from services.core.tenants import effective_limits
 from services.gateway.deps import (
     CurrentTenant,
@@ -278,7 +277,7 @@ def page_read(page: Page, store: Any) -> PageRead:
     result = None
     if page.result_key:
         try:
-            result = json.loads(store.get(page.result_key))
+            result = load_page_result(store, page.result_key, page.index)
         except ObjectNotFound:
             result = None
     return pages.page_read(page, result)
