@@ -374,7 +374,7 @@ def _store_results(settings: Settings, job: PageTask, pages: dict[int, PageTask]
         key = page_results_key(job.document_id, done[0], done[-1], ends[done[0]].deliveries)
         body = {"pages": [ends[index].result for index in done]}
     try:
-        with stage_timer("store", job.engine or settings.engine.kind.value):
+        with stage_timer("store", job.engine or settings.engine.kind.value, pages=len(done)):
             get_store(settings).put(key, json.dumps(body, ensure_ascii=False).encode(),
                                     content_type="application/json")
     except SoftTimeLimitExceeded:
