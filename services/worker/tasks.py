@@ -57,6 +57,9 @@ CLAIM_RETRY_MAX_S = 10.0
 # as long apart as the last one took, so they never cost more than a twentieth of the chunk's time.
 RECORD_EVERY_S = 0.1
 RECORD_SHARE = 20
+# Whether the document was cancelled is asked apart from the records, at most this often (one indexed SELECT):
+# a cancel stops a chunk after the page running then, however far apart a slow database spaces the records.
+OPEN_CHECK_EVERY_S = 0.1
 
 
 @dataclass(slots=True)
@@ -99,21 +102,23 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     started: list[int] = []
     recorded: set[int] = set()
     last_record, record_every_s = time.monotonic(), RECORD_EVERY_S
+    last_check = last_record
 
     def record_if_due() -> bool:
         """Slow pages are recorded as they end (progress, and less to redo after a crash); fast ones together.
         False when the document was cancelled or deleted meanwhile: the chunk's other pages are not run."""
-        nonlocal last_record, record_every_s
-        if time.monotonic() - last_record < record_every_s:
+        nonlocal last_record, record_every_s, last_check
+        now = time.monotonic()
+        if now - last_record >= record_every_s:
+            _record(settings, job, {i: end for i, end in ends.items() if i not in recorded}, pages, retries)
+            recorded.update(ends)
+            last_record = time.monotonic()
+            # records spaced so that they cost at most a twentieth of the time (a busy machine, a slow database)
+            record_every_s = max(RECORD_EVERY_S, RECORD_SHARE * (last_record - now))
+        elif now - last_check < OPEN_CHECK_EVERY_S:
             return True
-        began = time.monotonic()
-        _record(settings, job, {i: end for i, end in ends.items() if i not in recorded}, pages, retries)
-        recorded.update(ends)
-        still_open = _document_open(settings, job.document_id)
-        last_record = time.monotonic()
-        # records spaced so that they cost at most a twentieth of the time (a busy machine, a slow database)
-        record_every_s = max(RECORD_EVERY_S, RECORD_SHARE * (last_record - began))
-        return still_open
+        last_check = time.monotonic()
+        return _document_open(settings, job.document_id)
 
     try:
         _run_pages(settings, pages, claims, running, retries, ends, started, record_if_due)
