@@ -38,9 +38,16 @@ def page_result_in(body: dict[str, Any], index: int) -> dict[str, Any] | None:
     return next((page for page in body["pages"] if page.get("page_index") == index), None)
 
 
-def load_page_result(store: ObjectStore, key: str, index: int) -> dict[str, Any]:
-    """The stored result of page `index` under `key` (`Page.result_key`); ObjectNotFound when it is not there."""
-    result = page_result_in(json.loads(store.get(key)), index)
+def load_page_result(store: ObjectStore, key: str, index: int,
+                     read: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The stored result of page `index` under `key` (`Page.result_key`); ObjectNotFound when it is not there.
+    `read`: the objects already read, by key, filled as it reads (the pages of a chunk share one object)."""
+    body = read.get(key) if read is not None else None
+    if body is None:
+        body = json.loads(store.get(key))
+        if read is not None:
+            read[key] = body
+    result = page_result_in(body, index)
     if result is None:
         raise ObjectNotFound(f"{key}: page {index}")
     return result

@@ -24,7 +24,7 @@ from services.core.storage import (
     ObjectStore,
     document_prefix,
     document_result_key,
-    page_result_in,
+    load_page_result,
 )
 from services.results.document_task import TaskFailed, run_document_task
 from services.results.furniture import mark_running_furniture
@@ -90,19 +90,13 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         return None
     entries = []
     missing: list[int] = []
-    stored: dict[str, dict[str, Any] | None] = {}  # by key: the pages a chunk ended together share one object
+    read: dict[str, dict[str, Any]] = {}  # by key: the pages a chunk ended together share one object
     for page in pages:
         result = None
         if page.status == PageStatus.SUCCEEDED and page.result_key:
             try:
-                if page.result_key not in stored:
-                    stored[page.result_key] = json.loads(store.get(page.result_key))
-                body = stored[page.result_key]
-                result = page_result_in(body, page.index) if body is not None else None
-                if result is None:
-                    raise ObjectNotFound(page.result_key)
+                result = load_page_result(store, page.result_key, page.index, read)
             except ObjectNotFound:
-                stored.setdefault(page.result_key, None)
                 # The page row says done but its result is gone: say so rather than hand back a silent hole.
                 page.status, page.error_code = PageStatus.FAILED, "result_missing"
                 page.error_message = "the page result is missing from the object store"
