@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import contextvars
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
 from typing import Any
 
-import sqlalchemy as sa
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from services.core import events
 from services.core.contracts import DocumentTask, PageElement, PageResult, PageTask, from_dict, to_datetime, to_dict
-from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, utcnow
-from services.core.db.session import rowcount, session_scope
+from services.core.db.models import DocumentStatus, PageStatus, utcnow
+from services.core.db.session import session_scope
 from services.core.elements import renumber, to_wire
-from services.core.errors import EngineUnavailable, PagemillError
+from services.core.errors import EngineUnavailable
 from services.core.lifecycle import (
     Claim,
     PageClaim,
@@ -28,19 +24,17 @@ from services.core.lifecycle import (
     claim_pages,
     extend_lease,
     finalize_document,
-    finish_page,
-    finish_pages,
-    release_page,
 )
 from services.core.logging import bind_request_id, get_logger
-from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGE_STAGE, PAGES_TOTAL, stage_timer
-from services.core.queues import OutboxTask, TaskName, assemble_job, chunk_job, enqueue
-from services.core.retry import RetryPolicy, engine_outage_policy, is_retryable, page_policy, retry_task
+from services.core.metrics import PAGE_STAGE, stage_timer
+from services.core.queues import OutboxTask, TaskName
+from services.core.retry import engine_outage_policy, is_retryable, page_policy, retry_task
 from services.core.settings import Settings
-from services.core.storage import ObjectNotFound, ObjectStore, get_store, page_result_key, page_results_key
+from services.core.storage import ObjectStore, get_store
 from services.worker import heartbeat, page_cache, page_source
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.multipage import run_group
+from services.worker.page_ends import PageEnd, document_open, ended_by, failure, record, resend_alone, retry_failed
 from services.worker.pipeline import PageOutcome, run_fallback, run_page
 from services.worker.routing import escalation_engine
 from services.worker.split import split_document
@@ -62,20 +56,6 @@ RECORD_SHARE = 20
 OPEN_CHECK_EVERY_S = 0.1
 
 
-@dataclass(slots=True)
-class _PageEnd:
-    """How one page of a delivery ended: its outcome word, and what is left to record."""
-
-    outcome: str  # run, cached, skip, retry, failed
-    finish: PageFinish | None = None  # recorded with the chunk's other pages, in one statement
-    due: bool = False  # a cache hit ended the document's last page (recorded by the cache itself)
-    retry: tuple[BaseException, RetryPolicy, bool] | None = None  # (error, policy, engine unavailable)
-    engine: str = ""
-    latency_ms: int = 0
-    result: dict[str, Any] | None = None  # the page's result, stored with the chunk's next record (`_store_results`)
-    deliveries: int = 0
-
-
 def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
     """One delivery of a page message: one page, or a chunk of one document's pages claimed in one statement,
     run in order (on a generative engine side by side, up to `engine.max_in_flight`), and finished in one
@@ -88,13 +68,13 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         or {job.page_index: job}
     claims = _claim(task, settings, job, list(pages))
     retries = task.request.retries + job.prior_retries
-    ends: dict[int, _PageEnd] = {}
+    ends: dict[int, PageEnd] = {}
     for index, claim in claims.items():
         if claim.outcome == Claim.SKIP:
             log.debug("page.skipped", document_id=job.document_id, index=index)
-            ends[index] = _PageEnd("skip")
+            ends[index] = PageEnd("skip")
         elif claim.outcome == Claim.EXHAUSTED:
-            ends[index] = _failure(pages[index], "page_lost", f"the page was picked up {claim.deliveries} times "
+            ends[index] = failure(pages[index], "page_lost", f"the page was picked up {claim.deliveries} times "
                                    "without finishing (a worker crashed or timed out on it each time)")
         else:
             heartbeat.hold(settings, job.document_id, index)  # released when the task ends
@@ -110,7 +90,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         nonlocal last_record, record_every_s, last_check
         now = time.monotonic()
         if now - last_record >= record_every_s:
-            _record(settings, job, {i: end for i, end in ends.items() if i not in recorded}, pages, retries)
+            record(settings, job, {i: end for i, end in ends.items() if i not in recorded}, pages, retries)
             recorded.update(ends)
             last_record = time.monotonic()
             # records spaced so that they cost at most a twentieth of the time (a busy machine, a slow database)
@@ -118,7 +98,7 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         elif now - last_check < OPEN_CHECK_EVERY_S:
             return True
         last_check = time.monotonic()
-        return _document_open(settings, job.document_id)
+        return document_open(settings, job.document_id)
 
     try:
         _run_pages(settings, pages, claims, running, retries, ends, started, record_if_due)
@@ -126,14 +106,14 @@ def parse_page(task: Task, payload: dict[str, Any], settings: Settings) -> str:
         # The chunk's time ran out on the page running now; the pages after it never started: sent again alone.
         for index in started:
             if index not in ends:
-                ends[index] = _failure(pages[index], "page_timeout",
+                ends[index] = failure(pages[index], "page_timeout",
                                        f"the page took longer than {settings.worker.page_timeout_s} s")
         never_started = [index for index in running if index not in ends]
         for index in never_started:
-            ends[index] = _PageEnd("retry")
-        _resend_alone(settings, job, pages, never_started, retries, None)
-    _record(settings, job, {i: end for i, end in ends.items() if i not in recorded}, pages, retries)
-    _retry_failed(task, settings, job, pages, ends, retries)
+            ends[index] = PageEnd("retry")
+        resend_alone(settings, job, pages, never_started, retries, None)
+    record(settings, job, {i: end for i, end in ends.items() if i not in recorded}, pages, retries)
+    retry_failed(task, settings, job, pages, ends, retries)
     return ",".join(ends[index].outcome for index in sorted(ends))
 
 
@@ -167,7 +147,7 @@ def _claim(task: Task, settings: Settings, job: PageTask, indexes: list[int]) ->
 
 
 def _run_pages(settings: Settings, pages: dict[int, PageTask], claims: dict[int, PageClaim], running: list[int],
-               retries: int, ends: dict[int, _PageEnd], started: list[int], after_page: Callable[[], bool]) -> None:
+               retries: int, ends: dict[int, PageEnd], started: list[int], after_page: Callable[[], bool]) -> None:
     """The claimed pages through their engine, each page's end into `ends`: in order (`started` says how far a
     soft time limit let them get; `after_page` is called after each, and False from it stops them), or side by
     side on a generative engine (its server batches the requests in flight: a chunk must not serialise them).
@@ -190,7 +170,7 @@ def _run_pages(settings: Settings, pages: dict[int, PageTask], claims: dict[int,
         started.extend(group)
         ends.update(_run_members(settings, store, engine, [pages[i] for i in group], claims, retries))
         if not after_page():
-            ends.update({i: _PageEnd("skip") for i in running if i not in ends})  # cancelled: the rest are too
+            ends.update({i: PageEnd("skip") for i in running if i not in ends})  # cancelled: the rest are too
             return
 
 
@@ -206,12 +186,12 @@ def _groups(indexes: list[int], size: int) -> list[list[int]]:
 
 
 def _run_members(settings: Settings, store: ObjectStore, engine: Engine, jobs: list[PageTask],
-                 claims: dict[int, PageClaim], retries: int) -> dict[int, _PageEnd]:
+                 claims: dict[int, PageClaim], retries: int) -> dict[int, PageEnd]:
     """One request group's pages: each fetched and looked up in the result cache once; the misses alone
     through the engine, or several through one multi-page request (services/worker/multipage.py)."""
     if len(jobs) == 1:
         return {jobs[0].page_index: _run_one(settings, store, engine, jobs[0], claims[jobs[0].page_index], retries)}
-    ends: dict[int, _PageEnd] = {}
+    ends: dict[int, PageEnd] = {}
     todo: list[tuple[PageTask, bytes, str | None]] = []
     for job in jobs:
         try:
@@ -219,10 +199,10 @@ def _run_members(settings: Settings, store: ObjectStore, engine: Engine, jobs: l
         except SoftTimeLimitExceeded:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on its page, never lost
-            ends[job.page_index] = _ended_by(settings, job, exc, retries)
+            ends[job.page_index] = ended_by(settings, job, exc, retries)
             continue
         if cached.hit:
-            ends[job.page_index] = _PageEnd("cached", due=cached.due)
+            ends[job.page_index] = PageEnd("cached", due=cached.due)
         else:
             todo.append((job, data, cached.store_key))
     if len(todo) == 1:
@@ -240,7 +220,7 @@ def _run_members(settings: Settings, store: ObjectStore, engine: Engine, jobs: l
     except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on its pages, never lost
         for job, _, _ in todo:
             if job.page_index not in ends:
-                ends[job.page_index] = _ended_by(settings, job, exc, retries)
+                ends[job.page_index] = ended_by(settings, job, exc, retries)
     return ends
 
 
@@ -261,16 +241,16 @@ def _run_group(retries: int, engine: Engine, pages: list[PageInput], settings: S
 
 
 def _run_one(settings: Settings, store: ObjectStore, engine: Engine, job: PageTask, claim: PageClaim,
-             retries: int) -> _PageEnd:
+             retries: int) -> PageEnd:
     """One claimed page: fetched, looked up in the result cache, run, its result stored (not yet recorded)."""
     try:
         data, cached = _fetched(settings, store, job, claim)
     except SoftTimeLimitExceeded:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
-        return _ended_by(settings, job, exc, retries)
+        return ended_by(settings, job, exc, retries)
     if cached.hit:
-        return _PageEnd("cached", due=cached.due)
+        return PageEnd("cached", due=cached.due)
     return _parsed(settings, engine, job, claim, data, cached.store_key, retries)
 
 
@@ -292,7 +272,7 @@ def _fetched(settings: Settings, store: ObjectStore, job: PageTask,
 
 
 def _parsed(settings: Settings, engine: Engine, job: PageTask, claim: PageClaim, data: bytes,
-            cache_key: str | None, retries: int) -> _PageEnd:
+            cache_key: str | None, retries: int) -> PageEnd:
     """A fetched page that missed the cache through its engine (and on to vLLM when the cpu route lost text)."""
     try:
         page = PageInput(job.document_id, job.page_index, job.media_type, data)
@@ -306,12 +286,12 @@ def _parsed(settings: Settings, engine: Engine, job: PageTask, claim: PageClaim,
     except SoftTimeLimitExceeded:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on the page, never lost
-        return _ended_by(settings, job, exc, retries)
+        return ended_by(settings, job, exc, retries)
 
 
 def _stored(settings: Settings, job: PageTask, claim: PageClaim, outcome: PageOutcome,
-            cache_key: str | None) -> _PageEnd:
-    """The page's result, stored and its row finished with the chunk's next record (`_record`)."""
+            cache_key: str | None) -> PageEnd:
+    """The page's result, stored and its row finished with the chunk's next record (`record`)."""
     output = outcome.output
     result = PageResult(
         document_id=job.document_id, page_index=job.page_index, page_number=claim.page_number,
@@ -325,7 +305,7 @@ def _stored(settings: Settings, job: PageTask, claim: PageClaim, outcome: PageOu
     )
     log.info("page.parsed", engine=output.engine, ms=outcome.latency_ms, chars=len(output.markdown),
              index=job.page_index)
-    return _PageEnd("run", engine=output.engine, latency_ms=outcome.latency_ms, result=to_dict(result),
+    return PageEnd("run", engine=output.engine, latency_ms=outcome.latency_ms, result=to_dict(result),
                     deliveries=claim.deliveries, finish=PageFinish(
         PageStatus.SUCCEEDED, engine=output.engine, model=output.model,
         attempts=outcome.attempts, latency_ms=outcome.latency_ms, is_fallback=outcome.is_fallback,
@@ -336,133 +316,6 @@ def _stored(settings: Settings, job: PageTask, claim: PageClaim, outcome: PageOu
         # A flagged fallback is not this engine's answer: a later upload tries the engine again.
         cache_key=None if outcome.is_fallback else cache_key,
     ))
-
-
-def _ended_by(settings: Settings, job: PageTask, exc: Exception, retries: int) -> _PageEnd:
-    """How an error ends a page: skipped (its document deleted meanwhile), retried, or failed with its code."""
-    if isinstance(exc, ObjectNotFound) and not _document_open(settings, job.document_id):
-        return _PageEnd("skip")  # deleted while its chunk ran: its files are gone
-    # An engine outage has a retry budget of its own: pages wait it out instead of failing.
-    unavailable = isinstance(exc, EngineUnavailable)
-    policy = engine_outage_policy(settings) if unavailable else page_policy(settings)
-    if is_retryable(exc) and policy.allows(retries):
-        return _PageEnd("retry", retry=(exc, policy, unavailable))
-    if isinstance(exc, PagemillError):
-        return _failure(job, exc.code, str(exc))
-    log.exception("page.engine_error", error=str(exc))
-    return _failure(job, "engine_error", f"{type(exc).__name__}: {exc}")
-
-
-def _document_open(settings: Settings, document_id: str) -> bool:
-    with session_scope(settings.resolved_database_url(), autocommit=True) as session:
-        status = session.execute(sa.select(Document.status).where(Document.id == document_id)).scalar()
-    return status is not None and status not in DOCUMENT_FINAL
-
-
-def _failure(job: PageTask, code: str, message: str) -> _PageEnd:
-    log.warning("page.failed", code=code, error=message, index=job.page_index)
-    return _PageEnd("failed", engine=job.engine, finish=PageFinish(
-        PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
-
-
-def _store_results(settings: Settings, job: PageTask, pages: dict[int, PageTask], ends: dict[int, _PageEnd],
-                   retries: int) -> None:
-    """The results of the pages that ended since the last record, in one object (a lone page: in its own), each
-    page's finish then naming it. Creating an object costs more than writing it: a chunk writes few. When the
-    store fails, the pages end as its error says (retried alone, or failed)."""
-    done = sorted(index for index, end in ends.items() if end.result is not None)
-    if not done:
-        return
-    if len(done) == 1:
-        key, body = page_result_key(job.document_id, done[0]), ends[done[0]].result
-    else:
-        key = page_results_key(job.document_id, done[0], done[-1], ends[done[0]].deliveries)
-        body = {"pages": [ends[index].result for index in done]}
-    try:
-        with stage_timer("store", job.engine or settings.engine.kind.value, pages=len(done)):
-            get_store(settings).put(key, json.dumps(body, ensure_ascii=False).encode(),
-                                    content_type="application/json")
-    except SoftTimeLimitExceeded:
-        raise
-    except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on its pages, never lost
-        for index in done:
-            failed = _ended_by(settings, pages[index], exc, retries)
-            ends[index].outcome, ends[index].finish, ends[index].retry = failed.outcome, failed.finish, failed.retry
-            ends[index].result = None
-        return
-    for index in done:
-        end = ends[index]
-        end.result = None
-        if end.finish is not None:
-            end.finish = replace(end.finish, result_key=key)
-
-
-def _record(settings: Settings, job: PageTask, ends: dict[int, _PageEnd], pages: dict[int, PageTask],
-            retries: int) -> None:
-    """The chunk's ended pages in one transaction, after their results are stored: their rows in one statement,
-    the document's counters, its progress event; the assembly is queued after the commit when they ended the
-    document's last page."""
-    _store_results(settings, job, pages, ends, retries)
-    finishes = {index: end.finish for index, end in ends.items() if end.finish is not None}
-    due = any(end.due for end in ends.values())
-    if finishes:
-        with session_scope(settings.resolved_database_url()) as session:
-            if len(finishes) == 1:
-                [(index, finish)] = finishes.items()
-                due = finish_page(session, job.document_id, index, finish) or due
-            else:
-                due = finish_pages(session, job.document_id, finishes) or due
-            events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
-            if due:  # this delivery ended the document's last page: sent after this commit
-                enqueue(assemble_job(job.document_id, job.request_id))
-    elif due:
-        enqueue(assemble_job(job.document_id, job.request_id))
-    for end in ends.values():
-        if end.finish is None:
-            continue
-        status = "succeeded" if end.finish.status == PageStatus.SUCCEEDED else "failed"
-        PAGES_TOTAL.labels(status=status, engine=end.engine or "unknown", mode=job.mode or "fast").inc()
-        if status == "succeeded":
-            PAGE_LATENCY.labels(engine=end.engine).observe(end.latency_ms / 1000)
-
-
-def _retry_failed(task: Task, settings: Settings, job: PageTask, pages: dict[int, PageTask],
-                  ends: dict[int, _PageEnd], retries: int) -> None:
-    """Pages that failed with a retryable error go back to the queue. A lone page is retried by Celery (its
-    message again, after the policy's wait); a page of a chunk is sent again alone, its siblings stay done."""
-    failed = [(index, end.retry) for index, end in ends.items() if end.retry is not None]
-    if not failed:
-        return
-    for index, (exc, _policy, unavailable) in failed:
-        reason = getattr(exc, "code", type(exc).__name__)
-        PAGE_RETRIES.labels(reason=reason).inc()
-        log.warning("page.retry", reason=reason, error=str(exc), retries=retries, index=index)
-        with session_scope(settings.resolved_database_url()) as session:
-            release_page(session, job.document_id, index, reason=reason, refund_delivery=unavailable)
-    if not job.chunk:
-        exc, policy, _ = failed[0][1]
-        raise retry_task(task, exc, policy) from exc
-    for index, (_exc, policy, _unavailable) in failed:
-        _resend_alone(settings, job, pages, [index], retries + 1, policy.countdown(retries))
-
-
-def _resend_alone(settings: Settings, job: PageTask, pages: dict[int, PageTask], indexes: list[int],
-                  prior_retries: int, countdown: float | None) -> None:
-    """Pages of a chunk queued again, each in a message of its own (a page released, or never started)."""
-    if not indexes:
-        return
-    with session_scope(settings.resolved_database_url()) as session:
-        document = session.get(Document, job.document_id)
-        if document is None:
-            return
-        for index in indexes:
-            moved = rowcount(session.execute(
-                sa.update(Page).where(Page.document_id == job.document_id, Page.index == index,
-                                      Page.status.in_([PageStatus.QUEUED.value, PageStatus.RUNNING.value]))
-                .values(status=PageStatus.QUEUED, enqueued_at=utcnow(), lease_expires_at=None, lease_owner=None)))
-            if moved:  # not cancelled or ended meanwhile
-                enqueue(chunk_job(document, [(index, pages[index].source_key)], engine=pages[index].engine,
-                                  prior_retries=prior_retries, countdown=countdown))
 
 
 def _lease_keeper(settings: Settings, job: PageTask) -> Callable[[], None]:

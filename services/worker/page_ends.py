@@ -1,0 +1,167 @@
+"""How the pages of a delivery end: their results stored, their rows finished together, retried or sent again."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+import sqlalchemy as sa
+from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from services.core import events
+from services.core.contracts import PageTask
+from services.core.db.models import DOCUMENT_FINAL, Document, Page, PageStatus, utcnow
+from services.core.db.session import rowcount, session_scope
+from services.core.errors import EngineUnavailable, PagemillError
+from services.core.lifecycle import PageFinish, finish_page, finish_pages, release_page
+from services.core.logging import get_logger
+from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGES_TOTAL, stage_timer
+from services.core.queues import assemble_job, chunk_job, enqueue
+from services.core.retry import RetryPolicy, engine_outage_policy, is_retryable, page_policy, retry_task
+from services.core.settings import Settings
+from services.core.storage import ObjectNotFound, get_store, page_result_key, page_results_key
+
+log = get_logger(__name__)
+
+
+@dataclass(slots=True)
+class PageEnd:
+    """How one page of a delivery ended: its outcome word, and what is left to record."""
+
+    outcome: str  # run, cached, skip, retry, failed
+    finish: PageFinish | None = None  # recorded with the chunk's other pages, in one statement
+    due: bool = False  # a cache hit ended the document's last page (recorded by the cache itself)
+    retry: tuple[BaseException, RetryPolicy, bool] | None = None  # (error, policy, engine unavailable)
+    engine: str = ""
+    latency_ms: int = 0
+    result: dict[str, Any] | None = None  # the page's result, stored with the chunk's next record (`_store_results`)
+    deliveries: int = 0
+
+
+def ended_by(settings: Settings, job: PageTask, exc: Exception, retries: int) -> PageEnd:
+    """How an error ends a page: skipped (its document deleted meanwhile), retried, or failed with its code."""
+    if isinstance(exc, ObjectNotFound) and not document_open(settings, job.document_id):
+        return PageEnd("skip")  # deleted while its chunk ran: its files are gone
+    # An engine outage has a retry budget of its own: pages wait it out instead of failing.
+    unavailable = isinstance(exc, EngineUnavailable)
+    policy = engine_outage_policy(settings) if unavailable else page_policy(settings)
+    if is_retryable(exc) and policy.allows(retries):
+        return PageEnd("retry", retry=(exc, policy, unavailable))
+    if isinstance(exc, PagemillError):
+        return failure(job, exc.code, str(exc))
+    log.exception("page.engine_error", error=str(exc))
+    return failure(job, "engine_error", f"{type(exc).__name__}: {exc}")
+
+
+def document_open(settings: Settings, document_id: str) -> bool:
+    with session_scope(settings.resolved_database_url(), autocommit=True) as session:
+        status = session.execute(sa.select(Document.status).where(Document.id == document_id)).scalar()
+    return status is not None and status not in DOCUMENT_FINAL
+
+
+def failure(job: PageTask, code: str, message: str) -> PageEnd:
+    log.warning("page.failed", code=code, error=message, index=job.page_index)
+    return PageEnd("failed", engine=job.engine, finish=PageFinish(
+        PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
+
+
+def _store_results(settings: Settings, job: PageTask, pages: dict[int, PageTask], ends: dict[int, PageEnd],
+                   retries: int) -> None:
+    """The results of the pages that ended since the last record, in one object (a lone page: in its own), each
+    page's finish then naming it. Creating an object costs more than writing it: a chunk writes few. When the
+    store fails, the pages end as its error says (retried alone, or failed)."""
+    done = sorted(index for index, end in ends.items() if end.result is not None)
+    if not done:
+        return
+    if len(done) == 1:
+        key, body = page_result_key(job.document_id, done[0]), ends[done[0]].result
+    else:
+        key = page_results_key(job.document_id, done[0], done[-1], ends[done[0]].deliveries)
+        body = {"pages": [ends[index].result for index in done]}
+    try:
+        with stage_timer("store", job.engine or settings.engine.kind.value, pages=len(done)):
+            get_store(settings).put(key, json.dumps(body, ensure_ascii=False).encode(),
+                                    content_type="application/json")
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure ends up recorded on its pages, never lost
+        for index in done:
+            failed = ended_by(settings, pages[index], exc, retries)
+            ends[index].outcome, ends[index].finish, ends[index].retry = failed.outcome, failed.finish, failed.retry
+            ends[index].result = None
+        return
+    for index in done:
+        end = ends[index]
+        end.result = None
+        if end.finish is not None:
+            end.finish = replace(end.finish, result_key=key)
+
+
+def record(settings: Settings, job: PageTask, ends: dict[int, PageEnd], pages: dict[int, PageTask],
+            retries: int) -> None:
+    """The chunk's ended pages in one transaction, after their results are stored: their rows in one statement,
+    the document's counters, its progress event; the assembly is queued after the commit when they ended the
+    document's last page."""
+    _store_results(settings, job, pages, ends, retries)
+    finishes = {index: end.finish for index, end in ends.items() if end.finish is not None}
+    due = any(end.due for end in ends.values())
+    if finishes:
+        with session_scope(settings.resolved_database_url()) as session:
+            if len(finishes) == 1:
+                [(index, finish)] = finishes.items()
+                due = finish_page(session, job.document_id, index, finish) or due
+            else:
+                due = finish_pages(session, job.document_id, finishes) or due
+            events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
+            if due:  # this delivery ended the document's last page: sent after this commit
+                enqueue(assemble_job(job.document_id, job.request_id))
+    elif due:
+        enqueue(assemble_job(job.document_id, job.request_id))
+    for end in ends.values():
+        if end.finish is None:
+            continue
+        status = "succeeded" if end.finish.status == PageStatus.SUCCEEDED else "failed"
+        PAGES_TOTAL.labels(status=status, engine=end.engine or "unknown", mode=job.mode or "fast").inc()
+        if status == "succeeded":
+            PAGE_LATENCY.labels(engine=end.engine).observe(end.latency_ms / 1000)
+
+
+def retry_failed(task: Task, settings: Settings, job: PageTask, pages: dict[int, PageTask],
+                  ends: dict[int, PageEnd], retries: int) -> None:
+    """Pages that failed with a retryable error go back to the queue. A lone page is retried by Celery (its
+    message again, after the policy's wait); a page of a chunk is sent again alone, its siblings stay done."""
+    failed = [(index, end.retry) for index, end in ends.items() if end.retry is not None]
+    if not failed:
+        return
+    for index, (exc, _policy, unavailable) in failed:
+        reason = getattr(exc, "code", type(exc).__name__)
+        PAGE_RETRIES.labels(reason=reason).inc()
+        log.warning("page.retry", reason=reason, error=str(exc), retries=retries, index=index)
+        with session_scope(settings.resolved_database_url()) as session:
+            release_page(session, job.document_id, index, reason=reason, refund_delivery=unavailable)
+    if not job.chunk:
+        exc, policy, _ = failed[0][1]
+        raise retry_task(task, exc, policy) from exc
+    for index, (_exc, policy, _unavailable) in failed:
+        resend_alone(settings, job, pages, [index], retries + 1, policy.countdown(retries))
+
+
+def resend_alone(settings: Settings, job: PageTask, pages: dict[int, PageTask], indexes: list[int],
+                  prior_retries: int, countdown: float | None) -> None:
+    """Pages of a chunk queued again, each in a message of its own (a page released, or never started)."""
+    if not indexes:
+        return
+    with session_scope(settings.resolved_database_url()) as session:
+        document = session.get(Document, job.document_id)
+        if document is None:
+            return
+        for index in indexes:
+            moved = rowcount(session.execute(
+                sa.update(Page).where(Page.document_id == job.document_id, Page.index == index,
+                                      Page.status.in_([PageStatus.QUEUED.value, PageStatus.RUNNING.value]))
+                .values(status=PageStatus.QUEUED, enqueued_at=utcnow(), lease_expires_at=None, lease_owner=None)))
+            if moved:  # not cancelled or ended meanwhile
+                enqueue(chunk_job(document, [(index, pages[index].source_key)], engine=pages[index].engine,
+                                  prior_retries=prior_retries, countdown=countdown))
