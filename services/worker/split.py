@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, utcnow
 from services.core.db.session import session_scope
@@ -56,52 +57,60 @@ def _page_files(document: Document, load: Callable[[], bytes],
 def split_document(document_id: str, settings: Settings, store: ObjectStore) -> int:
     """Writes every pending page's file (when it gets one) and queues its job. Returns the pages queued. Safe
     to run twice.
-    Each chunk's jobs go out when its transaction commits, so the first pages start while the rest split."""
+    Each chunk's jobs go out when its transaction commits, so the first pages start while the rest split; the
+    last chunk's transaction also marks the document split (a document of one chunk: one read, one write)."""
     db = settings.resolved_database_url()
     with session_scope(db) as session:
         document = session.get(Document, document_id)
         if document is None or document.status in DOCUMENT_FINAL or document.split_at is not None:
             return 0
         office = document.media_type in OFFICE_TYPES
+        pending = set() if office else _pending(session, document_id)
     converted: bytes | None = None
     if office:
         converted = prepare_office_document(document_id, settings, store)
         if converted is None:
             return 0
-    with session_scope(db) as session:
-        document = session.get(Document, document_id)
-        if document is None or document.status in DOCUMENT_FINAL:
-            return 0
-        pending = set(session.execute(
-            sa.select(Page.index).where(Page.document_id == document_id, Page.status == PageStatus.PENDING)
-        ).scalars())
+        with session_scope(db) as session:
+            document = session.get(Document, document_id)
+            if document is None or document.status in DOCUMENT_FINAL:
+                return 0
+            pending = _pending(session, document_id)
 
     def load() -> bytes:
         return converted if converted is not None else store.get(document.source_key)
 
     queued = 0
     chunk: list[tuple[int, str, str]] = []  # (index, key, engine)
-    def flush() -> None:
+
+    def flush(*, last: bool = False) -> None:
         nonlocal queued
-        if not chunk:
+        if not chunk and not last:
             return
         with session_scope(db) as session:
-            if session.execute(sa.select(Document.status).where(Document.id == document_id)).scalar_one() \
-                    in DOCUMENT_FINAL:
+            # still open (a cancel or delete meanwhile leaves its pages alone); its first chunk makes it running
+            # (started_at: its first page's claim)
+            if session.execute(
+                sa.update(Document).where(Document.id == document_id, Document.status.not_in(DOCUMENT_FINAL))
+                .values(status=sa.case((Document.status == DocumentStatus.QUEUED, DocumentStatus.RUNNING),
+                                       else_=Document.status),
+                        **({"split_at": utcnow()} if last else {}))
+                .returning(Document.id)
+            ).first() is None:
                 chunk.clear()
                 return
             now = utcnow()
-            session.execute(sa.update(Document).where(Document.id == document_id,
-                                                      Document.status == DocumentStatus.QUEUED)
-                            .values(status=DocumentStatus.RUNNING))  # started_at: its first page's claim
             keys = {index: key for index, key, _ in chunk}
+            # the pages of a PDF read from the document itself all name it: one value, not a CASE of them
+            source_key = sa.case(keys, value=Page.index) if len(set(keys.values())) > 1 \
+                else next(iter(keys.values()), None)
             moved: list[tuple[int, str, str]] = []
             for engine in sorted({engine for _, _, engine in chunk}):
                 # one statement per engine and chunk: only pages still pending move (a second split skips them)
                 moved += [(index, keys[index], engine) for index in session.execute(
                     sa.update(Page).where(Page.document_id == document_id, Page.status == PageStatus.PENDING,
                                           Page.index.in_([i for i, _, e in chunk if e == engine]))
-                    .values(status=PageStatus.QUEUED, source_key=sa.case(keys, value=Page.index), enqueued_at=now,
+                    .values(status=PageStatus.QUEUED, source_key=source_key, enqueued_at=now,
                             engine=engine, queue=page_queue(engine).value)
                     .returning(Page.index)
                 ).scalars()]
@@ -124,7 +133,7 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore) -> 
             chunk.append((index, key, engine))
             if len(chunk) >= CHUNK:
                 flush()
-        flush()
+        flush(last=True)
     except PagemillError as exc:
         # Validated at upload, so this is rare (a page pdfium cannot copy): the document fails with the reason.
         log.warning("document.split_failed", document_id=document_id, code=exc.code, error=str(exc))
@@ -132,7 +141,10 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore) -> 
             finalize_document(session, document_id, DocumentStatus.FAILED, error_code=exc.code,
                               error_message=str(exc))
         return queued
-    with session_scope(db) as session:
-        session.execute(sa.update(Document).where(Document.id == document_id).values(split_at=utcnow()))
     log.info("document.split", document_id=document_id, pages=queued)
     return queued
+
+
+def _pending(session: Session, document_id: str) -> set[int]:
+    return set(session.execute(
+        sa.select(Page.index).where(Page.document_id == document_id, Page.status == PageStatus.PENDING)).scalars())
