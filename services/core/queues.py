@@ -18,14 +18,18 @@ from typing import Any
 import redis
 from celery import Celery, Task
 from kombu.entity import Queue as KombuQueue  # = kombu.Queue, which kombu does not export to type checkers
+from kombu.exceptions import BatchPublishError
 
 from services.core import broker as broker_transport
 from services.core import cache, notices
 from services.core import outbox as _outbox
 from services.core.contracts import ChunkPage, DocumentTask, PageTask, timestamp, to_dict
 from services.core.db.models import Document
+from services.core.logging import get_logger
 from services.core.pdf import PDF, PNG
 from services.core.settings import Settings
+
+log = get_logger(__name__)
 
 # Every message carries its send time, so the queue exporter can tell how long the oldest one has waited.
 SENT_AT_HEADER = "pagemill_sent_at"
@@ -121,24 +125,41 @@ HARD_LIMIT_GRACE_S = 30
 
 
 def send_jobs(app: Celery, jobs: Sequence[Job | notices.DocumentNotice]) -> None:
-    """The only place a task is sent: one producer for the batch, the send-time header on every message.
-    Document notices of the batch are published on the broker's Redis after the tasks, even when sending
-    the tasks failed (a notice is best effort and never raises: `services.core.notices`)."""
+    """The only place a task is sent: one producer for the batch, the send-time header on every message, and
+    on Redis every message of the batch in one pipeline (one round trip). A pipeline that fails is not retried
+    by kombu (some of its writes may have landed): its messages are sent again one by one, with kombu's
+    retries; a page, split or assembly message that arrives twice is skipped by its claim. Document notices
+    of the batch are published on the broker's Redis after the tasks, even when sending the tasks failed (a
+    notice is best effort and never raises: `services.core.notices`)."""
     tasks = [job for job in jobs if isinstance(job, Job)]
     try:
         if tasks:
             with app.producer_or_acquire() as producer:
-                for job in tasks:
-                    limits = {} if job.soft_time_limit is None else {
-                        "soft_time_limit": job.soft_time_limit,
-                        "time_limit": job.soft_time_limit + HARD_LIMIT_GRACE_S}
-                    app.send_task(job.name.value, args=[job.payload], queue=job.queue.value,
-                                  routing_key=job.queue.value, producer=producer, priority=job.priority,
-                                  countdown=job.countdown, headers={SENT_AT_HEADER: time.time()}, **limits)
+                try:
+                    with producer.batch(max_size=PUBLISH_BATCH):
+                        _send(app, producer, tasks)
+                except (BatchPublishError, *producer.connection.connection_errors) as exc:
+                    if not producer.supports_batch_publish:  # sent one by one already, with kombu's retries
+                        raise
+                    log.warning("queue.batch_send_failed", jobs=len(tasks), error=f"{type(exc).__name__}: {exc}")
+                    _send(app, producer, tasks)
     finally:
         document_notices = [job for job in jobs if isinstance(job, notices.DocumentNotice)]
         if document_notices:
             notices.publish(str(app.conf.broker_url), document_notices)
+
+
+# Messages per pipeline: a batch larger than this goes out in several round trips.
+PUBLISH_BATCH = 500
+
+
+def _send(app: Celery, producer: Any, tasks: Sequence[Job]) -> None:
+    for job in tasks:
+        limits = {} if job.soft_time_limit is None else {
+            "soft_time_limit": job.soft_time_limit, "time_limit": job.soft_time_limit + HARD_LIMIT_GRACE_S}
+        app.send_task(job.name.value, args=[job.payload], queue=job.queue.value, routing_key=job.queue.value,
+                      producer=producer, priority=job.priority, countdown=job.countdown,
+                      headers={SENT_AT_HEADER: time.time()}, **limits)
 
 
 def enqueue(job: Job) -> None:
