@@ -109,11 +109,11 @@ def main() -> None:
     lines += [
         "",
         "How to read it: with FIFO, the one-page upload waits behind every page of the big upload already on the "
-        "queue (the split queues the big upload 32 pages at a time, in messages of up to `worker.chunk_max_pages` "
-        "pages, so how many are ahead depends on how far the split got; with the big upload fully split it waits "
-        "for all of them). With fair share its page is queued at priority 0 while the big upload's chunks sit at 6 "
-        "(2,000 pages in flight), so it runs next: it waits only for the chunks the workers are running (16 pages "
-        "each at most), at each of its steps (split, page, assembly). `tests/integration/test_fair_share.py` "
+        "queue (a PDF up to `worker.page_files_over_mb` for the cpu engine has all its pages queued with its upload, "
+        "in messages of up to `worker.chunk_max_pages` pages; a larger one is queued by its split, 32 pages at a "
+        "time). With fair share its page is queued at priority 0 while the big upload's chunks sit at 6 (2,000 "
+        "pages in flight), so it runs next: it waits only for the chunks the workers are running (16 pages each at "
+        "most), at each of its steps (page, assembly). `tests/integration/test_fair_share.py` "
         "checks the ordering.",
     ]
     report = "\n".join(lines)

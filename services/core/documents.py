@@ -1,8 +1,13 @@
 """Writing a new document's rows and queueing its first job: one path for uploads and e-mail attachments.
 
     upload (gateway) ──┐
-                       ├─▶ document row (+ page rows) ─▶ split job, or the page job of a single image
+                       ├─▶ document row (+ page rows) ─▶ split job, or its page jobs when it needs no split
     attachment (worker)┘                                  (sent after the commit, through the outbox)
+
+A split writes page files and picks each page's engine. A single image, or a PDF whose pages are read from the
+document itself (up to `worker.page_files_over_mb`) and all go to the cpu queue, needs neither: its page jobs
+go out with its rows, one queue hop and one transaction fewer. A vLLM document keeps its split: its chunks
+follow the preset's request groups and, in `balanced` mode, each page's content picks its engine.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from sqlalchemy.orm import Session
 
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus, utcnow
 from services.core.formats import OFFICE_TYPES
-from services.core.pdf import IMAGE_TYPES
-from services.core.queues import enqueue, page_job, split_job
+from services.core.pdf import IMAGE_TYPES, PDF
+from services.core.queues import Queue, chunk_jobs, enqueue, page_queue, split_job
+from services.core.settings import Settings
+from services.core.storage import source_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +51,17 @@ class NewDocument:
     task_params: dict[str, Any] = field(default_factory=dict)
 
 
-def insert_document(session: Session, new: NewDocument) -> Document:
-    """Writes the rows and enqueues the document's first job, sent when the caller's transaction commits."""
+def needs_split(new: NewDocument, settings: Settings) -> bool:
+    """Whether the document's page jobs wait for a split job (see the module's docstring)."""
+    if new.media_type in IMAGE_TYPES:
+        return new.page_numbers != [1]  # frames of a multi-page image are written out as page files
+    return not (new.media_type == PDF and new.source_key == source_key(new.id, ".pdf")
+                and new.size_bytes <= settings.worker.page_files_over_mb * 1024 * 1024
+                and page_queue(new.engine) == Queue.PAGES_CPU)
+
+
+def insert_document(session: Session, new: NewDocument, settings: Settings) -> Document:
+    """Writes the rows and enqueues the document's first jobs, sent when the caller's transaction commits."""
     now = utcnow()
     document = Document(
         id=new.id, tenant_id=new.tenant_id, status=DocumentStatus.QUEUED, filename=new.filename[:512],
@@ -66,19 +82,22 @@ def insert_document(session: Session, new: NewDocument) -> Document:
         return document
     session.add(document)
     session.flush()
-    single_image = new.media_type in IMAGE_TYPES and new.page_numbers == [1]
+    split = needs_split(new, settings)
     session.execute(sa.insert(Page), [
         {"document_id": new.id, "index": i, "page_number": number, "details": {},
-         "status": PageStatus.QUEUED if single_image else PageStatus.PENDING,
-         "source_key": new.source_key if single_image else None, "engine": new.engine,
-         "enqueued_at": now if single_image else None}
+         "status": PageStatus.PENDING if split else PageStatus.QUEUED,
+         "source_key": None if split else new.source_key, "engine": new.engine,
+         "queue": None if split else page_queue(new.engine).value, "enqueued_at": None if split else now}
         for i, number in enumerate(new.page_numbers)
     ])
-    if single_image:
-        # A plain image is its own page file: no split step.
-        document.split_at = now
-        enqueue(page_job(document, 0, new.source_key))
-    else:
+    if split:
         document.split_enqueued_at = now
         enqueue(split_job(document))
+        return document
+    # Its pages are queued now, in the chunks a split would make (the document turns `running` at its first
+    # page's claim).
+    document.split_at = now
+    for job in chunk_jobs(document, [(index, new.source_key, new.engine) for index in range(len(new.page_numbers))],
+                          settings):
+        enqueue(job)
     return document

@@ -259,8 +259,10 @@ def _redis(url: str) -> redis.Redis:
 
 
 def waiting_messages(settings: Settings, queue: Queue) -> int:
-    """Messages waiting on a queue (every priority step), in one round trip; 0 when Redis does not answer
-    (the jobs will not go out then either, and the reconciler sends them later)."""
+    """Messages waiting on a queue (every priority step), in one round trip; 0 when Redis does not answer or
+    is not configured (the jobs will not go out then either, and the reconciler sends them later)."""
+    if not settings.redis_url:
+        return 0
     try:
         with _redis(settings.resolved_redis_url()).pipeline(transaction=False) as pipe:
             for name in redis_lists(queue):

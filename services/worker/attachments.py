@@ -29,6 +29,7 @@ from services.core.documents import NewDocument, insert_document
 from services.core.errors import InputError
 from services.core.formats import sniff_office
 from services.core.pdf import EXTENSIONS, inspect_document
+from services.core.settings import Settings
 from services.core.storage import ObjectStore, source_key
 from services.core.tenants import TenantLimits
 from services.worker.convert.mail import Attachment
@@ -98,7 +99,7 @@ def plan_children(parent: Parent, attachments: list[Attachment], limits: TenantL
     return plan
 
 
-def insert_children(session: Session, parent: Document, plan: list[dict[str, Any]]) -> list[str]:
+def insert_children(session: Session, parent: Document, plan: list[dict[str, Any]], settings: Settings) -> list[str]:
     """The accepted attachments' documents, written in the caller's transaction and queued after its commit,
     each with its `document.queued` event (and the e-mail's `webhook_url` endpoint, if it had one)."""
     wanted = [entry for entry in plan if entry.get("id")]
@@ -117,7 +118,7 @@ def insert_children(session: Session, parent: Document, plan: list[dict[str, Any
             page_numbers=list(range(1, pages + 1)) if pages else [], mode=parent.mode, engine=parent.engine,
             metadata=dict(parent.metadata_ or {}),
             options={k: v for k, v in (parent.options or {}).items() if k in _INHERITED_OPTIONS},
-            request_id=parent.request_id, priority=parent.priority, parent_id=parent.id))
+            request_id=parent.request_id, priority=parent.priority, parent_id=parent.id), settings)
         if endpoint is not None:
             copy = WebhookEndpoint(id=new_id("whe"), tenant_id=endpoint.tenant_id, url=endpoint.url, events=[],
                                    secret=endpoint.secret, document_id=child.id, created_at=utcnow())

@@ -78,7 +78,7 @@ def prepare_office_document(document_id: str, settings: Settings, store: ObjectS
             store.put(converted_key(document_id), pdf, content_type="application/pdf")
         page_numbers = parse_page_selection(pages_spec, inspect_document(pdf).page_count)
         with session_scope(db) as session:
-            _claim(session, document_id, parent_id, page_numbers, limits.max_pages, attachments)
+            _claim(session, document_id, parent_id, page_numbers, limits.max_pages, attachments, settings)
     except InputError as exc:
         log.warning("document.conversion_refused", document_id=document_id, code=exc.code, error=str(exc))
         with session_scope(db) as session:
@@ -90,7 +90,7 @@ def prepare_office_document(document_id: str, settings: Settings, store: ObjectS
 
 
 def _claim(session: Session, document_id: str, parent_id: str | None, page_numbers: list[int], max_pages: int,
-           attachments: list[dict[str, Any]]) -> None:
+           attachments: list[dict[str, Any]], settings: Settings) -> None:
     """Writes the page rows (and an e-mail's children) once; raises `TooManyPages` over the page limit, which an
     e-mail's attachment shares with its e-mail and siblings (the e-mail's row is locked, so two siblings
     converted at once take the family's pages one after the other)."""
@@ -116,4 +116,4 @@ def _claim(session: Session, document_id: str, parent_id: str | None, page_numbe
     if attachments:  # written with the page rows, by the one run that claims them
         session.refresh(document)
         document.options = {**document.options, "attachments": [{k: a.get(k) for k in _LISTED} for a in attachments]}
-        insert_children(session, document, attachments)
+        insert_children(session, document, attachments, settings)

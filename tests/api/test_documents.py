@@ -70,7 +70,8 @@ def test_an_accepted_upload_is_queued_with_its_pages_metadata_and_links(api: Api
         assert state["mode"] == "fast" and state["finished_at"] is None and state["error"] is None
         assert error_of(client.get(f"/v1/documents/{created['id']}/result")) == (409, "result_not_ready")
         page = client.get(f"/v1/documents/{created['id']}/pages/2").json()
-        assert (page["page"], page["page_number"], page["status"], page["markdown"]) == (2, 3, "pending", None)
+        # a small PDF needs no split: its pages are queued with it
+        assert (page["page"], page["page_number"], page["status"], page["markdown"]) == (2, 3, "queued", None)
         assert error_of(client.get(f"/v1/documents/{created['id']}/pages/4")) == (404, "not_found")
         # the request id comes back, and a fresh one is made when none is sent
         response = client.get(f"/v1/documents/{created['id']}", headers={"X-Request-ID": "req-api-2"})

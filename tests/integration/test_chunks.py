@@ -184,13 +184,15 @@ def split_platform(broker: tuple[str, redis.Redis], sqlite_url: str,
 
 
 def uploaded_and_split(settings: Settings, app: Any, pages: int) -> Document:
+    """A small PDF: its pages are queued with it, in chunks; the split job has nothing left to do."""
     store = get_store(settings)
     with outbox(app), session_scope(settings.resolved_database_url()) as session:
         document = create_document(session, store, settings, stored_upload(text_pages(pages), Path(settings.data_dir)),
                                    tenant_id=None, request_id="req-chunks")
         session.expunge(document)
+    assert {row.status for row in page_rows(settings.resolved_database_url(), document.id).values()} == {"queued"}
     with outbox(app):
-        assert split_document(document.id, settings, store) == pages
+        assert split_document(document.id, settings, store) == 0
     return document
 
 
@@ -342,8 +344,8 @@ def test_a_small_pdf_gets_no_file_per_page_and_reads_the_same(
         document = create_document(session, store, settings, stored_upload(worded_pages(), tmp_path),
                                    tenant_id=None, request_id="req-source-pages")
         session.expunge(document)
-    with outbox(app):
-        assert split_document(document.id, settings, store) == 3
+    with outbox(app):  # a small PDF's pages were queued with it; a larger one's wait for the split
+        assert split_document(document.id, settings, store) == (0 if page_files_over_mb else 3)
     rows = page_rows(sqlite_url, document.id)
     page_files = [store.exists(f"documents/{document.id}/pages/{i:05d}.pdf") for i in range(3)]
     if page_files_over_mb:

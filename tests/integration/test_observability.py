@@ -82,7 +82,9 @@ def run(tmp_path_factory: pytest.TempPathFactory, redis_server: str, postgres_co
     database_url, drop = postgres_copies.take()  # a copy of the migrated template
     platform = Platform(workdir=tmp_path_factory.mktemp("observability"), database_url=database_url,
                         redis_base_url=redis_server, engine="fake",
-                        extra_env={"PAGEMILL_LOG_JSON": "true", "PAGEMILL_METRICS__TENANT_TOP_N": "3"})
+                        # every PDF split into page files: the PDF's split job waits on the documents queue
+                        extra_env={"PAGEMILL_LOG_JSON": "true", "PAGEMILL_METRICS__TENANT_TOP_N": "3",
+                                   "PAGEMILL_WORKER__PAGE_FILES_OVER_MB": "0"})
     try:
         platform.start(worker=False)
         # Mark Redis as seen, as a reconciler that ran before would have: a first pass that finds the key missing

@@ -166,7 +166,7 @@ def test_a_conversion_job_run_again_makes_no_second_child(redis_server: str, sql
     with outbox(app), session_scope(sqlite_url) as session:
         parent = session.get(Document, parent_id)
         assert parent is not None
-        insert_children(session, parent, parent.options["attachments"])  # the plan once more: nothing new
+        insert_children(session, parent, parent.options["attachments"], settings)  # the plan once more: nothing new
     with session_scope(sqlite_url) as session:
         children = session.execute(sa.select(Document.id, Document.media_type).where(
             Document.parent_id == parent_id).order_by(Document.id)).all()

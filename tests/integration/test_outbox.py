@@ -89,7 +89,8 @@ def test_a_job_of_a_rolled_back_transaction_is_never_sent(broker: tuple[str, red
 def test_a_job_of_a_committed_transaction_is_sent_once_with_its_header_and_priority(
         broker: tuple[str, redis.Redis], sqlite_url: str, tmp_path: Path) -> None:
     url, client = broker
-    settings = Settings(redis_url=url, database_url=sqlite_url, data_dir=tmp_path)
+    # every PDF split into page files: the upload's one job is its split (a small PDF's pages go out with it)
+    settings = Settings(redis_url=url, database_url=sqlite_url, data_dir=tmp_path, worker={"page_files_over_mb": 0})
     app = make_celery(settings)
     with outbox(app) as box:
         with session_scope(sqlite_url) as session:

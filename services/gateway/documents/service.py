@@ -166,7 +166,7 @@ def create_document(session: Session, store: ObjectStore, settings: Settings, up
         size_bytes=upload.size, sha256=accepted.sha256, source_key=key, page_numbers=accepted.page_numbers,
         mode=accepted.mode, engine=accepted.engine, metadata=accepted.metadata, options=options or {},
         request_id=request_id, priority=priority, cache_key=cache_key, pages_spec=upload.pages,
-        task=accepted.task.kind.value, task_params=accepted.task.params))
+        task=accepted.task.kind.value, task_params=accepted.task.params), settings)
 
 
 def visible_documents(tenant_id: str | None) -> sa.Select[Document]:
