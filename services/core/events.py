@@ -33,7 +33,6 @@ from services.core.db.models import (
     new_id,
     utcnow,
 )
-from services.core.db.session import rowcount
 from services.core.queues import Job, Queue, TaskName, enqueue
 
 
@@ -133,11 +132,12 @@ def record(session: Session, document: Document | str, event_type: EventType) ->
     return event
 
 
-def record_final(session: Session, document_id: str) -> DocumentEvent | None:
-    document = _load(session, document_id)
-    if document is None or document.status not in FINAL_EVENTS:
+def record_final(session: Session, document: Document | str) -> DocumentEvent | None:
+    """The final event of a document (or its id) that has just ended; the row as its ending UPDATE returned it."""
+    loaded = _load(session, document) if isinstance(document, str) else document
+    if loaded is None or loaded.status not in FINAL_EVENTS:
         return None
-    return record(session, document, FINAL_EVENTS[DocumentStatus(document.status)])
+    return record(session, loaded, FINAL_EVENTS[DocumentStatus(loaded.status)])
 
 
 _progress_tried: dict[str, float] = {}
@@ -175,15 +175,16 @@ def record_progress_in_own_transaction(url: str, document_id: str, interval_s: f
 
 def _record_progress(session: Session, document_id: str, interval_s: float) -> DocumentEvent | None:
     now = utcnow()
-    won = rowcount(session.execute(
+    won = session.execute(
         sa.update(Document)
         .where(Document.id == document_id, Document.status.not_in(_FINAL),
                Document.pages_done + Document.pages_failed < Document.pages_total,
                sa.or_(Document.progress_event_at.is_(None),
                       Document.progress_event_at <= now - timedelta(seconds=interval_s)))
         .values(progress_event_at=now)
-    ))
-    return record(session, document_id, EventType.PROGRESS) if won else None
+        .returning(Document), execution_options={"populate_existing": True}  # the row the event reports
+    ).scalar_one_or_none()
+    return record(session, won, EventType.PROGRESS) if won is not None else None
 
 
 def due_deliveries(session: Session, now: datetime, *, grace_s: float = 10.0, limit: int = 1000) -> list[str]:

@@ -381,15 +381,16 @@ def finalize_document(session: Session, document_id: str, status: DocumentStatus
                       error_code: str | None = None, error_message: str | None = None) -> bool:
     """Sets the final status once; the `document.<status>` event is recorded in the same transaction."""
     now = utcnow()
-    changed = bool(rowcount(session.execute(
+    ended = session.execute(
         sa.update(Document)
         .where(Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES))
         .values(status=status, finished_at=now, updated_at=now, error_code=error_code,
                 error_message=error_message)
-    )))
-    if changed:
-        events.record_final(session, document_id)
-    return changed
+        .returning(Document), execution_options={"populate_existing": True}  # the row its final event reports
+    ).scalar_one_or_none()
+    if ended is not None:
+        events.record_final(session, ended)
+    return ended is not None
 
 
 def cancel_document(session: Session, document_id: str) -> bool:
