@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus, utcnow
+from services.core.db.session import insert_rows
 from services.core.formats import OFFICE_TYPES
 from services.core.pdf import IMAGE_TYPES, PDF
 from services.core.queues import Queue, chunk_jobs, enqueue, page_queue, split_job
@@ -63,27 +63,26 @@ def needs_split(new: NewDocument, settings: Settings) -> bool:
 def insert_document(session: Session, new: NewDocument, settings: Settings) -> Document:
     """Writes the rows and enqueues the document's first jobs, sent when the caller's transaction commits."""
     now = utcnow()
+    office = new.media_type in OFFICE_TYPES
+    split = office or needs_split(new, settings)
+    options = dict(new.options)
+    if office and new.pages_spec:  # the selection waits for the conversion, in the options
+        options["pages"] = new.pages_spec
     document = Document(
         id=new.id, tenant_id=new.tenant_id, status=DocumentStatus.QUEUED, filename=new.filename[:512],
         media_type=new.media_type, size_bytes=new.size_bytes, sha256=new.sha256, source_key=new.source_key,
         page_numbers=new.page_numbers, pages_total=len(new.page_numbers), mode=new.mode, engine=new.engine,
-        metadata_=new.metadata, options=dict(new.options), request_id=new.request_id, created_at=now,
+        metadata_=new.metadata, options=options, request_id=new.request_id, created_at=now,
         updated_at=now, priority=new.priority, cache_key=new.cache_key, parent_id=new.parent_id,
         task=new.task, task_params=dict(new.task_params),
+        split_enqueued_at=now if split else None, split_at=None if split else now,
     )
-    if new.media_type in OFFICE_TYPES:
-        # Converted by the split job, which then writes the page rows; the selection waits in the options.
-        if new.pages_spec:
-            document.options = {**document.options, "pages": new.pages_spec}
-        document.split_enqueued_at = now
-        session.add(document)
-        session.flush()
-        enqueue(split_job(document))
-        return document
     session.add(document)
     session.flush()
-    split = needs_split(new, settings)
-    session.execute(sa.insert(Page), [
+    if office:  # converted by the split job, which then writes the page rows
+        enqueue(split_job(document))
+        return document
+    insert_rows(session, Page, [
         {"document_id": new.id, "index": i, "page_number": number, "details": {},
          "status": PageStatus.PENDING if split else PageStatus.QUEUED,
          "source_key": None if split else new.source_key, "engine": new.engine,
@@ -91,12 +90,10 @@ def insert_document(session: Session, new: NewDocument, settings: Settings) -> D
         for i, number in enumerate(new.page_numbers)
     ])
     if split:
-        document.split_enqueued_at = now
         enqueue(split_job(document))
         return document
     # Its pages are queued now, in the chunks a split would make (the document turns `running` at its first
     # page's claim).
-    document.split_at = now
     for job in chunk_jobs(document, [(index, new.source_key, new.engine) for index in range(len(new.page_numbers))],
                           settings):
         enqueue(job)

@@ -127,9 +127,13 @@ def _count_page(counter: str) -> sa.Update:
 COUNT_DONE, COUNT_FAILED = _count_page("pages_done"), _count_page("pages_failed")
 
 
-# A document starts when its first page does (not when it was split, nor when a page first ended).
+# A document starts when its first page does (not when it was split, nor when a page first ended): it is
+# `running` from then on.
 MARK_STARTED = sa.update(_documents).where(_documents.c.id == _p("b_document"),
-                                           _documents.c.started_at.is_(None)).values(started_at=_at("now"))
+                                           _documents.c.started_at.is_(None)).values(
+    started_at=_at("now"),
+    status=sa.case((_documents.c.status == DocumentStatus.QUEUED.value, DocumentStatus.RUNNING.value),
+                   else_=_documents.c.status))
 
 EXTEND_LEASE = sa.update(_pages).where(
     *_THIS_PAGE, _pages.c.status == PageStatus.RUNNING.value, _pages.c.lease_owner == _p("owner"),
@@ -378,14 +382,16 @@ def final_status(pages_done: int, pages_failed: int, policy: FailurePolicy) -> D
 
 
 def finalize_document(session: Session, document_id: str, status: DocumentStatus, *,
-                      error_code: str | None = None, error_message: str | None = None) -> bool:
-    """Sets the final status once; the `document.<status>` event is recorded in the same transaction."""
+                      error_code: str | None = None, error_message: str | None = None,
+                      options: dict[str, Any] | None = None) -> bool:
+    """Sets the final status once (and `options`, when given, in the same statement: what assembly wrote); the
+    `document.<status>` event is recorded in the same transaction."""
     now = utcnow()
     ended = session.execute(
         sa.update(Document)
         .where(Document.id == document_id, Document.status.not_in(_FINAL_DOC_VALUES))
         .values(status=status, finished_at=now, updated_at=now, error_code=error_code,
-                error_message=error_message)
+                error_message=error_message, **({} if options is None else {"options": options}))
         .returning(Document), execution_options={"populate_existing": True}  # the row its final event reports
     ).scalar_one_or_none()
     if ended is not None:

@@ -141,9 +141,8 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
             session.execute(sa.update(Document).where(Document.id == document_id)
                             .values(pages_done=done, pages_failed=failed))
         # The formats ride on the document, so its status and final event list what can be fetched.
-        session.execute(sa.update(Document).where(Document.id == document_id)
-                        .values(options={**(document.options or {}), "formats": rendered.formats}))
-        changed = finalize_document(session, document_id, status, error_code=error_code, error_message=error)
+        changed = finalize_document(session, document_id, status, error_code=error_code, error_message=error,
+                                    options={**(document.options or {}), "formats": rendered.formats})
     if changed:
         DOCUMENTS_TOTAL.labels(status=status.value, mode=document.mode).inc()
         log.info("document.finished", document_id=document_id, status=status.value, pages=len(entries),
