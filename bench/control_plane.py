@@ -228,6 +228,11 @@ def main() -> None:
         lines.append(f"| pagemill, fake engine, {label}: end to end, 4 clients uploading while workers run "
                      f"| {run['pages']:.0f} | {run['pages_per_s']:.0f} | "
                      f"{100 * run['pages_per_s'] / raw['consumed_per_s']:.0f} % |")
+    lines += ["", "End to end: 4 client threads upload the documents through one shared HTTP client (as an SDK "
+              "would; before 2026-12-02 each upload made its own client, whose TLS context cost about 1 ms of the same "
+              "two cores per page), then wait for each with `GET /v1/documents/{id}?wait=10` ("
+              + ", ".join(f"{label}: {run['wait_requests']:.0f} requests" for label, run in results.items())
+              + f" for the {args.documents} documents). The clock runs from the first upload to the last `succeeded`."]
     lines += ["", f"CPU time of the worker (main process and pool) per page while draining, which a machine shared "
               f"with other work distorts less than the rates (1-minute load average at the end: "
               f"{os.getloadavg()[0]:.1f}): raw Celery {raw['cpu_ms']:.2f} ms per task; "
