@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus, utcnow
-from services.core.db.session import insert_rows
 from services.core.formats import OFFICE_TYPES
 from services.core.pdf import IMAGE_TYPES, PDF
 from services.core.queues import Queue, chunk_jobs, enqueue, page_queue, split_job
@@ -82,7 +82,7 @@ def insert_document(session: Session, new: NewDocument, settings: Settings) -> D
     if office:  # converted by the split job, which then writes the page rows
         enqueue(split_job(document))
         return document
-    insert_rows(session, Page, [
+    session.execute(sa.insert(Page), [
         {"document_id": new.id, "index": i, "page_number": number, "details": {},
          "status": PageStatus.PENDING if split else PageStatus.QUEUED,
          "source_key": None if split else new.source_key, "engine": new.engine,

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus, Tenant, utcnow
-from services.core.db.session import insert_rows, rowcount, session_scope
+from services.core.db.session import rowcount, session_scope
 from services.core.errors import InputError, TooManyPages
 from services.core.lifecycle import finalize_document
 from services.core.logging import get_logger
@@ -109,7 +109,7 @@ def _claim(session: Session, document_id: str, parent_id: str | None, page_numbe
         .values(pages_total=len(page_numbers), page_numbers=page_numbers, updated_at=utcnow())))
     if not claimed:
         return
-    insert_rows(session, Page, [
+    session.execute(sa.insert(Page), [
         {"document_id": document_id, "index": i, "page_number": number, "details": {},
          "status": PageStatus.PENDING, "engine": document.engine}
         for i, number in enumerate(page_numbers)])

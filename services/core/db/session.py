@@ -104,17 +104,6 @@ def session_scope(url: str, *, autocommit: bool = False) -> Iterator[Session]:
         session.close()
 
 
-# Rows per multi-row INSERT: PostgreSQL takes up to 65,535 parameters in a statement and SQLite 32,766.
-INSERT_BATCH = 500
-
-
-def insert_rows(session: Session, model: Any, rows: list[dict[str, Any]]) -> None:
-    """The rows in one multi-row INSERT per `INSERT_BATCH` (every row with the same keys), where the driver's
-    executemany would send a statement per row (psycopg does: a 500-page upload was 500 statements)."""
-    for start in range(0, len(rows), INSERT_BATCH):
-        session.execute(sa.insert(model).values(rows[start:start + INSERT_BATCH]))
-
-
 def rowcount(result: sa.Result[Any]) -> int:
     """The rows an UPDATE or DELETE matched. `Session.execute` is typed to return a `Result`; for a DML
     statement it is a `CursorResult`, the one that has `rowcount`."""
