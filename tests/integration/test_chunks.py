@@ -212,6 +212,8 @@ def test_a_failed_page_of_a_chunk_is_sent_again_alone_and_its_siblings_stay_done
         return engines[0]  # type: ignore[return-value]  # duck-typed: the Engine protocol
 
     monkeypatch.setattr(worker_tasks, "load_engine", load)
+    # the chunk's pages are recorded together at its end, however slow a loaded machine makes its first page
+    monkeypatch.setattr(worker_tasks, "RECORD_EVERY_S", 600.0)
     task = app.tasks[TaskName.PARSE_PAGE.value]
     with outbox(app):
         result = task.apply(args=[to_dict(chunk)])
