@@ -23,7 +23,7 @@ from services.core.formats import OFFICE_TYPES
 from services.core.pdf import IMAGE_TYPES, PDF
 from services.core.queues import Queue, chunk_jobs, enqueue, page_queue, split_job
 from services.core.settings import Settings
-from services.core.storage import source_key
+from services.core.storage import pages_read_from_source
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +55,8 @@ def needs_split(new: NewDocument, settings: Settings) -> bool:
     """Whether the document's page jobs wait for a split job (see the module's docstring)."""
     if new.media_type in IMAGE_TYPES:
         return new.page_numbers != [1]  # frames of a multi-page image are written out as page files
-    return not (new.media_type == PDF and new.source_key == source_key(new.id, ".pdf")
-                and new.size_bytes <= settings.worker.page_files_over_mb * 1024 * 1024
-                and page_queue(new.engine) == Queue.PAGES_CPU)
+    return not (new.media_type == PDF and page_queue(new.engine) == Queue.PAGES_CPU
+                and pages_read_from_source(new.source_key, new.id, new.size_bytes, settings.worker.page_files_over_mb))
 
 
 def insert_document(session: Session, new: NewDocument, settings: Settings) -> Document:

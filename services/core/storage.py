@@ -16,6 +16,17 @@ def source_key(document_id: str, extension: str) -> str:
     return f"documents/{document_id}/source{extension}"
 
 
+def in_document_pdf(key: str, document_id: str) -> bool:
+    """True when a page's source key is its document's PDF, not a file of its own."""
+    return key == source_key(document_id, ".pdf")
+
+
+def pages_read_from_source(key: str, document_id: str, size_bytes: int, page_files_over_mb: float) -> bool:
+    """Whether a document's pages are copied out of its stored PDF (`key`) by the page workers: a PDF up to
+    `worker.page_files_over_mb` gets no file per page (services/worker/page_source.py)."""
+    return in_document_pdf(key, document_id) and size_bytes <= page_files_over_mb * 1024 * 1024
+
+
 def page_source_key(document_id: str, index: int, extension: str) -> str:
     return f"documents/{document_id}/pages/{index:05d}{extension}"
 

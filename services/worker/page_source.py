@@ -16,12 +16,7 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 
 from services.core.pdf import PDFIUM_LOCK, copy_page, open_pdf
-from services.core.storage import ObjectStore, source_key
-
-
-def in_document_pdf(key: str, document_id: str) -> bool:
-    """True when a page's source key is its document's PDF, not a file of its own."""
-    return key == source_key(document_id, ".pdf")
+from services.core.storage import ObjectStore, in_document_pdf
 
 
 @dataclass(slots=True)

@@ -17,9 +17,8 @@ from services.core.logging import get_logger
 from services.core.pdf import PDF, image_frame_png, split_pdf
 from services.core.queues import chunk_jobs, enqueue, page_queue
 from services.core.settings import Settings
-from services.core.storage import ObjectStore, page_source_key
+from services.core.storage import ObjectStore, page_source_key, pages_read_from_source
 from services.worker.office import prepare_office_document
-from services.worker.page_source import in_document_pdf
 from services.worker.routing import route_page, routes_by_content
 from services.worker.vllm_serve import pages_per_request
 
@@ -36,8 +35,8 @@ def _page_files(document: Document, load: Callable[[], bytes],
     page workers (services/worker/page_source.py)."""
     numbers = [int(n) for n in document.page_numbers]
     by_content = routes_by_content(document.mode, document.engine)
-    if in_document_pdf(document.source_key, document.id) and \
-            document.size_bytes <= settings.worker.page_files_over_mb * 1024 * 1024:
+    if pages_read_from_source(document.source_key, document.id, document.size_bytes,
+                              settings.worker.page_files_over_mb):
         pages = split_pdf(load(), numbers) if by_content else (None for _ in numbers)
         for page_pdf in pages:
             yield PDF, document.source_key, None, page_pdf
