@@ -1,5 +1,6 @@
-"""A tiny TCP proxy on 127.0.0.1 that breaks chosen exchanges, as a flaky network would: it forwards the request,
-lets the server answer, then closes the client's connection without passing the answer on."""
+"""Tiny TCP proxies on 127.0.0.1 in front of a real server. `DroppingProxy` breaks chosen exchanges, as a flaky
+network would: it forwards the request, lets the server answer, then closes the client's connection without
+passing the answer on."""
 
 from __future__ import annotations
 
@@ -10,17 +11,15 @@ from dataclasses import dataclass, field
 
 
 @dataclass
-class DroppingProxy:
-    """`drop[prefix] = n`: the next n requests whose first bytes start with `prefix` lose their answer."""
+class LoopbackProxy:
+    """Listens on a free port of 127.0.0.1 and hands each connection it accepts to `_serve`, in a thread."""
 
     upstream: tuple[str, int]
-    drop: dict[bytes, int] = field(default_factory=dict)
-    dropped: list[bytes] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.lock = threading.Lock()
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.port = int(self.listener.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -30,6 +29,24 @@ class DroppingProxy:
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@dataclass
+class DroppingProxy(LoopbackProxy):
+    """`drop[prefix] = n`: the next n requests whose first bytes start with `prefix` lose their answer."""
+
+    drop: dict[bytes, int] = field(default_factory=dict)
+    dropped: list[bytes] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.lock = threading.Lock()
+        super().__post_init__()
 
     def _should_drop(self, chunk: bytes) -> bool:
         with self.lock:
@@ -61,6 +78,3 @@ class DroppingProxy:
                 if self._should_drop(data):
                     doomed.set()
                 upstream.sendall(data)
-
-    def close(self) -> None:
-        self.listener.close()

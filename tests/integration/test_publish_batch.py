@@ -18,40 +18,27 @@ from structlog.testing import capture_logs
 
 from services.core.queues import Job, Queue, TaskName, make_celery, redis_lists, send_jobs
 from services.core.settings import Settings
+from tests.clients.proxy import LoopbackProxy
 from tests.harness import _redis_dbs
 
 
 @dataclass
-class CountingProxy:
+class CountingProxy(LoopbackProxy):
     """A TCP proxy in front of Redis that counts the replies it forwards to its clients: one request/reply
     exchange per round trip (loopback delivers a pipeline's replies together), and can drop its connections."""
 
-    upstream: tuple[str, int]
     replies: int = 0
-    listener: socket.socket = field(default_factory=socket.socket)
     connections: list[socket.socket] = field(default_factory=list)
     failing: bool = False
 
-    def start(self) -> int:
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen()
-        threading.Thread(target=self._accept, daemon=True).start()
-        return int(self.listener.getsockname()[1])
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.failing:
-                client.close()
-                continue
-            server = socket.create_connection(self.upstream)
-            self.connections += [client, server]
-            threading.Thread(target=self._pipe, args=(client, server, False), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, True), daemon=True).start()
+    def _serve(self, client: socket.socket) -> None:
+        if self.failing:
+            client.close()
+            return
+        server = socket.create_connection(self.upstream)
+        self.connections += [client, server]
+        threading.Thread(target=self._pipe, args=(client, server, False), daemon=True).start()
+        self._pipe(server, client, True)
 
     def _pipe(self, source: socket.socket, destination: socket.socket, is_reply: bool) -> None:
         try:
@@ -76,7 +63,7 @@ class CountingProxy:
 
     def close(self) -> None:
         self.cut()
-        self.listener.close()
+        super().close()
 
 
 @pytest.fixture
@@ -86,7 +73,7 @@ def proxied(redis_server: str) -> Iterator[tuple[CountingProxy, str, redis.Redis
     direct.flushdb()
     host, port = direct.connection_pool.connection_kwargs["host"], direct.connection_pool.connection_kwargs["port"]
     proxy = CountingProxy((host, int(port)))
-    url = f"redis://127.0.0.1:{proxy.start()}/{database}"
+    url = f"redis://127.0.0.1:{proxy.port}/{database}"
     yield proxy, url, direct
     proxy.close()
     direct.flushdb()
