@@ -85,6 +85,7 @@ class Platform:
     engine: str = "cpu"
     extra_env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    nodes: dict[str, str] = field(default_factory=dict)  # a worker's name -> its Celery node name
     port: int = 0
     # Every platform gets an admin key; `start()` makes a tenant and its API key, which `client()` sends.
     admin_key: str = field(default_factory=lambda: f"admin-{uuid.uuid4().hex}")
@@ -174,12 +175,25 @@ class Platform:
 
     def start_worker(self, name: str = "worker", *, concurrency: int = 2, queues: str | None = None,
                      pool: str = "prefork", metrics_port: int | None = None) -> subprocess.Popen[bytes]:
-        args = ["worker", "--concurrency", str(concurrency), "--pool", pool, "--name", f"{name}@{uuid.uuid4().hex[:6]}"]
+        self.nodes[name] = f"{name}@{uuid.uuid4().hex[:6]}"
+        args = ["worker", "--concurrency", str(concurrency), "--pool", pool, "--name", self.nodes[name]]
         if queues:
             args += ["--queues", queues]
         if metrics_port:
             args += ["--metrics-port", str(metrics_port)]
         return self._spawn(name, *args)
+
+    def wait_workers(self, *names: str, timeout: float = 60) -> None:
+        """Until each named worker answers a Celery ping: it consumes its queues (a test that needs work spread
+        over several workers must not upload while one of them is still importing)."""
+        from services.core.queues import get_celery
+        control = get_celery(self.settings()).control
+        nodes = {self.nodes[name] for name in names}
+
+        def answered() -> bool:
+            replies = control.ping(destination=sorted(nodes), timeout=1.0)
+            return nodes <= {node for reply in replies for node in reply}
+        wait_for(answered, timeout, f"workers {', '.join(names)}")
 
     def start_reconciler(self, metrics_port: int | None = None) -> subprocess.Popen[bytes]:
         args = ["reconcile", "--loop"]

@@ -122,6 +122,7 @@ def test_two_gateways_and_two_workers_behave_as_one(platform_factory: PlatformFa
     platform = platform_factory(postgres_url, engine="fake",
                                 extra_env={"PAGEMILL_ENGINE__FAKE_LATENCY_MS": "150"}).start(concurrency=1)
     platform.start_worker("worker2", concurrency=1)
+    platform.wait_workers("worker", "worker2")  # both consume before the uploads, so both parse pages
     gateways = [platform.url, platform.start_gateway("gateway2", port=free_port())]
     source = pdf(corpus, tmp_path, 8)
 
