@@ -31,7 +31,9 @@ def gateway(host: str, port: int) -> None:
 
     from services.gateway.app import create_app
 
-    uvicorn.run(create_app(get_settings()), host=host, port=port, log_level="warning", access_log=False)
+    settings = get_settings()
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False,
+                timeout_keep_alive=int(settings.limits.keep_alive_s))
 
 
 @main.command()

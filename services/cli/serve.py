@@ -88,7 +88,8 @@ def _start(supervisor: Supervisor, host: str, port: int, data: Path, worker_coun
                               Queue.WEBHOOKS.value, "--pool", "threads", "--concurrency", "8")
     supervisor.start_pagemill("the reconciler", "reconcile", "--loop")
     click.echo(f"pagemill on http://{host}:{port}  (data in {data}, engine {settings.engine.kind.value})")
-    config = uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
+    config = uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning", access_log=False,
+                            timeout_keep_alive=int(settings.limits.keep_alive_s))
     return uvicorn.Server(config)
 
 

@@ -148,6 +148,9 @@ class LimitSettings(SettingsSection):
     """An upload whose body stops arriving for this long gets `408 request_timeout` (slow-loris clients)."""
     upload_min_bytes_per_s: int = Field(default=10_240, ge=0)
     """After its first `upload_idle_timeout_s`, an upload slower than this on average gets `408 request_timeout`."""
+    keep_alive_s: float = Field(default=75.0, gt=0)
+    """The gateway closes a keep-alive connection idle this long: longer than clients' own idle limits (httpx 5 s,
+    Node 4 s, a load balancer's 60 s), so a client never reuses a connection just as the gateway closes it."""
     max_page_side_pt: float = 14400.0
     """A page bigger than this (PDF points, either side) fails as `page_too_large` instead of eating memory."""
     max_render_pixels: int = 40_000_000

@@ -212,6 +212,23 @@ def test_a_stalled_body_is_cut_off_with_408(gateway: Platform) -> None:
         assert client.get("/healthz").status_code == 200
 
 
+def test_an_idle_connection_outlives_the_clients_own_keep_alive(gateway: Platform) -> None:
+    """httpx drops an idle connection after 5 s and Node after 4 s; uvicorn's default closed it after 5 s, so a
+    client could send a request on a connection the gateway was closing (`fetch failed`, a reset POST). The
+    gateway now keeps it `limits.keep_alive_s` (75 s): a request after 6 s idle goes over the same socket."""
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
+        request = b"GET /healthz HTTP/1.1\r\nHost: pagemill\r\n\r\n"
+        for pause in (0.0, 6.0):
+            time.sleep(pause)
+            sock.sendall(request)
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):  # the whole answer, head and body
+                part = sock.recv(65536)
+                assert part, (pause, "the gateway closed the connection", answer)
+                answer += part
+            assert answer.startswith(b"HTTP/1.1 200"), (pause, answer[:200])
+
+
 class PeakRss:
     """The highest resident memory of one process, sampled every 20 ms."""
 
