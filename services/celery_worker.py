@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from typing import Any
 
+import redis
 from celery import Task
-from celery.signals import task_postrun, worker_process_init, worker_process_shutdown
+from celery.signals import task_postrun, worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 
 from services.core.logging import configure_logging
 from services.core.metrics import TASKS, initialise_worker_series, record_rss
 from services.core.metrics import start_metrics_server as _start_metrics_server
-from services.core.queues import Queue, make_celery
+from services.core.queues import CONSUMER_TTL_S, Queue, announce_consumer, make_celery, withdraw_consumer
 from services.core.settings import Settings
 from services.results.tasks import register_results_tasks
 from services.worker.tasks import register_worker_tasks
@@ -54,6 +57,39 @@ def preload_assembly(settings: Settings) -> None:
         encoding(settings.outputs.chunk_tokenizer.value)
 
 
+class SlotAnnouncer:
+    """From the moment the worker consumes until it stops, its main process announces the slots it has for the
+    page queues it consumes, renewed every third of their lifetime (`services.core.queues.announce_consumer`):
+    a document's pages are chunked by how many slots the whole fleet has idle, not by one worker's settings."""
+
+    def __init__(self, redis_url: str, queues: list[str], slots: int) -> None:
+        self.redis_url, self.slots = redis_url, slots
+        self.queues = [q for q in queues if q in (Queue.PAGES_CPU, Queue.PAGES_GPU)]
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, sender: Any = None, **_: Any) -> None:  # worker_ready: sender is the worker's consumer
+        if self.queues and self._thread is None:
+            self._thread = threading.Thread(target=self._run, args=(sender.hostname,), daemon=True,
+                                            name="pagemill-slots")
+            self._thread.start()
+
+    def stop(self, **_: Any) -> None:  # worker_shutdown
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self, node: str) -> None:
+        client = redis.Redis.from_url(self.redis_url, socket_timeout=5, socket_connect_timeout=5)
+        while True:
+            with contextlib.suppress(redis.RedisError):  # Redis away: the announcement expires, and comes back
+                announce_consumer(client, self.queues, node, self.slots)
+            if self._stop.wait(CONSUMER_TTL_S / 3):
+                break
+        with contextlib.suppress(redis.RedisError):
+            withdraw_consumer(client, self.queues, node, self.slots)
+
+
 def run_worker(settings: Settings, *, queues: list[str], concurrency: int | None, pool: str,
                metrics_port: int | None, name: str | None) -> None:
     configure_logging(json=settings.log_json, level=settings.log_level)
@@ -66,7 +102,11 @@ def run_worker(settings: Settings, *, queues: list[str], concurrency: int | None
         preload_assembly(settings)
     if metrics_port:
         start_metrics_server(metrics_port)
-    argv = ["worker", "-Q", ",".join(queues), "-c", str(concurrency or settings.worker.concurrency),
+    slots = concurrency or settings.worker.concurrency
+    announcer = SlotAnnouncer(settings.resolved_redis_url(), queues, slots)
+    worker_ready.connect(announcer.start, weak=False)
+    worker_shutdown.connect(announcer.stop, weak=False)
+    argv = ["worker", "-Q", ",".join(queues), "-c", str(slots),
             "--pool", pool, "-l", settings.log_level, "--without-gossip", "--without-mingle", "--without-heartbeat"]
     if name:
         argv += ["-n", name]

@@ -231,9 +231,11 @@ def chunk_jobs(document: Document, pages: Sequence[tuple[int, str, str]], settin
     for engine in sorted({engine for _, _, engine in pages}):
         mine = sorted((index, key) for index, key, e in pages if e == engine)
         queue = page_queue(engine)
-        # a GPU worker runs `engine.max_in_flight` threads (services/cli/components.py), a cpu one its processes
+        # Without announcements (no worker up yet): one worker's slots. A GPU worker runs `engine.max_in_flight`
+        # threads (services/cli/components.py), a cpu one its processes.
         workers = settings.engine.max_in_flight if queue == Queue.PAGES_GPU else settings.worker.concurrency
-        size = chunk_size(len(mine), settings, waiting=waiting_messages(settings, queue), workers=workers)
+        waiting, announced = queue_load(settings, queue)
+        size = chunk_size(len(mine), settings, waiting=waiting, workers=announced or workers)
         step = group if queue == Queue.PAGES_GPU else 1
         current: list[tuple[int, str]] = []
         for index, key in mine:
@@ -248,7 +250,8 @@ def chunk_jobs(document: Document, pages: Sequence[tuple[int, str, str]], settin
 
 def chunk_size(pages: int, settings: Settings, *, waiting: int, workers: int | None = None) -> int:
     """Pages per message: `worker.chunk_max_pages`, fewer while workers may be idle (fewer messages waiting on
-    the queue than `workers`, by default `worker.concurrency`), so a document's pages spread over every idle one."""
+    the queue than `workers`: the slots the queue's consumers announce, by default `worker.concurrency`), so a
+    document's pages spread over every idle one."""
     idle = max(1, (workers or settings.worker.concurrency) - waiting)
     return max(1, min(settings.worker.chunk_max_pages, -(-pages // idle)))
 
@@ -258,18 +261,52 @@ def _redis(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
 
 
-def waiting_messages(settings: Settings, queue: Queue) -> int:
-    """Messages waiting on a queue (every priority step), in one round trip; 0 when Redis does not answer or
-    is not configured (the jobs will not go out then either, and the reconciler sends them later)."""
+# Each worker consuming a page queue announces its slots (processes or threads) there, in a sorted set whose
+# scores are the times its announcements expire; it renews them while it runs and withdraws them when it stops.
+CONSUMERS_KEY = "pagemill:consumers:{queue}"
+CONSUMER_TTL_S = 30.0
+
+
+def _consumer(node: str, slots: int) -> str:
+    return f"{slots} {node}"
+
+
+def announce_consumer(client: redis.Redis, queues: Sequence[str], node: str, slots: int,
+                      ttl_s: float = CONSUMER_TTL_S) -> None:
+    """This worker consumes these queues with `slots` slots, for the next `ttl_s` seconds. Announcements that
+    expired (their worker died without withdrawing them) are dropped on the way."""
+    now = time.time()
+    with client.pipeline(transaction=False) as pipe:
+        for queue in queues:
+            key = CONSUMERS_KEY.format(queue=queue)
+            pipe.zadd(key, {_consumer(node, slots): now + ttl_s})
+            pipe.zremrangebyscore(key, "-inf", now)
+        pipe.execute()
+
+
+def withdraw_consumer(client: redis.Redis, queues: Sequence[str], node: str, slots: int) -> None:
+    with client.pipeline(transaction=False) as pipe:
+        for queue in queues:
+            pipe.zrem(CONSUMERS_KEY.format(queue=queue), _consumer(node, slots))
+        pipe.execute()
+
+
+def queue_load(settings: Settings, queue: Queue) -> tuple[int, int]:
+    """Messages waiting on a queue (every priority step) and the slots its live consumers announce, in one round
+    trip; (0, 0) when Redis does not answer or is not configured (the jobs will not go out then either, and the
+    reconciler sends them later)."""
     if not settings.redis_url:
-        return 0
+        return 0, 0
     try:
         with _redis(settings.resolved_redis_url()).pipeline(transaction=False) as pipe:
             for name in redis_lists(queue):
                 pipe.llen(name)
-            return sum(int(n) for n in pipe.execute())
+            pipe.zrangebyscore(CONSUMERS_KEY.format(queue=queue), time.time(), "+inf")
+            *lengths, consumers = pipe.execute()
     except redis.RedisError:
-        return 0
+        return 0, 0
+    slots = sum(int(member.split(b" ", 1)[0]) for member in consumers)
+    return sum(int(n) for n in lengths), slots
 
 
 def split_job(document: Document) -> Job:

@@ -171,8 +171,8 @@ class WorkerSettings(SettingsSection):
     """Worker processes (or threads) per `pagemill worker`."""
     chunk_max_pages: int = Field(default=16, ge=1, le=256)
     """Most pages of one document one page message carries (a chunk: claimed, run and finished together, each
-    page keeping its own lease and retries). Fewer when workers are idle, so a document spreads over them; 1:
-    one message per page."""
+    page keeping its own lease and retries). Fewer when workers are idle (the slots the page queue's workers
+    announce, less the messages waiting), so a document spreads over them; 1: one message per page."""
     page_files_over_mb: float = Field(default=16.0, ge=0)
     """A PDF larger than this is split into a file per page, so that a page job never downloads all of it. A
     smaller one is not (writing a file per page is most of what a split costs): each worker process downloads

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -20,7 +21,18 @@ from services.core.db.models import Document, Page, PageStatus, utcnow
 from services.core.db.session import session_scope
 from services.core.errors import EngineUnavailable
 from services.core.lifecycle import Claim, PageFinish, cancel_document, claim_pages, finish_pages, worker_identity
-from services.core.queues import Queue, TaskName, chunk_size, make_celery, outbox, redis_lists
+from services.core.queues import (
+    CONSUMERS_KEY,
+    Queue,
+    TaskName,
+    announce_consumer,
+    chunk_size,
+    make_celery,
+    outbox,
+    queue_load,
+    redis_lists,
+    withdraw_consumer,
+)
 from services.core.settings import Settings
 from services.core.storage import get_store, load_page_result, page_result_key
 from services.gateway.documents.service import create_document
@@ -30,6 +42,7 @@ from services.worker.engines import Engine, PageInput
 from services.worker.engines.base import PageOutput
 from services.worker.split import split_document
 from services.worker.tasks import register_worker_tasks
+from tests.conftest import PlatformFactory
 from tests.harness import _redis_dbs, wait_until
 from tests.integration.test_lifecycle import make_document
 from tests.pdfs import make_pdf, stored_upload, text_pages
@@ -194,6 +207,45 @@ def uploaded_and_split(settings: Settings, app: Any, pages: int) -> Document:
     with outbox(app):
         assert split_document(document.id, settings, store) == 0
     return document
+
+
+def test_chunks_follow_the_slots_the_live_workers_announce(split_platform: tuple[Settings, Any, redis.Redis]) -> None:
+    """Chunk sizes come from the slots the queue's live consumers announce (the fleet), not from one worker's
+    settings: with 12 announced slots a 24-page upload goes out as 12 messages of 2 pages, with none in chunks of
+    up to 16 (`worker.concurrency` is 1 here), and a worker that stopped renewing is not counted."""
+    settings, app, client = split_platform
+    assert queue_load(settings, Queue.PAGES_CPU) == (0, 0)
+    assert [len(task.chunk) for task, _ in page_messages_after(settings, app, client, 24)] == [8, 16]
+
+    announce_consumer(client, [Queue.PAGES_CPU.value], "gpu-box-1@a", 8)
+    announce_consumer(client, [Queue.PAGES_CPU.value, Queue.PAGES_GPU.value], "gpu-box-2@b", 4)
+    announce_consumer(client, [Queue.PAGES_CPU.value], "gone@c", 16, ttl_s=-1)  # died without withdrawing
+    assert queue_load(settings, Queue.PAGES_CPU) == (0, 12)
+    assert queue_load(settings, Queue.PAGES_GPU) == (0, 4)
+    assert [len(task.chunk) for task, _ in page_messages_after(settings, app, client, 24)] == [2] * 12
+
+    withdraw_consumer(client, [Queue.PAGES_CPU.value], "gpu-box-1@a", 8)
+    announce_consumer(client, [Queue.PAGES_CPU.value], "gpu-box-2@b", 4)  # renewed; "gone" dropped on the way
+    assert client.zcard(CONSUMERS_KEY.format(queue=Queue.PAGES_CPU.value)) == 1
+    assert [len(task.chunk) for task, _ in page_messages_after(settings, app, client, 24)] == [6] * 4
+
+
+def test_a_worker_announces_its_slots_while_it_consumes_and_withdraws_them_when_it_stops(
+        platform_factory: PlatformFactory, sqlite_url: str) -> None:
+    platform = platform_factory(sqlite_url, engine="fake").start(concurrency=3)
+    settings = platform.settings()
+    wait_until(lambda: queue_load(settings, Queue.PAGES_CPU) == (0, 3), 60, "the worker's announcement")
+    members = redis.Redis.from_url(platform.redis_url).zrange(CONSUMERS_KEY.format(queue=Queue.PAGES_CPU.value), 0, -1)
+    assert members == [f"3 {platform.nodes['worker']}".encode()]
+    assert queue_load(settings, Queue.PAGES_GPU) == (0, 3)  # it consumes every queue, pages.gpu among them
+    assert queue_load(settings, Queue.RESULTS) == (0, 0)  # only page queues are chunked
+    platform.kill("worker", signal.SIGTERM)  # a warm shutdown, as in a rolling deploy
+    assert queue_load(settings, Queue.PAGES_CPU) == (0, 0) and queue_load(settings, Queue.PAGES_GPU) == (0, 0)
+
+
+def page_messages_after(settings: Settings, app: Any, client: redis.Redis, pages: int) -> list[tuple[PageTask, Any]]:
+    uploaded_and_split(settings, app, pages)
+    return sorted(page_messages(client), key=lambda message: len(message[0].chunk))
 
 
 def test_a_failed_page_of_a_chunk_is_sent_again_alone_and_its_siblings_stay_done(
