@@ -107,7 +107,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("request.error", error=str(exc))
-        return error_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+        response = error_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+        # Starlette raises the exception on after this answer and uvicorn then closes the connection: said here,
+        # so that a client does not send its next request on a connection that is closing
+        response.headers["Connection"] = "close"
+        return response
 
 
 def allowed_methods(request: Request) -> str:

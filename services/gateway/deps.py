@@ -42,7 +42,10 @@ def get_session(settings: SettingsDep) -> Iterator[Session]:
         yield session
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+# scope="function": committed before the answer goes out. FastAPI's default ("request") ends the dependency after
+# the response: a client could hold its 201 before the commit (and its next request not see the write), and a
+# commit that failed cut the connection instead of answering 500.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
 def get_object_store(settings: SettingsDep) -> ObjectStore:
