@@ -189,6 +189,10 @@ def platform() -> dict[str, Any]:
             Panel("Tasks consumed per second, by queue", [
                 (f"sum by (queue) (rate(pagemill_tasks_total{QUEUE}[{RATE}]))", "{{queue}}")], unit="ops",
                 description="Zero while a queue has depth means nobody consumes it."),
+            Panel("Worker slots by page queue", [
+                (f"max by (queue) (pagemill_queue_consumer_slots{QUEUE})", "{{queue}}")], width=12,
+                description="Processes or threads the live workers announce for each page queue: a document's "
+                            "chunks are sized by the idle ones. Zero: nobody consumes the queue."),
             Panel("Task outcomes per second", [
                 (f'sum by (task, state) (rate(pagemill_tasks_total{{state!="SUCCESS"}}[{RATE}]))',
                  "{{task}} {{state}}")], unit="ops", width=12),

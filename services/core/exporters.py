@@ -24,12 +24,13 @@ from services.core.db.models import Document, Page, PageStatus
 from services.core.db.session import session_scope
 from services.core.metrics import (
     DOCUMENTS_OPEN,
+    QUEUE_CONSUMER_SLOTS,
     QUEUE_DEPTH,
     QUEUE_OLDEST_AGE,
     TENANT_OPEN_PAGES,
     CallbackCollector,
 )
-from services.core.queues import SENT_AT_HEADER, Queue, redis_lists
+from services.core.queues import SENT_AT_HEADER, Queue, consumer_slots, redis_lists
 from services.core.settings import Settings
 
 Samples = Iterable[tuple[tuple[str, ...], float]]
@@ -86,7 +87,8 @@ def read_queues(client: redis.Redis, now: float | None = None) -> tuple[dict[str
 
 
 class QueueCollector(Collector):
-    """Depth and oldest-message age of every queue, from one Redis round trip per scrape."""
+    """Depth and oldest-message age of every queue, and the slots of each page queue's consumers, from two Redis
+    round trips per scrape."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -95,19 +97,25 @@ class QueueCollector(Collector):
         depth_family = GaugeMetricFamily(QUEUE_DEPTH.name, QUEUE_DEPTH.documentation, labels=list(QUEUE_DEPTH.labels))
         age_family = GaugeMetricFamily(QUEUE_OLDEST_AGE.name, QUEUE_OLDEST_AGE.documentation,
                                        labels=list(QUEUE_OLDEST_AGE.labels))
+        slots_family = GaugeMetricFamily(QUEUE_CONSUMER_SLOTS.name, QUEUE_CONSUMER_SLOTS.documentation,
+                                         labels=list(QUEUE_CONSUMER_SLOTS.labels))
         try:
             client = redis.Redis.from_url(self.settings.resolved_redis_url(), socket_timeout=2)
             try:
                 depth, age = read_queues(client)
+                slots = consumer_slots(client)
             finally:
                 client.close()
             for queue in depth:
                 depth_family.add_metric([queue], float(depth[queue]))
                 age_family.add_metric([queue], age[queue])
+            for queue, count in slots.items():
+                slots_family.add_metric([queue], float(count))
         except Exception:  # noqa: BLE001 - a scrape must not fail because Redis blinked; the series just gap
             pass
         yield depth_family
         yield age_family
+        yield slots_family
 
 
 def scrape_collectors(settings: Settings) -> list[Collector]:

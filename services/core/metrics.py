@@ -138,11 +138,14 @@ QUEUE_DEPTH = ScrapeGauge("pagemill_queue_depth", "Messages waiting in each queu
 QUEUE_OLDEST_AGE = ScrapeGauge(
     "pagemill_queue_oldest_age_seconds", "Age of the oldest message waiting in each queue (0 when empty).",
     ("queue",))
+QUEUE_CONSUMER_SLOTS = ScrapeGauge(
+    "pagemill_queue_consumer_slots", "Slots (worker processes or threads) the live workers of each page queue "
+    "announce: what a document's chunks are sized by.", ("queue",))
 DOCUMENTS_OPEN = ScrapeGauge("pagemill_documents", "Documents in the database, by status.", ("status",))
 TENANT_OPEN_PAGES = ScrapeGauge(
     "pagemill_tenant_open_pages", "Queued and running pages of the busiest tenants (the top "
     "`PAGEMILL_METRICS__TENANT_TOP_N` named, the rest as `other`).", ("tenant",))
-SCRAPE_GAUGES = (QUEUE_DEPTH, QUEUE_OLDEST_AGE, DOCUMENTS_OPEN, TENANT_OPEN_PAGES)
+SCRAPE_GAUGES = (QUEUE_DEPTH, QUEUE_OLDEST_AGE, QUEUE_CONSUMER_SLOTS, DOCUMENTS_OPEN, TENANT_OPEN_PAGES)
 
 
 @contextmanager

@@ -291,6 +291,19 @@ def withdraw_consumer(client: redis.Redis, queues: Sequence[str], node: str, slo
         pipe.execute()
 
 
+def _slots(members: Sequence[bytes]) -> int:
+    return sum(int(member.split(b" ", 1)[0]) for member in members)
+
+
+def consumer_slots(client: redis.Redis, queues: Sequence[Queue] = (Queue.PAGES_CPU, Queue.PAGES_GPU)) -> dict[str, int]:
+    """The slots the live consumers of each page queue announce, in one round trip."""
+    now = time.time()
+    with client.pipeline(transaction=False) as pipe:
+        for queue in queues:
+            pipe.zrangebyscore(CONSUMERS_KEY.format(queue=queue), now, "+inf")
+        return {queue.value: _slots(members) for queue, members in zip(queues, pipe.execute(), strict=True)}
+
+
 def queue_load(settings: Settings, queue: Queue) -> tuple[int, int]:
     """Messages waiting on a queue (every priority step) and the slots its live consumers announce, in one round
     trip; (0, 0) when Redis does not answer or is not configured (the jobs will not go out then either, and the
@@ -305,8 +318,7 @@ def queue_load(settings: Settings, queue: Queue) -> tuple[int, int]:
             *lengths, consumers = pipe.execute()
     except redis.RedisError:
         return 0, 0
-    slots = sum(int(member.split(b" ", 1)[0]) for member in consumers)
-    return sum(int(n) for n in lengths), slots
+    return sum(int(n) for n in lengths), _slots(consumers)
 
 
 def split_job(document: Document) -> Job:

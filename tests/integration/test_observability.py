@@ -174,6 +174,7 @@ def test_the_queue_exporter_sees_a_waiting_document_and_its_age(run: Run) -> Non
         assert 1.0 <= value(text, "pagemill_queue_oldest_age_seconds", queue=queue.value) < 60, queue
     assert value(text, "pagemill_queue_depth", queue=Queue.RESULTS.value) == 0
     assert value(text, "pagemill_queue_oldest_age_seconds", queue=Queue.RESULTS.value) == 0
+    assert value(text, "pagemill_queue_consumer_slots", queue=Queue.PAGES_CPU.value) == 0  # no worker yet
     assert value(text, "pagemill_documents", status="queued") == 2
     # The image's page is queued; the PDF's pages are not split yet.
     assert value(text, "pagemill_tenant_open_pages", tenant=run.platform.tenant_id or "") == 1
@@ -199,6 +200,8 @@ def test_metrics_count_what_happened(run: Run) -> None:
     assert value(text, "pagemill_tasks_total", queue=Queue.DOCUMENTS.value, state="SUCCESS") == 1
     assert value(text, "pagemill_tasks_total", queue=Queue.RESULTS.value, state="SUCCESS") == 2
     assert value(text, "pagemill_queue_depth", queue=Queue.PAGES_CPU.value) == 0
+    for queue in (Queue.PAGES_CPU, Queue.PAGES_GPU):  # the worker (2 processes, every queue) announced its slots
+        assert value(text, "pagemill_queue_consumer_slots", queue=queue.value) == 2, queue
     assert value(text, "pagemill_documents", status="succeeded") == 2
     assert value(text, "pagemill_tenant_open_pages", tenant=run.platform.tenant_id or "") == 0
     for role in ("gateway", "worker", "reconciler"):

@@ -37,7 +37,7 @@ def test_documented_type_and_labels_match_the_declaration() -> None:
 
 
 def test_names_follow_the_convention_and_labels_are_bounded() -> None:
-    units = ("_total", "_seconds", "_bytes", "_depth", "_requests", "_pages", "documents")
+    units = ("_total", "_seconds", "_bytes", "_depth", "_requests", "_pages", "_slots", "documents")
     for name, entry in catalogue().items():
         assert re.fullmatch(r"pagemill_[a-z_]+", name), name
         assert name.endswith(units), f"{name}: end the name with its unit"
