@@ -14,7 +14,14 @@ from celery.signals import task_postrun, worker_process_init, worker_process_shu
 from services.core.logging import configure_logging
 from services.core.metrics import TASKS, initialise_worker_series, record_rss
 from services.core.metrics import start_metrics_server as _start_metrics_server
-from services.core.queues import CONSUMER_TTL_S, Queue, announce_consumer, make_celery, withdraw_consumer
+from services.core.queues import (
+    CONSUMER_TTL_S,
+    PAGE_QUEUES,
+    Queue,
+    announce_consumer,
+    make_celery,
+    withdraw_consumer,
+)
 from services.core.settings import Settings
 from services.results.tasks import register_results_tasks
 from services.worker.tasks import register_worker_tasks
@@ -64,7 +71,7 @@ class SlotAnnouncer:
 
     def __init__(self, redis_url: str, queues: list[str], slots: int) -> None:
         self.redis_url, self.slots = redis_url, slots
-        self.queues = [q for q in queues if q in (Queue.PAGES_CPU, Queue.PAGES_GPU)]
+        self.queues = [q for q in queues if q in PAGE_QUEUES]
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

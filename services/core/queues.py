@@ -61,6 +61,9 @@ def redis_lists(queue: Queue | str) -> list[str]:
     return [name if step == 0 else f"{name}{PRIORITY_SEP}{step}" for step in PRIORITY_STEPS]
 
 
+PAGE_QUEUES = (Queue.PAGES_CPU, Queue.PAGES_GPU)  # the queues of page jobs: chunked, their workers announce slots
+
+
 def page_queue(engine: str) -> Queue:
     return Queue.PAGES_GPU if engine == "vllm" else Queue.PAGES_CPU
 
@@ -295,7 +298,7 @@ def _slots(members: Sequence[bytes]) -> int:
     return sum(int(member.split(b" ", 1)[0]) for member in members)
 
 
-def consumer_slots(client: redis.Redis, queues: Sequence[Queue] = (Queue.PAGES_CPU, Queue.PAGES_GPU)) -> dict[str, int]:
+def consumer_slots(client: redis.Redis, queues: Sequence[Queue] = PAGE_QUEUES) -> dict[str, int]:
     """The slots the live consumers of each page queue announce, in one round trip."""
     now = time.time()
     with client.pipeline(transaction=False) as pipe:
