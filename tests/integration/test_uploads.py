@@ -212,6 +212,28 @@ def test_a_stalled_body_is_cut_off_with_408(gateway: Platform) -> None:
         assert client.get("/healthz").status_code == 200
 
 
+def test_a_rate_limited_upload_is_answered_and_closed_cleanly(gateway: Platform) -> None:
+    """A 429 comes before the body is read. Closing the connection with the body unread made the kernel reset it,
+    and a client could lose the 429 in the reset (the TypeScript SDK's `fetch failed`). A body of up to 1 MiB is
+    now read and dropped first: the whole answer arrives, then a clean end of stream, never a reset."""
+    key = gateway.create_tenant("throttled", requests_per_minute=1).key
+    body = (part_head(filename="a.pdf").replace(b"big", b"a") + b"%PDF-1.7\n" + b"0" * (600 * 1024)
+            + f"\r\n--{BOUNDARY}--\r\n".encode())
+    head = (f"POST /v1/documents HTTP/1.1\r\nHost: pagemill\r\nAuthorization: Bearer {key}\r\n"
+            f"Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {len(body)}\r\n\r\n")
+    with gateway.client() as client:  # the tenant's one upload this minute (not a PDF: rejected, but counted)
+        client.headers["Authorization"] = f"Bearer {key}"
+        assert client.post("/v1/documents", files={"file": ("a.pdf", b"%PDF-1.7\n")}).status_code != 429
+    for _ in range(5):
+        with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
+            with contextlib.suppress(OSError):  # a server that closed already refuses the rest of the body
+                sock.sendall(head.encode() + body)  # as a client sends it: the gateway answers from the headers
+            answer = b""
+            while part := sock.recv(65536):  # ConnectionResetError here: the answer was lost in a reset
+                answer += part
+        assert answer.startswith(b"HTTP/1.1 429") and b'"rate_limited"' in answer, answer[:300]
+
+
 def test_an_idle_connection_outlives_the_clients_own_keep_alive(gateway: Platform) -> None:
     """httpx drops an idle connection after 5 s and Node after 4 s; uvicorn's default closed it after 5 s, so a
     client could send a request on a connection the gateway was closing (`fetch failed`, a reset POST). The

@@ -178,6 +178,22 @@ async def body_chunks(request: Request, *, limit: int, idle_timeout_s: float,
             yield chunk
 
 
+DRAIN_BYTES = 1024 * 1024  # a body declared this small is read before an answer that comes ahead of it
+
+
+async def drain_small_body(request: Request, *, idle_timeout_s: float) -> None:
+    """Reads and drops the body of an upload answered before its body was read (429, an invalid header), when it
+    declares at most `DRAIN_BYTES`. Closed with its body unread, the connection is reset by the kernel, and a
+    client still sending may lose the answer in the reset (Node: `fetch failed`). A larger or undeclared body is
+    not read: its client gets the answer and `Connection: close` at once."""
+    declared = request.headers.get("content-length", "")
+    if not declared.isdigit() or int(declared) > DRAIN_BYTES:
+        return
+    with contextlib.suppress(InputError):  # the body stalls or the client leaves: answer anyway
+        async for _ in body_chunks(request, limit=DRAIN_BYTES, idle_timeout_s=idle_timeout_s, min_bytes_per_s=0):
+            pass
+
+
 async def receive_upload(request: Request, *, max_file_bytes: int, idle_timeout_s: float,
                          min_bytes_per_s: float) -> ReceivedUpload:
     """Reads a `multipart/form-data` body with one `file` part; raises a typed `InputError` for anything else."""

@@ -17,7 +17,7 @@ from services.core import pages
 from services.core.attachments import with_statuses
 from services.core.db.models import DOCUMENT_FINAL, Document, Page
 from services.core.db.session import session_scope
-from services.core.errors import NotFound, ResultExpired, ResultNotReady, ValidationFailed
+from services.core.errors import InputError, NotFound, ResultExpired, ResultNotReady, ValidationFailed
 from services.core.events import ready_formats
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
@@ -98,8 +98,12 @@ async def create_document(
     limits = effective_limits(tenant, settings)
     received = None
     try:
-        key = intake.validate_idempotency_key(idempotency_key)
-        await run_in_threadpool(limiter.check, tenant.id, limits.requests_per_minute)
+        try:  # checks made before the body is read
+            key = intake.validate_idempotency_key(idempotency_key)
+            await run_in_threadpool(limiter.check, tenant.id, limits.requests_per_minute)
+        except InputError:
+            await receive.drain_small_body(request, idle_timeout_s=settings.limits.upload_idle_timeout_s)
+            raise
         received = await receive.receive_upload(
             request, max_file_bytes=min(limits.max_file_bytes, settings.limits.max_file_bytes),
             idle_timeout_s=settings.limits.upload_idle_timeout_s,
