@@ -19,7 +19,7 @@ from services.core.storage import get_store
 from tests.conftest import PlatformFactory
 from tests.faults.recovery import check_documents, now_utc, record
 from tests.faults.test_workers import pdf
-from tests.harness import Platform
+from tests.harness import Platform, wait_until
 from tests.integration.test_tenancy import sse_events
 from tests.servers import free_port
 
@@ -32,13 +32,16 @@ def client_for(platform: Platform, url: str, key: str | None = None) -> httpx.Cl
     return httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {key or platform.api_key}"})
 
 
-def half_sent_upload(platform: Platform, data: bytes, release: threading.Event, outcome: list[str]) -> None:
-    """A multipart upload that sends half its body, waits for `release`, then sends the rest."""
+def half_sent_upload(platform: Platform, data: bytes, release: threading.Event, outcome: list[str],
+                     half_sent: threading.Event | None = None) -> None:
+    """A multipart upload that sends half its body, sets `half_sent`, waits for `release`, then sends the rest."""
     head = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"slow.pdf\"\r\n"
             "Content-Type: application/pdf\r\n\r\n").encode()
 
     def body() -> Iterator[bytes]:
         yield head + data[: len(data) // 2]
+        if half_sent is not None:
+            half_sent.set()  # asked for the next part: the first half went to the socket
         release.wait(30)
         yield data[len(data) // 2:] + f"\r\n--{BOUNDARY}--\r\n".encode()
 
@@ -79,11 +82,15 @@ def test_gateway_sigkilled_mid_upload_accepts_nothing_by_half(platform_factory: 
                     time.sleep(0.2)
 
     slow: list[str] = []
+    half_sent = threading.Event()
     threads = [threading.Thread(target=uploads) for _ in range(3)]
-    threads.append(threading.Thread(target=half_sent_upload, args=(platform, data, release, slow)))
+    threads.append(threading.Thread(target=half_sent_upload, args=(platform, data, release, slow, half_sent)))
     for thread in threads:
         thread.start()
-    time.sleep(2)
+    # Killed once uploads are being accepted and the slow one is half sent (signals, not a fixed pause: on a
+    # loaded machine the first 202 can take seconds).
+    assert half_sent.wait(60), "the half-sent upload never started"
+    wait_until(lambda: len(accepted) >= 2, 60, "uploads accepted before the kill")
     platform.kill("gateway")  # SIGKILL while uploads are in flight, one of them with half its body sent
     killed_at = now_utc()
     release.set()
@@ -91,7 +98,7 @@ def test_gateway_sigkilled_mid_upload_accepts_nothing_by_half(platform_factory: 
     time.sleep(1)
     platform.start_gateway()
     back = now_utc()
-    time.sleep(2)
+    wait_until(lambda: len(accepted) > before, 60, "an upload accepted by the restarted gateway")
     stop.set()
     for thread in threads:
         thread.join(60)

@@ -128,8 +128,11 @@ def test_redis_flushed_mid_document_is_repaired_by_the_reconciler(platform_facto
                                                                   tmp_path: Path) -> None:
     import redis
 
-    platform = platform_factory(postgres_url, engine="fake",
-                                extra_env={"PAGEMILL_ENGINE__FAKE_LATENCY_MS": "250"}).start(concurrency=1)
+    # One page per message: the messages the worker holds (one running, at most one reserved) can never be the
+    # whole document, whatever the chunk sizing reads of the fleet at that moment (a 16-page chunk and its
+    # 4-page neighbour, both taken before the flush, once let a loaded run end the document on its own).
+    platform = platform_factory(postgres_url, engine="fake", extra_env={
+        "PAGEMILL_ENGINE__FAKE_LATENCY_MS": "250", "PAGEMILL_WORKER__CHUNK_MAX_PAGES": "1"}).start(concurrency=1)
     created = platform.upload(pdf(corpus, tmp_path, 20))
     wait_pages_done(platform, created["id"], 3)
     redis.Redis.from_url(platform.redis_url).flushdb()  # every queued message is gone
