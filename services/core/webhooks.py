@@ -54,10 +54,32 @@ def verify(secret: str, received: dict[str, str], body: str, *, now: float | Non
     return any(hmac.compare_digest(expected, candidate) for candidate in signatures.split())
 
 
+# IPv6 prefixes that carry an IPv4 address in their last 32 bits and reach it through a translator (RFC 6052's
+# NAT64 well-known prefix) or, like ::a.b.c.d (IPv4-compatible, RFC 4291), are routed to it by some stacks.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# RFC 8215's local-use NAT64 prefix: a site's own translator, never a public receiver.
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address leads to (mapped, 6to4, NAT64, IPv4-compatible), if any."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64 or int(ip) >> 32 == 0:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def _is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _NAT64_LOCAL:
+            return False
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None and not _is_public(str(embedded)):
+            return False  # the IPv4 address inside decides: [2002:7f00:1::] is 127.0.0.1 by 6to4
     return ip.is_global and not ip.is_multicast
 
 
