@@ -224,7 +224,11 @@ class WebhookSettings(SettingsSection):
     allow_private_urls: bool = False
     """Allow receivers on private, loopback or link-local addresses (tests, on-premises)."""
     timeout_s: float = Field(default=10.0, gt=0)
-    """Seconds a receiver has to answer one attempt."""
+    """Seconds one attempt may take in all (connecting, sending, the answer's status, headers and first 4 KiB):
+    the attempt ends then, whatever the receiver is still sending."""
+    max_concurrent_per_tenant: int = Field(default=2, ge=1)
+    """Attempts of one tenant open at once; its other deliveries wait their turn, so one tenant's slow receivers
+    cannot take every webhook thread (keep it below the webhook worker's concurrency)."""
     max_attempts: int = Field(default=8, ge=1)
     """Attempts per message before its delivery ends `failed`."""
     retry_backoff_s: float = Field(default=5.0, ge=0)

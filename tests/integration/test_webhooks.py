@@ -4,15 +4,17 @@ alone (validation, isolation, the delivery log before sending) is tests/api/test
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from tests.conftest import PlatformFactory
 from tests.harness import Platform, wait_until
-from tests.receivers import Receiver, SilentReceiver
+from tests.receivers import Connection, DripReceiver, HugeReceiver, Receiver, SilentReceiver
 
 pytestmark = pytest.mark.slow
 
@@ -188,3 +190,83 @@ def test_a_failed_attempt_is_retried_after_the_configured_backoff(platform_facto
     gap = (second - first).total_seconds()
     assert 1.0 <= gap < 4.0, f"the retry came {gap:.1f} s after the failure, not after the 1 s backoff"
     receiver.close()
+
+
+def overlapping(connections: list[Connection]) -> list[tuple[str, float]]:
+    """Pairs of connections that carried the same `webhook-id` at the same time: (id, seconds of overlap)."""
+    found = []
+    for i, first in enumerate(connections):
+        for second in connections[i + 1:]:
+            if first.webhook_id == second.webhook_id:
+                start, end = max(first.opened, second.opened), min(first.closed or 1e18, second.closed or 1e18)
+                if end > start:
+                    found.append((first.webhook_id, end - start))
+    return found
+
+
+def test_a_dripping_receiver_is_cut_at_the_deadline_and_never_delays_another_tenants_webhooks(
+        platform_factory: PlatformFactory, postgres_url: str, corpus: Path) -> None:
+    """A receiver that answers 200 and then sends a byte every 0.5 s (for up to a minute) holds each attempt
+    for its 2 s deadline and no longer, two at a time (the per-tenant limit; the webhook worker has four
+    threads), while another tenant's webhook goes out at once. Before: each attempt lasted the whole minute,
+    the slow tenant took all four threads and the other tenant's webhook waited for one of them."""
+    platform = platform_factory(postgres_url, engine="fake", extra_env={
+        "PAGEMILL_WEBHOOKS__TIMEOUT_S": "2", "PAGEMILL_WEBHOOKS__MAX_CONCURRENT_PER_TENANT": "2",
+    }).start(webhook_worker=True, reconciler=True)
+    drip = DripReceiver(every_s=0.5, hold_s=60)
+    with platform.client() as client:
+        slow = client.post("/v1/webhooks", json={"url": drip.url,
+                                                 "events": ["document.queued", "document.succeeded"]}).json()
+    for _ in range(3):  # queued + succeeded each: six deliveries for four webhook threads
+        platform.upload(corpus / ONE_PAGE)
+    drip.wait_for(lambda: drip.open_now >= 2, 60, "the slow tenant's receiver to hold two attempts")
+
+    other = platform.create_tenant("other-tenant")
+    receiver = Receiver()
+    with platform.client(key=other.key) as client:
+        receiver.secret = client.post("/v1/webhooks", json={"url": receiver.url,
+                                                            "events": ["document.succeeded"]}).json()["secret"]
+    created = platform.upload(corpus / ONE_PAGE, key=other.key)
+    assert platform.wait_done(created["id"], key=other.key)["status"] == "succeeded"
+    finished = time.monotonic()
+    got = wait_until(lambda: receiver.of_type("document.succeeded"), 60, "the other tenant's webhook")
+    delay = time.monotonic() - finished
+    assert got[0].verified and got[0].json["data"]["document_id"] == created["id"]
+    assert delay < 1.5, f"the other tenant's webhook came {delay:.1f} s after its document ended"
+
+    def all_six_succeeded() -> list[dict[str, Any]] | None:
+        rows = deliveries(platform, slow["id"])
+        return rows if len(rows) == 6 and all(d["status"] == "succeeded" for d in rows) else None
+
+    # The deliveries that waited for a slot were sent as slots freed up (the receiver answered 200).
+    rows = wait_until(all_six_succeeded, 60, "the slow tenant's six deliveries")
+    assert all(a["duration_ms"] <= 2500 for d in rows for a in d["attempt_log"]), rows
+    drip.wait_for(lambda: drip.open_now == 0, 10, "every connection to end")
+    held = [c.closed - c.opened for c in drip.connections if c.closed is not None]
+    assert len(held) == len(drip.connections) >= 6 and max(held) < 3.0, held  # cut at the deadline
+    assert drip.max_open == 2, "at most two attempts of one tenant at once"
+    assert overlapping(drip.connections) == [], "one webhook-id was sent twice at once"
+    drip.close()
+    receiver.close()
+
+
+def test_only_the_first_kib_of_a_huge_answer_is_read(platform: Platform, corpus: Path) -> None:
+    """A receiver answering 64 MiB: the attempt reads 4 KiB, keeps 500 characters in the log and hangs up; the
+    receiver gets to send no more than what the kernel's socket buffers take. Before: all 64 MiB were read
+    into the webhook worker's memory (800 MB took it from 151 MB to 2.5 GB)."""
+    huge = HugeReceiver(size=64 * 1024 * 1024)
+    created = platform.upload(corpus / ONE_PAGE, webhook_url=huge.url)
+    platform.wait_done(created["id"])
+    rows = wait_until(lambda: [d for d in deliveries(platform, created["webhook_id"])
+                               if d["event_type"] == "document.succeeded" and d["status"] == "succeeded"],
+                      60, "the final event's delivery")
+    assert rows[0]["attempt_log"][0]["status_code"] == 200
+    huge.wait_for(lambda: len(huge.connections) >= 2 and huge.open_now == 0, 30, "both deliveries to hang up")
+    sent = [c.bytes_sent for c in huge.connections]
+    assert max(sent) < 8 * 1024 * 1024, f"the receiver sent {sent} bytes before the sender hung up"
+    from services.core.db.session import get_engine
+
+    with get_engine(platform.database_url).connect() as connection:
+        excerpts = connection.execute(sa.text("SELECT response_excerpt FROM webhook_attempts")).scalars().all()
+    assert excerpts and all(e == "x" * 500 for e in excerpts), [len(e or "") for e in excerpts]
+    huge.close()
