@@ -239,6 +239,9 @@ class WebhookSettings(SettingsSection):
     """At most one `document.progress` event per document this often."""
     max_endpoints_per_tenant: int = Field(default=20, ge=1)
     """Webhook endpoints one tenant may register."""
+    secret_overlap_s: float = Field(default=86400.0, ge=0, le=7 * 86400)
+    """After a signing secret is rotated, the previous one keeps signing (a second signature) this long unless the
+    rotation says otherwise: receivers switch to the new secret within it."""
 
 
 class EventStreamSettings(SettingsSection):

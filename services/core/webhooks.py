@@ -2,7 +2,8 @@
 
 A message carries `webhook-id`, `webhook-timestamp` (Unix seconds) and `webhook-signature`:
 `v1,` + base64(HMAC-SHA256(key, f"{id}.{timestamp}.{body}")), where the key is the base64 text after
-`whsec_` in the secret. Receivers verify it with the secret and reject old timestamps (replays).
+`whsec_` in the secret. Receivers verify it with the secret and reject old timestamps (replays). After a
+rotation, the previous secret signs too, as a second signature, until its overlap window ends.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import ipaddress
 import secrets
 import socket
 import time
+from collections.abc import Sequence
+from datetime import datetime
 from urllib.parse import urlsplit
 
 from services.core.errors import ValidationFailed
@@ -36,10 +39,23 @@ def sign(secret: str, msg_id: str, timestamp: int, body: str) -> str:
     return "v1," + base64.b64encode(digest).decode()
 
 
-def headers(secret: str, msg_id: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+def headers(secrets: str | Sequence[str], msg_id: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+    """The Standard Webhooks headers; several secrets (a rotation's overlap) give one signature each, space-separated
+    in `webhook-signature`, and a receiver accepts the message if any of them verifies."""
     timestamp = int(time.time()) if timestamp is None else timestamp
+    keys = [secrets] if isinstance(secrets, str) else list(secrets)
     return {"webhook-id": msg_id, "webhook-timestamp": str(timestamp),
-            "webhook-signature": sign(secret, msg_id, timestamp, body), "content-type": "application/json"}
+            "webhook-signature": " ".join(sign(key, msg_id, timestamp, body) for key in keys),
+            "content-type": "application/json"}
+
+
+def signing_secrets(current: str, previous: str | None, previous_expires_at: datetime | None,
+                    now: datetime) -> list[str]:
+    """The secrets that sign a message now: the current one, and the one before the last rotation while its
+    overlap window lasts (receivers still verifying with it keep working until they switch)."""
+    if previous and previous_expires_at is not None and now < previous_expires_at:
+        return [current, previous]
+    return [current]
 
 
 def verify(secret: str, received: dict[str, str], body: str, *, now: float | None = None) -> bool:

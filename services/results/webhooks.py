@@ -27,7 +27,14 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from services.core import events
-from services.core.db.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint, utcnow
+from services.core.db.models import (
+    DeliveryStatus,
+    Tenant,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    utcnow,
+)
 from services.core.db.session import is_postgres, rowcount, session_scope
 from services.core.errors import ValidationFailed
 from services.core.logging import get_logger
@@ -35,7 +42,7 @@ from services.core.metrics import WEBHOOK_DELIVERIES, WEBHOOK_LATENCY
 from services.core.queues import enqueue
 from services.core.retry import webhook_policy
 from services.core.settings import Settings
-from services.core.webhooks import check_url, headers
+from services.core.webhooks import check_url, headers, signing_secrets
 from services.results.receiver_http import post
 
 log = get_logger(__name__)
@@ -59,6 +66,17 @@ def open_attempts(session: Session, tenant_id: str, now: datetime) -> int:
     return int(session.execute(sa.select(sa.func.count()).select_from(WebhookDelivery).where(
         WebhookDelivery.tenant_id == tenant_id, WebhookDelivery.status == DeliveryStatus.SENDING,
         WebhookDelivery.lease_expires_at >= now)).scalar_one())
+
+
+def signing_keys(session: Session, endpoint: WebhookEndpoint, now: datetime) -> list[str]:
+    """The secrets that sign an attempt to the endpoint: its own, or for a document's `webhook_url` the tenant's
+    (read at each attempt, so a rotation reaches the webhooks of documents already submitted), each with the
+    previous secret during a rotation's overlap window."""
+    tenant = session.get(Tenant, endpoint.tenant_id) if endpoint.document_id is not None else None
+    if tenant is not None:
+        return signing_secrets(tenant.webhook_secret, tenant.previous_webhook_secret,
+                               tenant.previous_webhook_secret_expires_at, now)
+    return signing_secrets(endpoint.secret, endpoint.previous_secret, endpoint.previous_secret_expires_at, now)
 
 
 def _claim(session: Session, delivery_id: str, now: datetime, lease_until: datetime, per_tenant: int,
@@ -101,6 +119,7 @@ def deliver(settings: Settings, delivery_id: str) -> str:
             return claim
         delivery = session.get(WebhookDelivery, delivery_id)
         endpoint = session.get(WebhookEndpoint, delivery.endpoint_id) if delivery else None
+        keys = signing_keys(session, endpoint, started_at) if endpoint is not None else []
     if delivery is None:
         return "skip"
     status_code: int | None = None
@@ -112,7 +131,7 @@ def deliver(settings: Settings, delivery_id: str) -> str:
     else:
         try:
             url = check_url(endpoint.url, allow_private=settings.webhooks.allow_private_urls)
-            answer = post(url, delivery.body.encode(), headers(endpoint.secret, delivery.event_id, delivery.body),
+            answer = post(url, delivery.body.encode(), headers(keys, delivery.event_id, delivery.body),
                           deadline_s=max(0.0, clock + deadline_s - time.monotonic()))
             status_code, excerpt = answer.status_code, answer.excerpt[:EXCERPT_CHARS]
             if not 200 <= status_code < 300:

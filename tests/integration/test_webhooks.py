@@ -31,7 +31,9 @@ def stored_secrets(platform: Platform) -> list[str]:
 
     with get_engine(platform.database_url).connect() as connection:
         return [str(value) for value in connection.execute(sa.text(
-            "SELECT webhook_secret FROM tenants UNION ALL SELECT secret FROM webhook_endpoints")).scalars()]
+            "SELECT webhook_secret FROM tenants UNION ALL SELECT secret FROM webhook_endpoints UNION ALL "
+            "SELECT previous_webhook_secret FROM tenants WHERE previous_webhook_secret IS NOT NULL UNION ALL "
+            "SELECT previous_secret FROM webhook_endpoints WHERE previous_secret IS NOT NULL")).scalars()]
 
 
 @pytest.fixture
@@ -270,3 +272,64 @@ def test_only_the_first_kib_of_a_huge_answer_is_read(platform: Platform, corpus:
         excerpts = connection.execute(sa.text("SELECT response_excerpt FROM webhook_attempts")).scalars().all()
     assert excerpts and all(e == "x" * 500 for e in excerpts), [len(e or "") for e in excerpts]
     huge.close()
+
+
+def test_the_tenant_secret_rotates_with_an_overlap_window_for_documents_old_and_new(platform: Platform,
+                                                                                    corpus: Path) -> None:
+    """`POST /v1/tenant/rotate-webhook-secret`: from then on every `webhook_url` message, a document's submitted
+    before included, carries the new secret's signature and, during the overlap window, the previous one's; a
+    rotation with `overlap_s: 0` (a leaked secret) stops the previous one at once. Before: no way to rotate it."""
+    from services.core.webhooks import verify
+
+    receiver = Receiver()
+    with platform.client() as client:
+        first = client.get("/v1/tenant").json()["webhook_secret"]
+    before = platform.upload(corpus / ONE_PAGE, webhook_url=receiver.url)
+    platform.wait_done(before["id"])
+    wait_until(lambda: receiver.of_type("document.succeeded"), 30, "the first document's final event")
+    assert all(verify(first, r.headers, r.body) for r in receiver.received)
+
+    with platform.client() as client:
+        rotated = client.post("/v1/tenant/rotate-webhook-secret")
+        assert rotated.status_code == 200, rotated.text
+        second = rotated.json()["webhook_secret"]
+        assert second != first and rotated.json()["previous_webhook_secret_expires_at"]  # the 24 h default
+        assert client.get("/v1/tenant").json()["webhook_secret"] == second
+    after = platform.upload(corpus / ONE_PAGE, webhook_url=receiver.url)
+    platform.wait_done(after["id"])
+    new = wait_until(lambda: [r for r in receiver.of_type("document.succeeded")
+                              if r.json["data"]["document_id"] == after["id"]], 30, "the second document's event")
+    old = _redeliver_final(platform, receiver, before)
+    for message in (new[0], old):  # signed with both: receivers on either secret accept it
+        assert len(message.headers["webhook-signature"].split()) == 2
+        assert verify(second, message.headers, message.body) and verify(first, message.headers, message.body)
+
+    with platform.client() as client:
+        rotated = client.post("/v1/tenant/rotate-webhook-secret", json={"overlap_s": 0})
+        assert rotated.status_code == 200, rotated.text
+        third = rotated.json()["webhook_secret"]
+        assert rotated.json()["previous_webhook_secret_expires_at"] is None
+        for body in ({"overlap_s": -1}, {"overlap_s": 8 * 86400}, {"overlap": 5}):
+            assert client.post("/v1/tenant/rotate-webhook-secret", json=body).status_code == 422, body
+    message = _redeliver_final(platform, receiver, before)
+    assert verify(third, message.headers, message.body)
+    assert not verify(second, message.headers, message.body) and not verify(first, message.headers, message.body)
+    # The previous secret is sealed at rest like the current one.
+    stored = stored_secrets(platform)
+    assert all(value.startswith("sealed:v1:") for value in stored)
+    assert not any(s in value for value in stored for s in (first, second, third))
+    receiver.close()
+
+
+def _redeliver_final(platform: Platform, receiver: Receiver, document: dict[str, Any]) -> Any:
+    """Sends the document's `document.succeeded` again and returns what the receiver got."""
+    final = next(d for d in deliveries(platform, document["webhook_id"]) if d["event_type"] == "document.succeeded")
+    wait_until(lambda: next(d for d in deliveries(platform, document["webhook_id"])
+                            if d["id"] == final["id"])["status"] == "succeeded", 30, "the delivery to end")
+    count = len(receiver.received)
+    with platform.client() as client:
+        response = client.post(f"/v1/webhooks/{document['webhook_id']}/deliveries/{final['id']}/redeliver")
+        assert response.status_code == 202, response.text
+    wait_until(lambda: len(receiver.received) > count, 30, "the redelivery")
+    with receiver.lock:
+        return receiver.received[count]
