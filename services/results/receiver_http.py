@@ -78,8 +78,9 @@ class _DeadlineTransport(httpx.HTTPTransport):
     """httpx's own transport (its error mapping, TLS, keep-alive) on a pool whose sockets obey the deadline."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), network_backend=_DeadlineBackend())
+        ssl_context = httpx.create_ssl_context()  # loading the CA bundle takes a while: once per process
+        super().__init__(verify=ssl_context)
+        self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, network_backend=_DeadlineBackend())
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +108,10 @@ def post(url: str, body: bytes, headers: dict[str, str], *, deadline_s: float) -
     Raises an `httpx.HTTPError` (a timeout one at the deadline) when no status line and headers came in time.
     A body still arriving at the deadline is cut there: the status already tells the outcome.
     """
+    client = http_client()  # made before the clock starts: the first attempt of a process pays for it
     _attempt.deadline = time.monotonic() + deadline_s
     try:
-        with http_client().stream("POST", url, content=body, headers=headers, timeout=deadline_s) as response:
+        with client.stream("POST", url, content=body, headers=headers, timeout=deadline_s) as response:
             received = bytearray()
             try:
                 for chunk in response.iter_raw():

@@ -234,7 +234,8 @@ def test_a_dripping_receiver_is_cut_at_the_deadline_and_never_delays_another_ten
     got = wait_until(lambda: receiver.of_type("document.succeeded"), 60, "the other tenant's webhook")
     delay = time.monotonic() - finished
     assert got[0].verified and got[0].json["data"]["document_id"] == created["id"]
-    assert delay < 1.5, f"the other tenant's webhook came {delay:.1f} s after its document ended"
+    # under one slow attempt's deadline (2 s): it did not wait for a thread the slow tenant held
+    assert delay < 2.0, f"the other tenant's webhook came {delay:.1f} s after its document ended"
 
     def all_six_succeeded() -> list[dict[str, Any]] | None:
         rows = deliveries(platform, slow["id"])
@@ -242,10 +243,11 @@ def test_a_dripping_receiver_is_cut_at_the_deadline_and_never_delays_another_ten
 
     # The deliveries that waited for a slot were sent as slots freed up (the receiver answered 200).
     rows = wait_until(all_six_succeeded, 60, "the slow tenant's six deliveries")
-    assert all(a["duration_ms"] <= 2500 for d in rows for a in d["attempt_log"]), rows
+    # the 2 s deadline, with room for a machine under load (before: 60 s each)
+    assert all(a["duration_ms"] <= 3500 for d in rows for a in d["attempt_log"]), rows
     drip.wait_for(lambda: drip.open_now == 0, 10, "every connection to end")
     held = [c.closed - c.opened for c in drip.connections if c.closed is not None]
-    assert len(held) == len(drip.connections) >= 6 and max(held) < 3.0, held  # cut at the deadline
+    assert len(held) == len(drip.connections) >= 6 and max(held) < 3.5, held  # cut at the deadline
     assert drip.max_open == 2, "at most two attempts of one tenant at once"
     assert overlapping(drip.connections) == [], "one webhook-id was sent twice at once"
     drip.close()
