@@ -1,11 +1,14 @@
-"""Real HTTP webhook receivers on 127.0.0.1: one that verifies signatures and can fail on purpose, and one
-that accepts connections and never answers."""
+"""Real HTTP webhook receivers on 127.0.0.1: one that verifies signatures and can fail on purpose, one that
+accepts connections and never answers, one that drips its answer a byte at a time, one with a huge answer."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -88,3 +91,122 @@ class SilentReceiver:
 
     def close(self) -> None:
         self.socket.close()
+
+
+@dataclass
+class Connection:
+    """One request a raw receiver took: its `webhook-id`, when it came in and when the sender hung up
+    (monotonic seconds), and the answer bytes the kernel accepted for it before then."""
+
+    webhook_id: str
+    opened: float
+    closed: float | None = None
+    bytes_sent: int = 0
+
+
+class _RawReceiver:
+    """A threaded TCP server speaking just enough HTTP/1.1 to take a webhook and answer it its own way."""
+
+    def __init__(self) -> None:
+        self.connections: list[Connection] = []
+        self.open_now = 0
+        self.max_open = 0
+        self.changed = threading.Condition()
+        self.server = socket.socket()
+        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(64)
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/hooks"
+        self.stopped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        with client:
+            webhook_id = _read_request(client)
+            connection = Connection(webhook_id, time.monotonic())
+            with self.changed:
+                self.connections.append(connection)
+                self.open_now += 1
+                self.max_open = max(self.max_open, self.open_now)
+                self.changed.notify_all()
+            with contextlib.suppress(OSError):  # the sender hung up
+                self.answer(client, connection)
+            with self.changed:
+                connection.closed = time.monotonic()
+                self.open_now -= 1
+                self.changed.notify_all()
+
+    def answer(self, client: socket.socket, connection: Connection) -> None:
+        raise NotImplementedError
+
+    def wait_for(self, check: Any, timeout: float, what: str) -> Any:
+        """Waits for `check()` to hold, woken by every connection that opens or closes."""
+        with self.changed:
+            if not self.changed.wait_for(check, timeout):
+                raise AssertionError(f"timed out waiting for {what}")
+            return check()
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.server.close()
+
+
+def _read_request(client: socket.socket) -> str:
+    """Reads one request (headers and a Content-Length body); returns its `webhook-id`."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = client.recv(65536)
+        if not chunk:
+            return ""
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    fields = dict(line.split(":", 1) for line in head.decode("latin-1").split("\r\n")[1:] if ":" in line)
+    fields = {k.strip().lower(): v.strip() for k, v in fields.items()}
+    remaining = int(fields.get("content-length", "0")) - len(body)
+    while remaining > 0:
+        chunk = client.recv(min(remaining, 65536))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+    return fields.get("webhook-id", "")
+
+
+class DripReceiver(_RawReceiver):
+    """Answers `200` at once, then sends its body one byte every `every_s` seconds for up to `hold_s` seconds,
+    hanging up only when the sender does (or at `hold_s`)."""
+
+    def __init__(self, every_s: float = 0.5, hold_s: float = 60.0) -> None:
+        self.every_s, self.hold_s = every_s, hold_s
+        super().__init__()
+
+    def answer(self, client: socket.socket, connection: Connection) -> None:
+        client.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 1000000\r\n\r\n")
+        end = time.monotonic() + self.hold_s
+        while time.monotonic() < end:
+            readable, _, _ = select.select([client], [], [], self.every_s)
+            if readable and not client.recv(1):
+                return  # the sender closed the connection
+            connection.bytes_sent += client.send(b".")
+
+
+class HugeReceiver(_RawReceiver):
+    """Answers `200` with a body of `size` bytes, written as fast as the sender reads it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        super().__init__()
+
+    def answer(self, client: socket.socket, connection: Connection) -> None:
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+        client.sendall(f"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {self.size}\r\n\r\n".encode())
+        block = b"x" * 65536
+        while connection.bytes_sent < self.size:
+            connection.bytes_sent += client.send(block[:self.size - connection.bytes_sent])

@@ -76,6 +76,23 @@ def tenant_set_limits(tenant_ref: str, clear: tuple[str, ...], **limits: Any) ->
         click.echo(f"{row.id}\t{row.name}\t{row.limits}")
 
 
+@tenant.command("rotate-webhook-secret")
+@click.argument("tenant_ref", metavar="TENANT")
+@click.option("--overlap-s", type=click.FloatRange(0, 7 * 86400), default=None,
+              help="seconds the previous secret keeps signing (0: stop at once); default "
+                   "PAGEMILL_WEBHOOKS__SECRET_OVERLAP_S")
+def tenant_rotate_webhook_secret(tenant_ref: str, overlap_s: float | None) -> None:
+    """A new webhook signing secret for TENANT (id or name), for its documents' `webhook_url`. The tenant reads it
+    from GET /v1/tenant; the previous one signs too until the time printed."""
+    overlap = get_settings().webhooks.secret_overlap_s if overlap_s is None else overlap_s
+    with _admin_session() as session:
+        row = tenants.find_tenant(session, tenant_ref)
+        tenants.rotate_webhook_secret(session, row, overlap_s=overlap)
+        expires = row.previous_webhook_secret_expires_at
+        click.echo(f"{row.id}\t{row.name}\tprevious secret signs until "
+                   f"{expires.isoformat() if expires else 'now (no overlap)'}")
+
+
 @admin.command("seal-secrets")
 def seal_secrets() -> None:
     """Seal the stored webhook signing secrets with the newest key of PAGEMILL_SECRET_KEY (after setting or

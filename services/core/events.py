@@ -187,12 +187,22 @@ def _record_progress(session: Session, document_id: str, interval_s: float) -> D
     return record(session, won, EventType.PROGRESS) if won is not None else None
 
 
-def due_deliveries(session: Session, now: datetime, *, grace_s: float = 10.0, limit: int = 1000) -> list[str]:
-    """Deliveries whose task is late or lost: pending past their time, or sending past their lease."""
+def due_deliveries(session: Session, now: datetime, *, grace_s: float = 10.0, limit: int = 1000,
+                   per_tenant: int | None = None) -> list[str]:
+    """Deliveries whose task is late or lost: pending past their time, or sending past their lease. With
+    `per_tenant`, pending ones of a tenant that has that many attempts open are left out: they wait for a
+    slot, and the tenant's next attempt to end sends the oldest of them."""
+    pending_due = sa.and_(WebhookDelivery.status == DeliveryStatus.PENDING,
+                          WebhookDelivery.next_attempt_at <= now - timedelta(seconds=grace_s))
+    if per_tenant is not None:
+        busy_tenants = (sa.select(WebhookDelivery.tenant_id)
+                        .where(WebhookDelivery.status == DeliveryStatus.SENDING,
+                               WebhookDelivery.lease_expires_at >= now)
+                        .group_by(WebhookDelivery.tenant_id).having(sa.func.count() >= per_tenant))
+        pending_due = sa.and_(pending_due, WebhookDelivery.tenant_id.not_in(busy_tenants))
     return list(session.execute(
         sa.select(WebhookDelivery.id).where(sa.or_(
-            sa.and_(WebhookDelivery.status == DeliveryStatus.PENDING,
-                    WebhookDelivery.next_attempt_at <= now - timedelta(seconds=grace_s)),
+            pending_due,
             sa.and_(WebhookDelivery.status == DeliveryStatus.SENDING, WebhookDelivery.lease_expires_at < now),
         )).order_by(WebhookDelivery.next_attempt_at).limit(limit)
     ).scalars())

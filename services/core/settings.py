@@ -224,7 +224,11 @@ class WebhookSettings(SettingsSection):
     allow_private_urls: bool = False
     """Allow receivers on private, loopback or link-local addresses (tests, on-premises)."""
     timeout_s: float = Field(default=10.0, gt=0)
-    """Seconds a receiver has to answer one attempt."""
+    """Seconds one attempt may take in all (connecting, sending, the answer's status, headers and first 4 KiB):
+    the attempt ends then, whatever the receiver is still sending."""
+    max_concurrent_per_tenant: int = Field(default=2, ge=1)
+    """Attempts of one tenant open at once; its other deliveries wait their turn, so one tenant's slow receivers
+    cannot take every webhook thread (keep it below the webhook worker's concurrency)."""
     max_attempts: int = Field(default=8, ge=1)
     """Attempts per message before its delivery ends `failed`."""
     retry_backoff_s: float = Field(default=5.0, ge=0)
@@ -235,6 +239,9 @@ class WebhookSettings(SettingsSection):
     """At most one `document.progress` event per document this often."""
     max_endpoints_per_tenant: int = Field(default=20, ge=1)
     """Webhook endpoints one tenant may register."""
+    secret_overlap_s: float = Field(default=86400.0, ge=0, le=7 * 86400)
+    """After a signing secret is rotated, the previous one keeps signing (a second signature) this long unless the
+    rotation says otherwise: receivers switch to the new secret within it."""
 
 
 class EventStreamSettings(SettingsSection):

@@ -194,14 +194,30 @@ def ensure_local_key(session: Session, saved_key: str | None, *, tenant_name: st
     return raw, True
 
 
+def rotate_webhook_secret(session: Session, tenant: Tenant, *, overlap_s: float) -> Tenant:
+    """A new secret for the tenant's `webhook_url` webhooks. The one it replaces keeps signing, as a second
+    signature, for `overlap_s` seconds (0: from now on only the new one), so receivers can switch without
+    rejecting a message; a secret still in an earlier overlap window is dropped at once."""
+    session.refresh(tenant, with_for_update=True)  # two rotations at once: the second keeps the first's secret
+    now = utcnow()
+    tenant.previous_webhook_secret = tenant.webhook_secret if overlap_s > 0 else None
+    tenant.previous_webhook_secret_expires_at = now + timedelta(seconds=overlap_s) if overlap_s > 0 else None
+    tenant.webhook_secret = generate_secret()
+    session.flush()
+    return tenant
+
+
 def reseal_secrets(session: Session) -> int:
     """Seals every plaintext webhook secret and re-seals every sealed one with the newest key of
     `PAGEMILL_SECRET_KEY` (`pagemill admin seal-secrets`). Returns the rows rewritten."""
     if not sealing.can_seal():
         raise sealing.SealingError(f"set {sealing.ENV} first: there is no key to seal with")
     count = 0
-    for model, column in ((Tenant, Tenant.webhook_secret), (WebhookEndpoint, WebhookEndpoint.secret)):
-        for row_id, secret in session.execute(sa.select(model.id, column)).all():  # opened by the column type
+    columns = ((Tenant, Tenant.webhook_secret), (Tenant, Tenant.previous_webhook_secret),
+               (WebhookEndpoint, WebhookEndpoint.secret), (WebhookEndpoint, WebhookEndpoint.previous_secret))
+    for model, column in columns:
+        for row_id, secret in session.execute(sa.select(model.id, column).where(column.is_not(None))).all():
+            # opened by the column type on the way out, sealed with the newest key on the way back in
             session.execute(sa.update(model).where(model.id == row_id).values({column.key: secret}))
             count += 1
     return count

@@ -109,7 +109,8 @@ def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
         window = timedelta(seconds=settings.worker.longest_page_s + 60)
         recently_deleted = recently_deleted_documents(session, now - window)
         # Webhook messages whose task was lost, never sent, or whose (long) backoff has run out.
-        for delivery_id in due_deliveries(session, now, grace_s=0 if report.redis_reset else 10):
+        for delivery_id in due_deliveries(session, now, grace_s=0 if report.redis_reset else 10,
+                                          per_tenant=settings.webhooks.max_concurrent_per_tenant):
             enqueue(deliver_job(delivery_id))
             report.webhooks_requeued += 1
     if recently_deleted:

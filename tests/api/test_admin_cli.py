@@ -48,3 +48,32 @@ def test_admin_commands_make_tenants_and_keys_that_the_api_accepts_and_revoke_th
     assert "revoked" in run(admin_cli, "key", "list", "cli-co").stdout
     with api.client(key=key) as client:
         assert client.get("/v1/tenant").status_code == 401
+
+
+def test_an_operator_rotates_a_tenants_webhook_secret_from_the_cli_and_over_http(api: Api,
+                                                                                 admin_cli: CliRunner) -> None:
+    """E.g. with its keys after a leak: `--overlap-s 0` stops the old secret at once; the tenant reads the new one
+    from GET /v1/tenant (an operator never sees it)."""
+    with api.client() as client:
+        me = client.get("/v1/tenant").json()
+    assert me["previous_webhook_secret_expires_at"] is None
+    out = run(admin_cli, "tenant", "rotate-webhook-secret", me["name"], "--overlap-s", "0").stdout
+    assert out.startswith(me["id"]) and "no overlap" in out and "whsec_" not in out
+    with api.client() as client:
+        after_cli = client.get("/v1/tenant").json()
+    assert after_cli["webhook_secret"] != me["webhook_secret"]
+    assert after_cli["previous_webhook_secret_expires_at"] is None
+    assert "previous secret signs until 20" in run(admin_cli, "tenant", "rotate-webhook-secret", me["id"]).stdout
+
+    with api.admin() as admin:
+        response = admin.post(f"/v1/admin/tenants/{me['id']}/rotate-webhook-secret", json={"overlap_s": 3600})
+        assert response.status_code == 200, response.text
+        assert response.json()["tenant_id"] == me["id"] and "webhook_secret" not in response.json()
+        expires = response.json()["previous_webhook_secret_expires_at"]
+        assert admin.post("/v1/admin/tenants/ten_missing/rotate-webhook-secret").status_code == 404
+    with api.client() as client:
+        now = client.get("/v1/tenant").json()
+        assert now["webhook_secret"] not in (me["webhook_secret"], after_cli["webhook_secret"])
+        assert now["previous_webhook_secret_expires_at"] == expires
+        # a tenant's key is not an admin key
+        assert client.post(f"/v1/admin/tenants/{me['id']}/rotate-webhook-secret").status_code == 403

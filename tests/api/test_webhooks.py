@@ -32,6 +32,11 @@ def test_endpoints_crud_and_validation(api: Api) -> None:
         assert updated["events"] == ["document.failed"] and updated["description"] == "ops"
         rotated = client.post(f"/v1/webhooks/{endpoint['id']}/rotate-secret").json()
         assert rotated["secret"].startswith("whsec_") and rotated["secret"] != endpoint["secret"]
+        assert rotated["previous_secret_expires_at"]  # the previous secret signs too for 24 h by default
+        again = client.post(f"/v1/webhooks/{endpoint['id']}/rotate-secret", json={"overlap_s": 0}).json()
+        assert again["secret"] != rotated["secret"] and again["previous_secret_expires_at"] is None
+        assert error_of(client.post(f"/v1/webhooks/{endpoint['id']}/rotate-secret", json={"overlap_s": -1})) == \
+            (422, "validation_error")
 
         for body in ({"url": "https://8.8.8.8/hook", "events": ["nope"]}, {"url": ""}, {"url": "not a url"},
                      {"url": "https://8.8.8.8/hook", "colour": "red"}, {}):

@@ -4,15 +4,17 @@ alone (validation, isolation, the delivery log before sending) is tests/api/test
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from tests.conftest import PlatformFactory
 from tests.harness import Platform, wait_until
-from tests.receivers import Receiver, SilentReceiver
+from tests.receivers import Connection, DripReceiver, HugeReceiver, Receiver, SilentReceiver
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +31,9 @@ def stored_secrets(platform: Platform) -> list[str]:
 
     with get_engine(platform.database_url).connect() as connection:
         return [str(value) for value in connection.execute(sa.text(
-            "SELECT webhook_secret FROM tenants UNION ALL SELECT secret FROM webhook_endpoints")).scalars()]
+            "SELECT webhook_secret FROM tenants UNION ALL SELECT secret FROM webhook_endpoints UNION ALL "
+            "SELECT previous_webhook_secret FROM tenants WHERE previous_webhook_secret IS NOT NULL UNION ALL "
+            "SELECT previous_secret FROM webhook_endpoints WHERE previous_secret IS NOT NULL")).scalars()]
 
 
 @pytest.fixture
@@ -188,3 +192,146 @@ def test_a_failed_attempt_is_retried_after_the_configured_backoff(platform_facto
     gap = (second - first).total_seconds()
     assert 1.0 <= gap < 4.0, f"the retry came {gap:.1f} s after the failure, not after the 1 s backoff"
     receiver.close()
+
+
+def overlapping(connections: list[Connection]) -> list[tuple[str, float]]:
+    """Pairs of connections that carried the same `webhook-id` at the same time: (id, seconds of overlap)."""
+    found = []
+    for i, first in enumerate(connections):
+        for second in connections[i + 1:]:
+            if first.webhook_id == second.webhook_id:
+                start, end = max(first.opened, second.opened), min(first.closed or 1e18, second.closed or 1e18)
+                if end > start:
+                    found.append((first.webhook_id, end - start))
+    return found
+
+
+def test_a_dripping_receiver_is_cut_at_the_deadline_and_never_delays_another_tenants_webhooks(
+        platform_factory: PlatformFactory, postgres_url: str, corpus: Path) -> None:
+    """A receiver that answers 200 and then sends a byte every 0.5 s (for up to a minute) holds each attempt
+    for its 2 s deadline and no longer, two at a time (the per-tenant limit; the webhook worker has four
+    threads), while another tenant's webhook goes out at once. Before: each attempt lasted the whole minute,
+    the slow tenant took all four threads and the other tenant's webhook waited for one of them."""
+    platform = platform_factory(postgres_url, engine="fake", extra_env={
+        "PAGEMILL_WEBHOOKS__TIMEOUT_S": "2", "PAGEMILL_WEBHOOKS__MAX_CONCURRENT_PER_TENANT": "2",
+    }).start(webhook_worker=True, reconciler=True)
+    drip = DripReceiver(every_s=0.5, hold_s=60)
+    with platform.client() as client:
+        slow = client.post("/v1/webhooks", json={"url": drip.url,
+                                                 "events": ["document.queued", "document.succeeded"]}).json()
+    for _ in range(3):  # queued + succeeded each: six deliveries for four webhook threads
+        platform.upload(corpus / ONE_PAGE)
+    drip.wait_for(lambda: drip.open_now >= 2, 60, "the slow tenant's receiver to hold two attempts")
+
+    other = platform.create_tenant("other-tenant")
+    receiver = Receiver()
+    with platform.client(key=other.key) as client:
+        receiver.secret = client.post("/v1/webhooks", json={"url": receiver.url,
+                                                            "events": ["document.succeeded"]}).json()["secret"]
+    created = platform.upload(corpus / ONE_PAGE, key=other.key)
+    assert platform.wait_done(created["id"], key=other.key)["status"] == "succeeded"
+    finished = time.monotonic()
+    got = wait_until(lambda: receiver.of_type("document.succeeded"), 60, "the other tenant's webhook")
+    delay = time.monotonic() - finished
+    assert got[0].verified and got[0].json["data"]["document_id"] == created["id"]
+    # under one slow attempt's deadline (2 s): it did not wait for a thread the slow tenant held
+    assert delay < 2.0, f"the other tenant's webhook came {delay:.1f} s after its document ended"
+
+    def all_six_succeeded() -> list[dict[str, Any]] | None:
+        rows = deliveries(platform, slow["id"])
+        return rows if len(rows) == 6 and all(d["status"] == "succeeded" for d in rows) else None
+
+    # The deliveries that waited for a slot were sent as slots freed up (the receiver answered 200).
+    rows = wait_until(all_six_succeeded, 60, "the slow tenant's six deliveries")
+    # the 2 s deadline, with room for a machine under load (before: 60 s each)
+    assert all(a["duration_ms"] <= 3500 for d in rows for a in d["attempt_log"]), rows
+    drip.wait_for(lambda: drip.open_now == 0, 10, "every connection to end")
+    held = [c.closed - c.opened for c in drip.connections if c.closed is not None]
+    assert len(held) == len(drip.connections) >= 6 and max(held) < 3.5, held  # cut at the deadline
+    assert drip.max_open == 2, "at most two attempts of one tenant at once"
+    assert overlapping(drip.connections) == [], "one webhook-id was sent twice at once"
+    drip.close()
+    receiver.close()
+
+
+def test_only_the_first_kib_of_a_huge_answer_is_read(platform: Platform, corpus: Path) -> None:
+    """A receiver answering 64 MiB: the attempt reads 4 KiB, keeps 500 characters in the log and hangs up; the
+    receiver gets to send no more than what the kernel's socket buffers take. Before: all 64 MiB were read
+    into the webhook worker's memory (800 MB took it from 151 MB to 2.5 GB)."""
+    huge = HugeReceiver(size=64 * 1024 * 1024)
+    created = platform.upload(corpus / ONE_PAGE, webhook_url=huge.url)
+    platform.wait_done(created["id"])
+    rows = wait_until(lambda: [d for d in deliveries(platform, created["webhook_id"])
+                               if d["event_type"] == "document.succeeded" and d["status"] == "succeeded"],
+                      60, "the final event's delivery")
+    assert rows[0]["attempt_log"][0]["status_code"] == 200
+    huge.wait_for(lambda: len(huge.connections) >= 2 and huge.open_now == 0, 30, "both deliveries to hang up")
+    sent = [c.bytes_sent for c in huge.connections]
+    assert max(sent) < 8 * 1024 * 1024, f"the receiver sent {sent} bytes before the sender hung up"
+    from services.core.db.session import get_engine
+
+    with get_engine(platform.database_url).connect() as connection:
+        excerpts = connection.execute(sa.text("SELECT response_excerpt FROM webhook_attempts")).scalars().all()
+    assert excerpts and all(e == "x" * 500 for e in excerpts), [len(e or "") for e in excerpts]
+    huge.close()
+
+
+def test_the_tenant_secret_rotates_with_an_overlap_window_for_documents_old_and_new(platform: Platform,
+                                                                                    corpus: Path) -> None:
+    """`POST /v1/tenant/rotate-webhook-secret`: from then on every `webhook_url` message, a document's submitted
+    before included, carries the new secret's signature and, during the overlap window, the previous one's; a
+    rotation with `overlap_s: 0` (a leaked secret) stops the previous one at once. Before: no way to rotate it."""
+    from services.core.webhooks import verify
+
+    receiver = Receiver()
+    with platform.client() as client:
+        first = client.get("/v1/tenant").json()["webhook_secret"]
+    before = platform.upload(corpus / ONE_PAGE, webhook_url=receiver.url)
+    platform.wait_done(before["id"])
+    wait_until(lambda: receiver.of_type("document.succeeded"), 30, "the first document's final event")
+    assert all(verify(first, r.headers, r.body) for r in receiver.received)
+
+    with platform.client() as client:
+        rotated = client.post("/v1/tenant/rotate-webhook-secret")
+        assert rotated.status_code == 200, rotated.text
+        second = rotated.json()["webhook_secret"]
+        assert second != first and rotated.json()["previous_webhook_secret_expires_at"]  # the 24 h default
+        assert client.get("/v1/tenant").json()["webhook_secret"] == second
+    after = platform.upload(corpus / ONE_PAGE, webhook_url=receiver.url)
+    platform.wait_done(after["id"])
+    new = wait_until(lambda: [r for r in receiver.of_type("document.succeeded")
+                              if r.json["data"]["document_id"] == after["id"]], 30, "the second document's event")
+    old = _redeliver_final(platform, receiver, before)
+    for message in (new[0], old):  # signed with both: receivers on either secret accept it
+        assert len(message.headers["webhook-signature"].split()) == 2
+        assert verify(second, message.headers, message.body) and verify(first, message.headers, message.body)
+
+    with platform.client() as client:
+        rotated = client.post("/v1/tenant/rotate-webhook-secret", json={"overlap_s": 0})
+        assert rotated.status_code == 200, rotated.text
+        third = rotated.json()["webhook_secret"]
+        assert rotated.json()["previous_webhook_secret_expires_at"] is None
+        for body in ({"overlap_s": -1}, {"overlap_s": 8 * 86400}, {"overlap": 5}):
+            assert client.post("/v1/tenant/rotate-webhook-secret", json=body).status_code == 422, body
+    message = _redeliver_final(platform, receiver, before)
+    assert verify(third, message.headers, message.body)
+    assert not verify(second, message.headers, message.body) and not verify(first, message.headers, message.body)
+    # The previous secret is sealed at rest like the current one.
+    stored = stored_secrets(platform)
+    assert all(value.startswith("sealed:v1:") for value in stored)
+    assert not any(s in value for value in stored for s in (first, second, third))
+    receiver.close()
+
+
+def _redeliver_final(platform: Platform, receiver: Receiver, document: dict[str, Any]) -> Any:
+    """Sends the document's `document.succeeded` again and returns what the receiver got."""
+    final = next(d for d in deliveries(platform, document["webhook_id"]) if d["event_type"] == "document.succeeded")
+    wait_until(lambda: next(d for d in deliveries(platform, document["webhook_id"])
+                            if d["id"] == final["id"])["status"] == "succeeded", 30, "the delivery to end")
+    count = len(receiver.received)
+    with platform.client() as client:
+        response = client.post(f"/v1/webhooks/{document['webhook_id']}/deliveries/{final['id']}/redeliver")
+        assert response.status_code == 202, response.text
+    wait_until(lambda: len(receiver.received) > count, 30, "the redelivery")
+    with receiver.lock:
+        return receiver.received[count]

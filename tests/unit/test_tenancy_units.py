@@ -39,7 +39,11 @@ def test_verify_accepts_the_right_secret_only_and_rejects_stale_timestamps() -> 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/hook", "http://localhost/x", "http://10.1.2.3/",
                                  "http://192.168.0.10/", "http://169.254.169.254/latest/meta-data",
                                  "http://[::1]/", "http://[::ffff:127.0.0.1]/", "ftp://example.com/",
-                                 "http://user:pw@example.com/", "not a url"])
+                                 "http://user:pw@example.com/", "not a url",
+                                 # IPv4 inside IPv6: 6to4, NAT64, IPv4-compatible forms of loopback and private
+                                 "http://[2002:7f00:1::]/", "http://[64:ff9b::7f00:1]/", "http://[::127.0.0.1]/",
+                                 "http://[2002:a00:1::]/", "http://[64:ff9b::a9fe:a9fe]/", "http://[::10.0.0.1]/",
+                                 "http://[::ffff:10.0.0.1]/", "http://[64:ff9b:1::808:808]/"])
 def test_private_loopback_and_odd_urls_are_refused(url: str) -> None:
     with pytest.raises(ValidationFailed):
         webhooks.check_url(url, allow_private=False, resolve=False)
@@ -47,6 +51,9 @@ def test_private_loopback_and_odd_urls_are_refused(url: str) -> None:
 
 def test_public_urls_pass_and_private_ones_pass_when_allowed() -> None:
     assert webhooks.check_url("https://8.8.8.8/hook", allow_private=False) == "https://8.8.8.8/hook"
+    # a public IPv4 address inside IPv6 stays public
+    for url in ("https://[2002:808:808::]/hook", "https://[64:ff9b::808:808]/hook", "https://[2606:4700::1111]/"):
+        assert webhooks.check_url(url, allow_private=False) == url
     assert webhooks.check_url("http://127.0.0.1:9/hook", allow_private=True) == "http://127.0.0.1:9/hook"
 
 

@@ -109,6 +109,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/tenants/{tenant_id}/rotate-webhook-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate Webhook Secret
+         * @description The tenant's `webhook_secret` (it signs `webhook_url` webhooks), e.g. with its keys after a leak
+         *     (`overlap_s: 0`); the tenant reads the new one from GET /v1/tenant.
+         */
+        post: operations["rotate_webhook_secret_v1_admin_tenants__tenant_id__rotate_webhook_secret_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/documents": {
         parameters: {
             query?: never;
@@ -243,6 +264,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenant/rotate-webhook-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate Tenant Webhook Secret
+         * @description A new `webhook_secret` signs every `webhook_url` attempt from now on, those of documents submitted before
+         *     included; the previous one signs too until `previous_webhook_secret_expires_at`.
+         */
+        post: operations["rotate_tenant_webhook_secret_v1_tenant_rotate_webhook_secret_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;
@@ -342,7 +384,8 @@ export interface paths {
         put?: never;
         /**
          * Rotate Secret
-         * @description A new secret signs every attempt from now on, retries of earlier messages included.
+         * @description A new secret signs every attempt from now on, retries of earlier messages included; the previous one
+         *     signs too (a second signature) until `previous_secret_expires_at`.
          */
         post: operations["rotate_secret_v1_webhooks__webhook_id__rotate_secret_post"];
         delete?: never;
@@ -830,6 +873,14 @@ export interface components {
          * @enum {string}
          */
         ResultFormat: "markdown" | "html" | "latex" | "json" | "chunks" | "extraction" | "translation" | "summary";
+        /** SecretRotate */
+        SecretRotate: {
+            /**
+             * Overlap S
+             * @description seconds the previous secret keeps signing (a second signature); 0: stop at once (a leaked secret); default PAGEMILL_WEBHOOKS__SECRET_OVERLAP_S (24 h)
+             */
+            overlap_s?: number | null;
+        };
         /** TenantCreate */
         TenantCreate: {
             limits?: components["schemas"]["LimitsUpdate"] | null;
@@ -866,6 +917,8 @@ export interface components {
             };
             /** Name */
             name: string;
+            /** Previous Webhook Secret Expires At */
+            previous_webhook_secret_expires_at: string | null;
             /** Webhook Secret */
             webhook_secret: string;
         };
@@ -967,6 +1020,35 @@ export interface components {
             id: string;
             /** Url */
             url: string;
+        };
+        /** WebhookRotated */
+        WebhookRotated: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Description */
+            description: string;
+            /** Document Id */
+            document_id: string | null;
+            /** Events */
+            events: string[];
+            /** Id */
+            id: string;
+            /** Previous Secret Expires At */
+            previous_secret_expires_at: string | null;
+            /** Secret */
+            secret: string;
+            /** Url */
+            url: string;
+        };
+        /** WebhookSecretRotated */
+        WebhookSecretRotated: {
+            /** Previous Webhook Secret Expires At */
+            previous_webhook_secret_expires_at: string | null;
+            /** Tenant Id */
+            tenant_id: string;
         };
         /** WebhookUpdate */
         WebhookUpdate: {
@@ -1516,6 +1598,88 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["KeyCreated"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    rotate_webhook_secret_v1_admin_tenants__tenant_id__rotate_webhook_secret_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SecretRotate"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecretRotated"];
                 };
             };
             /** @description Bad request */
@@ -2397,6 +2561,68 @@ export interface operations {
             };
         };
     };
+    rotate_tenant_webhook_secret_v1_tenant_rotate_webhook_secret_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SecretRotate"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantSelf"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     get_usage_v1_usage_get: {
         parameters: {
             query?: {
@@ -2940,7 +3166,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SecretRotate"] | null;
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {
@@ -2948,7 +3178,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookCreated"];
+                    "application/json": components["schemas"]["WebhookRotated"];
                 };
             };
             /** @description Bad request */

@@ -162,6 +162,9 @@ class Tenant(Base):
     limits: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # Signs webhooks sent to a document's own `webhook_url` (endpoints under /v1/webhooks have their own).
     webhook_secret: Mapped[str] = mapped_column(SealedString())  # sealed at rest with PAGEMILL_SECRET_KEY
+    # The secret before the last rotation: it signs too (a second signature) until it expires.
+    previous_webhook_secret: Mapped[str | None] = mapped_column(SealedString())
+    previous_webhook_secret_expires_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     disabled_at: Mapped[datetime | None]
 
@@ -218,7 +221,12 @@ class WebhookEndpoint(Base):
     tenant_id: Mapped[str] = mapped_column(sa.String(48), index=True)
     url: Mapped[str] = mapped_column(sa.String(2048))
     events: Mapped[list[Any]] = mapped_column(default=list)  # empty: every event
-    secret: Mapped[str] = mapped_column(SealedString())  # sealed at rest with PAGEMILL_SECRET_KEY
+    # Sealed at rest with PAGEMILL_SECRET_KEY. A document's own endpoint (`document_id` set) keeps a copy of the
+    # tenant's secret from its creation, but is signed with the tenant's current secret(s) at each attempt.
+    secret: Mapped[str] = mapped_column(SealedString())
+    # The secret before the last rotation: it signs too (a second signature) until it expires.
+    previous_secret: Mapped[str | None] = mapped_column(SealedString())
+    previous_secret_expires_at: Mapped[datetime | None]
     description: Mapped[str] = mapped_column(sa.String(256), default="")
     # Set for the endpoint made from one document's `webhook_url` form field: it hears only that document.
     document_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)

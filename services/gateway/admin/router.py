@@ -14,8 +14,10 @@ from services.gateway.admin.schemas import (
     TenantCreate,
     TenantRead,
     TenantUpdate,
+    WebhookSecretRotated,
 )
 from services.gateway.deps import AdminDep, SessionDep, SettingsDep
+from services.gateway.webhooks.schemas import SecretRotate
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
@@ -51,6 +53,18 @@ def update_tenant(tenant_id: str, body: TenantUpdate, _: AdminDep, session: Sess
                   settings: SettingsDep) -> TenantRead:
     tenant = tenants.find_tenant(session, tenant_id)
     return tenant_read(tenants.update_limits(session, tenant, body.limits.model_dump(exclude_unset=True)), settings)
+
+
+@router.post("/tenants/{tenant_id}/rotate-webhook-secret", response_model=WebhookSecretRotated)
+def rotate_webhook_secret(tenant_id: str, _: AdminDep, session: SessionDep, settings: SettingsDep,
+                          body: SecretRotate | None = None) -> WebhookSecretRotated:
+    """The tenant's `webhook_secret` (it signs `webhook_url` webhooks), e.g. with its keys after a leak
+    (`overlap_s: 0`); the tenant reads the new one from GET /v1/tenant."""
+    overlap_s = settings.webhooks.secret_overlap_s if body is None or body.overlap_s is None else body.overlap_s
+    tenant = tenants.find_tenant(session, tenant_id)
+    tenants.rotate_webhook_secret(session, tenant, overlap_s=overlap_s)
+    return WebhookSecretRotated(tenant_id=tenant.id,
+                                previous_webhook_secret_expires_at=tenant.previous_webhook_secret_expires_at)
 
 
 @router.post("/tenants/{tenant_id}/keys", status_code=201, response_model=KeyCreated)

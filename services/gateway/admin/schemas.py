@@ -62,3 +62,9 @@ class KeyRead(BaseModel):
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+
+
+class WebhookSecretRotated(BaseModel):
+    tenant_id: str
+    # The new secret is not shown here: the tenant reads it from GET /v1/tenant, with its API key.
+    previous_webhook_secret_expires_at: datetime | None

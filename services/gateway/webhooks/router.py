@@ -8,17 +8,19 @@ from fastapi import APIRouter, Query
 
 from services.core.db.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, utcnow
 from services.core.errors import ValidationFailed
-from services.core.webhooks import check_url, generate_secret
+from services.core.webhooks import check_url
 from services.gateway.deps import CurrentTenant, SessionDep, SettingsDep
 from services.gateway.webhooks import service
 from services.gateway.webhooks.schemas import (
     AttemptRead,
     DeliveryList,
     DeliveryRead,
+    SecretRotate,
     WebhookCreate,
     WebhookCreated,
     WebhookList,
     WebhookRead,
+    WebhookRotated,
     WebhookUpdate,
 )
 
@@ -73,15 +75,19 @@ def update_webhook(webhook_id: str, body: WebhookUpdate, tenant: CurrentTenant, 
     return endpoint_read(endpoint)
 
 
-@router.post("/{webhook_id}/rotate-secret", response_model=WebhookCreated)
-def rotate_secret(webhook_id: str, tenant: CurrentTenant, session: SessionDep) -> WebhookCreated:
-    """A new secret signs every attempt from now on, retries of earlier messages included."""
+@router.post("/{webhook_id}/rotate-secret", response_model=WebhookRotated)
+def rotate_secret(webhook_id: str, tenant: CurrentTenant, session: SessionDep, settings: SettingsDep,
+                  body: SecretRotate | None = None) -> WebhookRotated:
+    """A new secret signs every attempt from now on, retries of earlier messages included; the previous one
+    signs too (a second signature) until `previous_secret_expires_at`."""
     endpoint = service.get_endpoint(session, tenant.id, webhook_id)
     if endpoint.document_id is not None:
-        raise ValidationFailed("a document's webhook is signed with the tenant's secret (GET /v1/tenant)")
-    endpoint.secret = generate_secret()
-    session.flush()
-    return WebhookCreated(**endpoint_read(endpoint).model_dump(), secret=endpoint.secret)
+        raise ValidationFailed("a document's webhook is signed with the tenant's secret: "
+                               "POST /v1/tenant/rotate-webhook-secret rotates it")
+    overlap_s = settings.webhooks.secret_overlap_s if body is None or body.overlap_s is None else body.overlap_s
+    service.rotate_secret(session, endpoint, overlap_s=overlap_s)
+    return WebhookRotated(**endpoint_read(endpoint).model_dump(), secret=endpoint.secret,
+                          previous_secret_expires_at=endpoint.previous_secret_expires_at)
 
 
 @router.delete("/{webhook_id}", status_code=204)

@@ -44,6 +44,19 @@ class WebhookCreated(WebhookRead):
     secret: str  # `whsec_...`: verify `webhook-signature` with it
 
 
+class SecretRotate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    overlap_s: float | None = Field(
+        default=None, ge=0, le=7 * 86400,
+        description="seconds the previous secret keeps signing (a second signature); 0: stop at once (a leaked "
+                    "secret); default PAGEMILL_WEBHOOKS__SECRET_OVERLAP_S (24 h)")
+
+
+class WebhookRotated(WebhookCreated):
+    previous_secret_expires_at: datetime | None  # until then the previous secret signs too
+
+
 class WebhookList(BaseModel):
     data: list[WebhookRead]
 

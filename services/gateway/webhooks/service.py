@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -40,6 +41,15 @@ def create_endpoint(session: Session, settings: Settings, tenant_id: str, *, url
         id=new_id("whe"), tenant_id=tenant_id, url=check_url(url, allow_private=settings.webhooks.allow_private_urls),
         events=clean_events(event_names), secret=generate_secret(), description=description, created_at=utcnow())
     session.add(endpoint)
+    session.flush()
+    return endpoint
+
+
+def rotate_secret(session: Session, endpoint: WebhookEndpoint, *, overlap_s: float) -> WebhookEndpoint:
+    """A new secret; the one it replaces keeps signing for `overlap_s` seconds (as `tenants.rotate_webhook_secret`)."""
+    endpoint.previous_secret = endpoint.secret if overlap_s > 0 else None
+    endpoint.previous_secret_expires_at = utcnow() + timedelta(seconds=overlap_s) if overlap_s > 0 else None
+    endpoint.secret = generate_secret()
     session.flush()
     return endpoint
 
