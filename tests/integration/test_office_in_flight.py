@@ -129,6 +129,7 @@ def test_converted_pages_wait_for_room_in_the_tenants_pages_in_flight(
     message.add_attachment(text_pages(2), maintype="application", subtype="pdf", filename="papers.pdf")
     mail = upload(message.as_bytes(), "papers.eml")
     assert split(mail) == 0 and in_flight() == 3
+    assert (row(mail).status, row(mail).pages_total) == ("queued", 0)
     with session_scope(postgres_url) as session:
         assert session.execute(sa.select(Document.id).where(Document.parent_id == mail)).all() == []
     held_splits(client)
