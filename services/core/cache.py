@@ -11,11 +11,14 @@ Keys live on the rows of the documents and pages that produced results, so a loo
 and a deleted or expired document can never answer (its rows are filtered out). Lookups stay within one
 tenant: a shared cache would tell a tenant, through timing, what another tenant uploaded.
 `do_not_cache=true` leaves the keys empty (the document is never found); `cache=false` skips the lookup.
+A hit's copy carries its own id and filename wherever a format shows one (`retitled_html`, the JSON ones), so
+deleting the original erases its filename from the copy too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import re
 from typing import Any
@@ -66,6 +69,8 @@ NO_OUTPUT_EFFECT = frozenset({
 # Options that steer the platform, not the parse: they are not part of a cache key.
 CONTROL_OPTIONS = frozenset({"cache", "do_not_cache", "webhook_id", "cached_from", "formats"})
 # What the splitter writes differently into two copies of the same page: a random trailer /ID and the time.
+# The document's title in its HTML (services/results/render/html.py writes it escaped, so it holds no `<`).
+_HTML_TITLE = re.compile(rb"<title>[^<]*</title>")
 _PDF_VOLATILE = re.compile(rb"/ID\s*\[\s*<[0-9A-Fa-f]*>\s*<[0-9A-Fa-f]*>\s*\]|/(?:CreationDate|ModDate)\s*\([^)]*\)")
 
 
@@ -156,3 +161,9 @@ def find_page(session: Session, tenant_id: str, key: str, *, document_id: str) -
             Document.deleted_at.is_(None), Document.expired_at.is_(None),
         ).order_by(Page.finished_at.desc()).limit(1)
     ).scalar_one_or_none()
+
+
+def retitled_html(body: bytes, title: str) -> bytes:
+    """The HTML of an earlier document with `title` (the copy's filename) as its `<title>`: the first one, in
+    the head, which is where the renderer writes the document's filename and the only place it shows it."""
+    return _HTML_TITLE.sub(f"<title>{html.escape(title)}</title>".encode(), body, count=1)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus, utcnow
 from services.core.formats import OFFICE_TYPES
 from services.core.pdf import IMAGE_TYPES, PDF
-from services.core.queues import Queue, chunk_jobs, enqueue, page_queue, split_job
+from services.core.queues import Queue, chunk_jobs, enqueue, mark_sent, page_queue, split_job
 from services.core.settings import Settings
 from services.core.storage import pages_read_from_source
 
@@ -74,10 +74,11 @@ def insert_document(session: Session, new: NewDocument, settings: Settings) -> D
         metadata_=new.metadata, options=options, request_id=new.request_id, created_at=now,
         updated_at=now, priority=new.priority, cache_key=new.cache_key, parent_id=new.parent_id,
         task=new.task, task_params=dict(new.task_params),
-        split_enqueued_at=now if split else None, split_at=None if split else now,
+        split_enqueued_at=now if split else None, split_at=None if split else now, jobs_unsent_since=now,
     )
     session.add(document)
     session.flush()
+    mark_sent(settings.resolved_database_url(), document.id)  # its jobs, enqueued below, are sent: clears the mark
     if office:  # converted by the split job, which then writes the page rows
         enqueue(split_job(document))
         return document

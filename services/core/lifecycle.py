@@ -444,6 +444,16 @@ def unsplit_documents(session: Session, older_than: datetime | None, limit: int 
     return list(session.execute(query.limit(limit)).scalars())
 
 
+def unsent_documents(session: Session, committed_before: datetime, limit: int = 1000) -> list[Document]:
+    """Documents whose first jobs were committed before `committed_before` and are still not known to be sent
+    (`Document.jobs_unsent_since`, cleared a few ms after a normal commit, once its jobs are published)."""
+    return list(session.execute(
+        sa.select(Document).where(Document.jobs_unsent_since.is_not(None),
+                                  Document.jobs_unsent_since < committed_before)
+        .order_by(Document.jobs_unsent_since).limit(limit)
+    ).scalars())
+
+
 def unassembled_documents(session: Session, now: datetime, lease_s: int, limit: int = 1000) -> list[str]:
     """Open documents whose pages have all ended, with no live assembly claim."""
     return list(session.execute(

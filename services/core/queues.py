@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 import redis
+import sqlalchemy as sa
 from celery import Celery, Task
 from kombu.entity import Queue as KombuQueue  # = kombu.Queue, which kombu does not export to type checkers
 from kombu.exceptions import BatchPublishError
@@ -25,6 +26,7 @@ from services.core import cache, notices
 from services.core import outbox as _outbox
 from services.core.contracts import ChunkPage, DocumentTask, PageTask, timestamp, to_dict
 from services.core.db.models import Document
+from services.core.db.session import get_autocommit_sessionmaker
 from services.core.logging import get_logger
 from services.core.pdf import PDF, PNG
 from services.core.settings import Settings
@@ -127,7 +129,26 @@ class Job:
 HARD_LIMIT_GRACE_S = 30
 
 
-def send_jobs(app: Celery, jobs: Sequence[Job | notices.DocumentNotice]) -> None:
+@dataclass(frozen=True, slots=True)
+class SentMark:
+    """The document's first jobs are in this batch: once they are published, its `jobs_unsent_since` is
+    cleared, so the reconciler knows they went out (see `mark_sent`)."""
+
+    database_url: str
+    document_id: str
+
+
+def mark_sent(database_url: str, document_id: str) -> None:
+    """Called with a new document's first jobs: when they are published (after the commit), one UPDATE clears
+    the document's `jobs_unsent_since`. A process that dies between the commit and the send leaves it set, and
+    the reconciler sends them a grace later (`reconciler.unsent_grace_s`) instead of a queued lease later."""
+    _outbox.enqueue(SentMark(database_url, document_id))
+
+
+Outgoing = Job | notices.DocumentNotice | SentMark
+
+
+def send_jobs(app: Celery, jobs: Sequence[Outgoing]) -> None:
     """The only place a task is sent: one producer for the batch, the send-time header on every message, and
     on Redis every message of the batch in one pipeline (one round trip). A pipeline that fails is not retried
     by kombu (some of its writes may have landed): its messages are sent again one by one, with kombu's
@@ -146,10 +167,28 @@ def send_jobs(app: Celery, jobs: Sequence[Job | notices.DocumentNotice]) -> None
                         raise
                     log.warning("queue.batch_send_failed", jobs=len(tasks), error=f"{type(exc).__name__}: {exc}")
                     _send(app, producer, tasks)
+        _clear_marks([job for job in jobs if isinstance(job, SentMark)])  # only once the tasks are out
     finally:
         document_notices = [job for job in jobs if isinstance(job, notices.DocumentNotice)]
         if document_notices:
             notices.publish(str(app.conf.broker_url), document_notices)
+
+
+def _clear_marks(marks: Sequence[SentMark]) -> None:
+    """One UPDATE per database for the batch's documents. Outside the outbox's transactions (it runs while the
+    outbox flushes); a failure is logged, not raised: the jobs are out, and the reconciler sends them once more
+    after the grace, which their claims then skip."""
+    by_database: dict[str, list[str]] = {}
+    for mark in marks:
+        by_database.setdefault(mark.database_url, []).append(mark.document_id)
+    for url, document_ids in by_database.items():
+        try:
+            with get_autocommit_sessionmaker(url)() as session:
+                session.execute(sa.update(Document).where(Document.id.in_(document_ids))
+                                .values(jobs_unsent_since=None, updated_at=Document.updated_at))
+                session.commit()
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            log.warning("queue.sent_mark_failed", documents=len(document_ids), error=f"{type(exc).__name__}: {exc}")
 
 
 # Messages per pipeline: a batch larger than this goes out in several round trips.
@@ -174,7 +213,7 @@ def enqueue(job: Job) -> None:
 def outbox(app: Celery | Callable[[], Celery]) -> Iterator[_outbox.Outbox]:
     """One unit of work whose jobs go out through `app` (or the app a callable builds on first send)."""
 
-    def send(jobs: Sequence[Job | notices.DocumentNotice]) -> None:
+    def send(jobs: Sequence[Outgoing]) -> None:
         send_jobs(app if isinstance(app, Celery) else app(), jobs)
 
     with _outbox.open_outbox(send) as box:

@@ -340,6 +340,9 @@ class ReconcilerSettings(SettingsSection):
     """Seconds between reconciler passes."""
     assembly_lease_s: int = Field(default=300, ge=5)
     """An assembly claimed this long ago and still not finished is claimed again."""
+    unsent_grace_s: float = Field(default=10.0, gt=0)
+    """A document whose first jobs are still not known to be sent this long after its commit gets them sent by
+    the reconciler (the process that committed it died before sending; a send takes a few ms)."""
 
 
 class MetricsSettings(SettingsSection):

@@ -1,6 +1,8 @@
 """The reconciler: whatever the queue lost, the database still knows, and this puts it back on the queue.
 
-It re-enqueues pages whose lease ran out, pages and splits whose messages vanished, webhook messages
+It sends the first jobs of documents committed by a process that died before sending them (a few seconds
+after the commit, `reconciler.unsent_grace_s`), re-enqueues pages whose lease ran out, pages and splits whose
+messages vanished, webhook messages
 whose task was lost or whose backoff ran out, and assembles documents whose pages all ended but which
 were never assembled, and finishes the scrub of erased documents whose webhooks have ended since (see
 `services.core.erasure`). Every `retention.sweep_interval_s` it also runs the retention sweep. Redis losing
@@ -13,14 +15,16 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 import redis
+import sqlalchemy as sa
 from celery import Celery
+from sqlalchemy.orm import Session
 
 from services.core import erasure
-from services.core.db.models import Document, PageStatus, utcnow
+from services.core.db.models import Document, DocumentStatus, Page, PageStatus, utcnow
 from services.core.db.session import session_scope
 from services.core.events import deliver_job, due_deliveries
 from services.core.lifecycle import (
@@ -29,11 +33,12 @@ from services.core.lifecycle import (
     recently_deleted_documents,
     stale_queued_pages,
     unassembled_documents,
+    unsent_documents,
     unsplit_documents,
 )
 from services.core.logging import get_logger
 from services.core.metrics import PAGE_RETRIES, record_rss
-from services.core.queues import assemble_job, chunk_jobs, enqueue, outbox, split_job
+from services.core.queues import assemble_job, chunk_jobs, enqueue, mark_sent, outbox, split_job
 from services.core.settings import Settings
 from services.core.storage import document_prefix, get_store
 from services.reconciler import retention
@@ -46,6 +51,7 @@ EPOCH_KEY = "pagemill:epoch"
 @dataclass(slots=True)
 class ReconcileReport:
     redis_reset: bool = False
+    unsent_sent: int = 0  # documents whose first jobs were never sent
     pages_requeued: int = 0
     splits_requeued: int = 0
     assemblies: int = 0
@@ -56,7 +62,7 @@ class ReconcileReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.pages_requeued or self.splits_requeued or self.assemblies or self.erased
+        return bool(self.unsent_sent or self.pages_requeued or self.splits_requeued or self.assemblies or self.erased
                     or self.webhooks_requeued or self.scrubbed)
 
 
@@ -94,10 +100,13 @@ def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
         for document, pages in requeued.values():  # in chunks, as the split queued them
             for job in chunk_jobs(document, pages, settings):
                 enqueue(job)
-        for document in unsplit_documents(session, queued_cutoff):
+        resplit = unsplit_documents(session, queued_cutoff)
+        for document in resplit:
             document.split_enqueued_at = now
             enqueue(split_job(document))
             report.splits_requeued += 1
+        report.unsent_sent = _send_unsent(session, settings, now, sent_now={
+            *requeued, *(document.id for document in resplit)})
         # After a reset an assembly's message may be lost too (a chunk can end a document while Redis is away).
         assembly_lease_s = 0 if report.redis_reset else settings.reconciler.assembly_lease_s
         for document_id in unassembled_documents(session, now, assembly_lease_s):
@@ -121,10 +130,41 @@ def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
     with session_scope(settings.resolved_database_url()) as session:
         report.scrubbed = erasure.finish_pending(session, now)
     if report.changed or report.redis_reset:
-        log.info("reconcile.done", redis_reset=report.redis_reset, pages=report.pages_requeued,
+        log.info("reconcile.done", redis_reset=report.redis_reset, unsent=report.unsent_sent,
+                 pages=report.pages_requeued,
                  splits=report.splits_requeued, assemblies=report.assemblies, erased=report.erased,
                  webhooks=report.webhooks_requeued, scrubbed=report.scrubbed)
     return report
+
+
+def _send_unsent(session: Session, settings: Settings, now: datetime, sent_now: set[str]) -> int:
+    """The first jobs of documents committed more than `reconciler.unsent_grace_s` ago and never known to be
+    sent: its split, or its queued pages in chunks, as the upload made them. `sent_now`: documents this pass
+    already re-sent by their lease. Returns the documents whose jobs are sent."""
+    db = settings.resolved_database_url()
+    sent = 0
+    for document in unsent_documents(session, now - timedelta(seconds=settings.reconciler.unsent_grace_s)):
+        if document.status != DocumentStatus.QUEUED:  # a page was claimed (so its jobs arrived), or it ended
+            document.jobs_unsent_since = None
+            continue
+        if document.id not in sent_now:
+            if document.split_at is None:
+                document.split_enqueued_at = now
+                enqueue(split_job(document))
+            else:
+                pages = list(session.execute(sa.select(Page).where(
+                    Page.document_id == document.id, Page.status == PageStatus.QUEUED)
+                    .order_by(Page.index)).scalars())
+                for page in pages:
+                    page.enqueued_at = now
+                for job in chunk_jobs(document, [(p.index, p.source_key or document.source_key,
+                                                  p.engine or document.engine) for p in pages], settings):
+                    enqueue(job)
+        # Sent again after another grace if this pass dies before its own send; cleared once it is out.
+        document.jobs_unsent_since = now
+        mark_sent(db, document.id)
+        sent += 1
+    return sent
 
 
 class StopFlag(Protocol):

@@ -14,7 +14,7 @@ import pytest
 
 from tests.browser.conftest import ARTIFACTS, Watched
 from tests.harness import Platform
-from tests.pdfs import repeat_pages
+from tests.pdfs import make_pdf, repeat_pages
 
 pytestmark = pytest.mark.slow
 
@@ -179,4 +179,28 @@ def test_a_dropped_file_is_uploaded_and_followed_to_the_end(platform: Platform, 
     with platform.client() as client:
         state = client.get(f"/v1/documents/{row.get_attribute('data-id')}").json()
     assert state["pages_total"] == 1 and state["filename"] == "code_and_formula.pdf"
+    watched.assert_clean()
+
+
+def test_entities_in_a_documents_markdown_show_as_the_characters_they_stand_for(platform: Platform,
+                                                                                watched: Watched,
+                                                                                tmp_path: Path) -> None:
+    """The cpu engine writes a `<` that could open a tag as `&lt;`; the viewer shows `<`, not `&lt;` (it escaped
+    the `&` of the entity a second time), while a bare `&` and the document's HTML stay as they were."""
+    source = tmp_path / "tags.pdf"
+    source.write_bytes(make_pdf(lines=["Tags like <script> and <b> stay text, said AT&T & co."]))
+    document_id = platform.upload(source)["id"]
+    assert platform.wait_done(document_id)["status"] == "succeeded"
+    markdown = platform.result(document_id, "json")["pages"][0]["markdown"]
+    assert "&lt;script>" in markdown and "AT&T & co." in markdown  # what the engine wrote: entities
+    page: Any = watched.page
+    page.goto(f"{platform.url}/playground/")
+    page.fill("#api-key", platform.api_key or "")
+    page.click("#save-key")
+    page.locator(f'#documents tbody tr[data-id="{document_id}"] button.open').click()
+    page.wait_for_selector("#viewer:not([hidden])")
+    shown = page.locator("#view-html").inner_text()
+    assert "Tags like <script> and <b> stay text, said AT&T & co." in shown, shown
+    assert "&lt;" not in shown and page.locator("#view-html script, #view-html b").count() == 0
+    assert page.locator("#view-markdown").inner_text().strip() == markdown.strip()  # the source, as written
     watched.assert_clean()

@@ -58,11 +58,10 @@ def test_gateway_sigkilled_mid_upload_accepts_nothing_by_half(platform_factory: 
                                                                postgres_url: str, corpus: Path,
                                                                tmp_path: Path) -> None:
     # A gateway killed between an upload's commit and the sending of its jobs leaves a queued document whose
-    # message was never sent: the reconciler sends it after `queued_lease_s` (900 s by default, 10 s here), until
-    # the jobs go through a persistent outbox.
+    # message was never sent: the reconciler sends it once `reconciler.unsent_grace_s` (10 s) has passed; the
+    # queued lease stays at its default (15 min), so such a document could not end in the test's time otherwise.
     platform = platform_factory(postgres_url, engine="fake", extra_env={
-        "PAGEMILL_ENGINE__FAKE_LATENCY_MS": "50", "PAGEMILL_WORKER__QUEUED_LEASE_S": "10",
-        "PAGEMILL_LIMITS__REQUESTS_PER_MINUTE": "100000"}).start(
+        "PAGEMILL_ENGINE__FAKE_LATENCY_MS": "50", "PAGEMILL_LIMITS__REQUESTS_PER_MINUTE": "100000"}).start(
         concurrency=2, reconciler=True)
     data = pdf(corpus, tmp_path, 12).read_bytes()
     accepted: list[str] = []
@@ -120,7 +119,7 @@ def test_gateway_sigkilled_mid_upload_accepts_nothing_by_half(platform_factory: 
     figures.extra.update(uploads_accepted=len(accepted), client_errors=len(errors),
                          accepted_but_unanswered=len(rows) - len(accepted),
                          gateway_back_s=round((back - killed_at).total_seconds(), 2))
-    figures.notes = "queued lease 10 s (a document committed but whose jobs were never sent waits one)"
+    figures.notes = "unsent grace 10 s (a document committed but whose jobs were never sent waits one)"
     record(figures)
 
 

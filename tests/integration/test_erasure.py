@@ -225,3 +225,37 @@ def test_scrub_reaches_page_errors_attempt_logs_and_waits_for_pending_deliveries
             "error": {"code": "corrupt_document", "message": ""}}
         assert [a.status_code for a in session.execute(sa.select(WebhookAttempt)
                                                        .order_by(WebhookAttempt.id)).scalars()] == [200, 500]
+
+
+@pytest.mark.slow
+def test_a_cached_copy_carries_its_own_filename_once_the_original_is_deleted(platform: Platform, corpus: Path,
+                                                                            tmp_path: Path) -> None:
+    """A copy made by the result cache shows its own upload's filename in every format, so deleting the original
+    leaves its filename nowhere: not in the copy's results, not in any stored object, not in any row."""
+    distinct = f"Acme-merger-with-Globex-CONFIDENTIAL-{uuid.uuid4().hex}"
+    original_file = tmp_path / f"{distinct}.pdf"
+    original_file.write_bytes((corpus / ONE_PAGE).read_bytes())
+    original = platform.upload(original_file)
+    assert platform.wait_done(original["id"])["status"] == "succeeded"
+    assert distinct in platform.result(original["id"], "html")  # the search works: the original shows it
+    copy_file = tmp_path / "board-minutes.pdf"
+    copy_file.write_bytes(original_file.read_bytes())
+    copy = platform.upload(copy_file)
+    assert copy["cached"] is True and copy["status"] == "succeeded"
+
+    with platform.client() as client:
+        assert client.delete(f"/v1/documents/{original['id']}").status_code == 200
+        formats = client.get(f"/v1/documents/{copy['id']}").json()["formats"]
+    assert set(formats) >= {"markdown", "html", "latex", "json", "chunks"}
+    bodies = {fmt: platform.result(copy["id"], fmt) for fmt in formats}
+    assert "<title>board-minutes.pdf</title>" in bodies["html"]
+    assert bodies["json"]["filename"] == "board-minutes.pdf"
+    assert [fmt for fmt, body in bodies.items() if distinct in json.dumps(body)] == []
+    stored = platform.workdir / "data"
+
+    def objects_naming_it() -> list[str]:
+        return [str(p.relative_to(stored)) for p in stored.rglob("*") if p.is_file()
+                and distinct.encode() in p.read_bytes()]
+
+    wait_until(lambda: not objects_naming_it(), 60, "no stored object naming the original")
+    wait_until(lambda: not rows_containing(platform.database_url, distinct), 60, "the scrub of the original")

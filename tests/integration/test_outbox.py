@@ -70,7 +70,7 @@ def test_a_job_of_a_rolled_back_transaction_is_never_sent(broker: tuple[str, red
     with outbox(app) as box:
         with pytest.raises(RuntimeError, match="after the job"), session_scope(sqlite_url) as session:
             upload(session, settings)
-            assert box.pending == 1  # collected, not sent: the transaction is still open
+            assert box.pending == 2  # its split job and its sent mark, collected: the transaction is still open
             raise RuntimeError("a failure after the job was enqueued")
         assert box.pending == 0  # dropped with the rollback
         with session_scope(sqlite_url) as session:  # the unit of work goes on; its next transaction commits
@@ -98,7 +98,9 @@ def test_a_job_of_a_committed_transaction_is_sent_once_with_its_header_and_prior
             assert messages(client, Queue.DOCUMENTS) == []  # nothing before the commit
         sent = messages(client, Queue.DOCUMENTS)
         assert len(sent) == 1  # sent right after the commit, not at the end of the unit of work
-    assert box.sent == 1
+    assert box.sent == 2  # the job, then the mark that says it is out
+    with session_scope(sqlite_url) as session:
+        assert session.get(Document, document.id).jobs_unsent_since is None  # type: ignore[union-attr]
     sent = messages(client, Queue.DOCUMENTS)
     assert len(sent) == 1, "sent exactly once: the end of the unit of work sends nothing again"
     message = sent[0]

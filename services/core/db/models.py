@@ -57,6 +57,7 @@ class Base(DeclarativeBase):
 
 
 _UNSCRUBBED = sa.text("scrubbed_at IS NULL AND (deleted_at IS NOT NULL OR expired_at IS NOT NULL)")
+_UNSENT = sa.text("jobs_unsent_since IS NOT NULL")
 
 
 class Document(Base):
@@ -66,7 +67,7 @@ class Document(Base):
     tenant_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)
     status: Mapped[str] = mapped_column(sa.String(16), default=DocumentStatus.QUEUED, index=True)
     filename: Mapped[str] = mapped_column(sa.String(512), default="")
-    media_type: Mapped[str] = mapped_column(sa.String(64))
+    media_type: Mapped[str] = mapped_column(sa.String(255))  # RFC 6838: up to 127 + "/" + 127; a DOCX is 71
     size_bytes: Mapped[int] = mapped_column(sa.BigInteger)
     sha256: Mapped[str] = mapped_column(sa.String(64), index=True)
     source_key: Mapped[str] = mapped_column(sa.String(512))
@@ -104,9 +105,15 @@ class Document(Base):
     scrubbed_at: Mapped[datetime | None]
     # An e-mail's attachment parsed as a document of its own: the e-mail's id (services/worker/attachments.py).
     parent_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)
+    # Its first jobs are committed but not yet known to be sent: set with its rows, cleared once they are
+    # published (services/core/queues.py, `mark_sent`). Still set after a grace, they were never sent (the
+    # process died between commit and send) and the reconciler sends them.
+    jobs_unsent_since: Mapped[datetime | None]
 
     __table_args__ = (
         sa.Index("ix_documents_unfinished", "status", "finished_at"),
+        # Only the few documents whose first jobs are being sent right now (or were lost).
+        sa.Index("ix_documents_unsent", "jobs_unsent_since", postgresql_where=_UNSENT, sqlite_where=_UNSENT),
         # Only the few erased documents whose scrub still waits for a webhook delivery to end.
         sa.Index("ix_documents_unscrubbed", "id", postgresql_where=_UNSCRUBBED, sqlite_where=_UNSCRUBBED),
         sa.Index("ix_documents_tenant_cache", "tenant_id", "cache_key"),

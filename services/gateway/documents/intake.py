@@ -36,6 +36,7 @@ from services.core.metrics import CACHE_LOOKUPS, DOCUMENTS_TOTAL, RATE_LIMITED
 from services.core.pdf import EXTENSIONS
 from services.core.settings import Settings
 from services.core.storage import (
+    RESULT_MEDIA_TYPES,
     ObjectNotFound,
     ObjectStore,
     document_prefix,
@@ -213,8 +214,13 @@ def _copy_objects(store: ObjectStore, upload: Upload, accepted: Accepted, source
         store.copy(key, copied_result_key(key, source.id, document_id))
     formats = events.ready_formats(source)
     for fmt in formats:  # every format the earlier document has; the JSON ones name the new id
-        if fmt not in ("json", "chunks"):
+        if fmt not in ("json", "chunks", "html"):
             store.copy(document_result_key(source.id, fmt), document_result_key(document_id, fmt))
+    if "html" in formats:  # its <title> is the filename: the copy's own, never the original's
+        title = upload.filename[:512] or document_id
+        store.put(document_result_key(document_id, "html"),
+                  cache.retitled_html(store.get(document_result_key(source.id, "html")), title),
+                  content_type=RESULT_MEDIA_TYPES["html"])
     if "chunks" in formats:
         chunks = json.loads(store.get(document_result_key(source.id, "chunks")))
         store.put(document_result_key(document_id, "chunks"),

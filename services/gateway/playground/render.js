@@ -12,7 +12,14 @@ const ATTRIBUTES = new Set(["colspan", "rowspan", "class", "data-tex", "data-dis
 const DROP = new Set(["SCRIPT", "STYLE", "IFRAME", "OBJECT", "EMBED", "LINK", "META", "TEMPLATE", "SVG", "FORM",
   "INPUT", "BUTTON", "TEXTAREA", "SELECT", "BASE", "NOSCRIPT", "ANNOTATION", "ANNOTATION-XML", "TITLE"]);
 
-const escape = (text) => text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escape = (text) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+// Markdown text (not code): an entity reference (`&lt;`, `&#60;`, `&#x3C;`) stands for its character, as
+// CommonMark says, so it is left for the HTML parser to decode, as text (it opens no tag); every other `&`, and
+// every `<`, is escaped. pagemill's Markdown writes a `<` that could open a tag as `&lt;`.
+const ENTITY = /^&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});/;
+const escapeText = (text) => text.replace(/[&<>"']/g,
+  (c, at) => (c === "&" && ENTITY.test(text.slice(at, at + 40)) ? c : ESCAPES[c]));
 
 function mathSpan(tex, display) {
   return `<span class="math" data-display="${display ? 1 : 0}" data-tex="${escape(tex)}"></span>`;
@@ -25,7 +32,7 @@ function inline(text) {
     .replace(/\\\((.+?)\\\)/g, (_, tex) => keep(mathSpan(tex, false)))
     .replace(/\$([^$\n]+?)\$/g, (_, tex) => keep(mathSpan(tex, false)))
     .replace(/`([^`]+)`/g, (_, code) => keep(`<code>${escape(code)}</code>`));
-  out = escape(out)
+  out = escapeText(out)
     .replace(/\*\*(.+?)\*\*/g, "<strong>$1</strong>")
     .replace(/(^|[^*])\*([^*\s][^*]*?)\*/g, "$1<em>$2</em>")
     .replace(/\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g, '<a href="$2">$1</a>');

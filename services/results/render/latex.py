@@ -270,7 +270,9 @@ def preamble(all_text: str, title: str) -> str:
 def render_latex(pages: list[RenderPage], *, title: str = "document") -> str:
     math = _Math(_formulas(pages))
     body: list[str] = []
-    words: list[str] = [title]
+    # The title (the filename) is not shown in the LaTeX, so it picks no font either: a cached copy's LaTeX,
+    # made for another filename, must be the same as its own would be.
+    words: list[str] = []
     for page in pages:
         body.append(f"% page {page.number}")
         if page.status != "succeeded":
