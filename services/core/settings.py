@@ -245,6 +245,9 @@ class EventStreamSettings(SettingsSection):
     lost notice (Redis away, a reconnect) did not announce arrives within this."""
     keepalive_s: float = Field(default=15.0, gt=0)
     """Seconds of silence after which an event stream sends a keep-alive comment (proxies close idle ones)."""
+    key_recheck_s: float = Field(default=5.0, gt=0)
+    """Seconds between an open event stream's checks of its API key (one indexed query): a stream ends within
+    this once its key is revoked or its tenant disabled."""
 
 
 class RetentionSettings(SettingsSection):

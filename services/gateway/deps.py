@@ -68,7 +68,15 @@ def get_current_tenant(request: Request, settings: SettingsDep,
     if tenant is None:
         raise Unauthorized("the API key is unknown or has been revoked")
     request.state.tenant_id = tenant.id
+    request.state.api_key = credentials.credentials.strip()  # an event stream re-checks it while open
     return tenant
+
+
+def tenant_of_key(database_url: str, api_key: str) -> str | None:
+    """The id of the live tenant an API key belongs to now (None: revoked, unknown, the tenant disabled)."""
+    with session_scope(database_url) as session:
+        tenant = authenticate(session, api_key)
+        return tenant.id if tenant is not None else None
 
 
 CurrentTenant = Annotated[Tenant, Depends(get_current_tenant)]

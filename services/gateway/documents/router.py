@@ -31,6 +31,7 @@ from services.gateway.deps import (
     SettingsDep,
     StoreDep,
     public_link,
+    tenant_of_key,
 )
 from services.gateway.documents import intake, receive, service, sse
 from services.gateway.documents.schemas import (
@@ -183,7 +184,7 @@ async def get_document(
 
 @router.get("/{document_id}/events", responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}})
 async def document_events(
-    document_id: str, settings: SettingsDep, tenant: CurrentTenant, feeds: FeedsDep,
+    document_id: str, request: Request, settings: SettingsDep, tenant: CurrentTenant, feeds: FeedsDep,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """Server-sent events: the document's events so far, `document.progress` as pages end, then the final
@@ -191,7 +192,14 @@ async def document_events(
     with a keep-alive comment after 15 s of silence."""
     db = settings.resolved_database_url()
     await run_in_threadpool(_load_visible, db, document_id, tenant.id)  # 404 before the stream opens
-    return StreamingResponse(sse.stream(feeds, document_id, last_event_id, keepalive_s=settings.events.keepalive_s),
+    api_key: str = request.state.api_key
+
+    async def key_is_live() -> bool:
+        return await run_in_threadpool(tenant_of_key, db, api_key) == tenant.id
+
+    events = sse.stream(feeds, document_id, last_event_id, keepalive_s=settings.events.keepalive_s,
+                        key_is_live=key_is_live, key_recheck_s=settings.events.key_recheck_s)
+    return StreamingResponse(events,
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
