@@ -13,7 +13,7 @@ from services.core.pdf import PDF, load_image, png_bytes, render_pdf_page
 from services.core.storage import ObjectNotFound, ObjectStore
 from services.gateway.deps import CurrentTenant, SessionDep, StoreDep
 from services.gateway.documents import service
-from services.gateway.documents.schemas import ErrorResponse
+from services.gateway.documents.schemas import ErrorResponse, PageNumber
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 
@@ -38,7 +38,7 @@ def page_png(store: ObjectStore, document: Document, page: Page, longest_side: i
             responses={200: {"content": {"image/png": {}}, "description": "the page as PNG"},
                        **{code: {"model": ErrorResponse} for code in (401, 404, 410, 422)}})
 def get_page_image(
-    document_id: str, n: int, session: SessionDep, store: StoreDep, tenant: CurrentTenant,
+    document_id: str, n: PageNumber, session: SessionDep, store: StoreDep, tenant: CurrentTenant,
     longest_side: Annotated[int, Query(ge=64, le=4000, description="pixels of the image's longest side")] = 1600,
 ) -> Response:
     document = service.get_document(session, document_id, tenant.id)

@@ -21,7 +21,13 @@ from services.core.errors import InputError, NotFound, ResultExpired, ResultNotR
 from services.core.events import ready_formats
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
-from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, document_result_key, load_page_result
+from services.core.storage import (
+    RESULT_HTML_CSP,
+    RESULT_MEDIA_TYPES,
+    ObjectNotFound,
+    document_result_key,
+    load_page_result,
+)
 from services.core.tenants import effective_limits
 from services.gateway.deps import (
     CurrentTenant,
@@ -42,9 +48,15 @@ from services.gateway.documents.schemas import (
     DocumentRead,
     ErrorBody,
     ErrorResponse,
+    PageNumber,
     PageRead,
 )
-from services.gateway.documents.upload_schema import MAX_IDEMPOTENCY_KEY_CHARS, UPLOAD_ERRORS, UPLOAD_REQUEST_BODY
+from services.gateway.documents.upload_schema import (
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    UPLOAD_ERRORS,
+    UPLOAD_FIELDS,
+    UPLOAD_REQUEST_BODY,
+)
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 log = get_logger(__name__)
@@ -108,7 +120,7 @@ async def create_document(
         received = await receive.receive_upload(
             request, max_file_bytes=min(limits.max_file_bytes, settings.limits.max_file_bytes),
             idle_timeout_s=settings.limits.upload_idle_timeout_s,
-            min_bytes_per_s=settings.limits.upload_min_bytes_per_s)
+            min_bytes_per_s=settings.limits.upload_min_bytes_per_s, allowed_fields=UPLOAD_FIELDS)
         fields = received.fields
         upload = service.Upload(source=received.path, size=received.size, sha256=received.sha256,
                                 filename=received.filename, pages=fields.get("pages"),
@@ -261,7 +273,12 @@ def get_result(
         body = store.get(key)
     except ObjectNotFound as exc:
         raise ResultNotReady("the result is not stored (yet); try again shortly") from exc
-    return Response(body, media_type=RESULT_MEDIA_TYPES[format.value])  # as stored: the same bytes as S3 serves
+    # As stored: the same bytes as S3 serves. The HTML shows untrusted text: its CSP as a header too (the file's
+    # <meta> says it, a header also binds what a <meta> cannot reach), and no type sniffing for any format.
+    headers = {"X-Content-Type-Options": "nosniff"}
+    if format is ResultFormat.HTML:
+        headers["Content-Security-Policy"] = f"{RESULT_HTML_CSP}; frame-ancestors 'none'"
+    return Response(body, media_type=RESULT_MEDIA_TYPES[format.value], headers=headers)
 
 
 class PageFormat(StrEnum):
@@ -271,12 +288,14 @@ class PageFormat(StrEnum):
 
 @router.get("/{document_id}/pages/{n}", response_model=PageRead,
             responses={**ERRORS, 200: {"content": {"application/json": {}, "text/markdown": {}}}})
-def get_page(document_id: str, n: int, session: SessionDep, store: StoreDep, tenant: CurrentTenant,
+def get_page(document_id: str, n: PageNumber, session: SessionDep, store: StoreDep, tenant: CurrentTenant,
              format: Annotated[PageFormat, Query(description="json: the page entry; markdown: its Markdown "
                                                              "(HTML, LaTeX and chunks are per document)")
                                ] = PageFormat.JSON) -> PageRead | Response:
     document = service.get_document(session, document_id, tenant.id)
     page = service.get_page(session, document, n)
+    if document.expired_at is not None:  # its result is deleted for good: 410, not a 409 to poll on
+        raise ResultExpired("the document's results were deleted when its retention period ended")
     read = page_read(page, store)
     if format is PageFormat.MARKDOWN:
         if read.markdown is None:
