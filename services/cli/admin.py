@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from services.cli.root import main
 from services.core import tenants
+from services.core.errors import PagemillError
 from services.core.settings import get_settings
 
 LIMIT_OPTIONS = [
@@ -28,10 +29,17 @@ def limit_options(function: Callable[..., Any]) -> Callable[..., Any]:
     return function
 
 
-def _admin_session() -> AbstractContextManager[Session]:
+@contextlib.contextmanager
+def _admin_session() -> Iterator[Session]:
+    """A session on the configured database; a refused input (a name with a NUL, an unknown tenant) is the
+    command's error message and exit status 1, not a traceback."""
     from services.core.db.session import session_scope
 
-    return session_scope(get_settings().resolved_database_url())
+    try:
+        with session_scope(get_settings().resolved_database_url()) as session:
+            yield session
+    except PagemillError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from exc
 
 
 @main.group()

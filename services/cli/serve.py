@@ -54,22 +54,28 @@ def serve(host: str, port: int, data_dir: str, worker_count: int | None) -> None
 
 def _start(supervisor: Supervisor, host: str, port: int, data: Path, worker_count: int | None) -> Any:
     """Everything but the gateway's serving loop: Redis, migrations, the local key, the children."""
+    data.mkdir(parents=True, exist_ok=True)
+    os.environ["PAGEMILL_DATA_DIR"] = str(data)
+    # Before anything imports prometheus_client: it picks in-process or shared-file values once, at import, and
+    # the gateway's own series (HTTP requests, rejected uploads) must land in the directory `/metrics` reads.
+    metrics_dir = data / "metrics"
+    shutil.rmtree(metrics_dir, ignore_errors=True)
+    metrics_dir.mkdir(parents=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     import uvicorn
 
     from services.core.db.session import migrate as run_migrations
+    from services.core.metrics import writes_to_multiprocess_dir
     from services.gateway.app import create_app
 
-    data.mkdir(parents=True, exist_ok=True)
-    os.environ["PAGEMILL_DATA_DIR"] = str(data)
+    if not writes_to_multiprocess_dir():
+        raise click.ClickException("prometheus_client was imported before PROMETHEUS_MULTIPROC_DIR was set: the "
+                                   "gateway's metrics would be missing from /metrics")
     if not os.environ.get("PAGEMILL_REDIS_URL"):
         require_extra("local", "`pagemill serve` without PAGEMILL_REDIS_URL (an embedded Redis)")
         url = start_embedded_redis(supervisor, data, free_port())
         os.environ["PAGEMILL_REDIS_URL"] = url
         click.echo(f"embedded Redis at {url}")
-    metrics_dir = data / "metrics"
-    shutil.rmtree(metrics_dir, ignore_errors=True)
-    metrics_dir.mkdir(parents=True)
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     get_settings.cache_clear()
     settings = get_settings()
     run_migrations(settings.resolved_database_url())

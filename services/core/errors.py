@@ -15,6 +15,7 @@
     │   ├── NotFound               404 not_found
     │   ├── ResultNotReady         409 result_not_ready
     │   ├── ResultExpired          410 result_expired
+    │   ├── ImageTooLarge          422 image_too_large (a page image to show needs more pixels than the budget)
     │   ├── Unauthorized           401 unauthorized (no, unknown or revoked API key)
     │   ├── Forbidden              403 forbidden (the admin API is off, or a tenant's key on it)
     │   ├── IdempotencyConflict    409 idempotency_conflict
@@ -147,6 +148,13 @@ class ResultExpired(InputError):
 
     status_code = 410
     code = "result_expired"
+
+
+class ImageTooLarge(InputError):
+    """A stored page image would take more pixels to decode than the gateway spends on showing one."""
+
+    status_code = 422
+    code = "image_too_large"
 
 
 class Unauthorized(InputError):

@@ -21,6 +21,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
     multiprocess,
+    values,
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -179,6 +180,13 @@ def record_rss(role: str) -> None:
 
 def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+
+
+def writes_to_multiprocess_dir() -> bool:
+    """Whether this process's metrics are written to the shared directory. prometheus_client decides once, when
+    it is imported: a process that set `PROMETHEUS_MULTIPROC_DIR` later keeps its series to itself, and a
+    `/metrics` that reads the directory never shows them."""
+    return values.ValueClass is not values.MutexValue
 
 
 class CallbackCollector(Collector):

@@ -155,6 +155,9 @@ class LimitSettings(SettingsSection):
     """A page bigger than this (PDF points, either side) fails as `page_too_large` instead of eating memory."""
     max_render_pixels: int = 40_000_000
     """Rendered images are capped at this many pixels whatever the page size says."""
+    page_image_max_pixels: int = Field(default=40_000_000, ge=1)
+    """`GET …/pages/{n}/image` decodes at most this many pixels of a stored image (a JPEG is decoded at a reduced
+    scale and counts as that); a larger one answers `422 image_too_large` before it is decoded."""
     requests_per_minute: int = Field(default=120, ge=1)
     """Per tenant: submissions per minute; over it `429 rate_limited` with `Retry-After`."""
     pages_in_flight: int = Field(default=10_000, ge=1)
@@ -252,6 +255,9 @@ class EventStreamSettings(SettingsSection):
     lost notice (Redis away, a reconnect) did not announce arrives within this."""
     keepalive_s: float = Field(default=15.0, gt=0)
     """Seconds of silence after which an event stream sends a keep-alive comment (proxies close idle ones)."""
+    key_recheck_s: float = Field(default=5.0, gt=0)
+    """Seconds between an open event stream's checks of its API key (one indexed query): a stream ends within
+    this once its key is revoked or its tenant disabled."""
 
 
 class RetentionSettings(SettingsSection):

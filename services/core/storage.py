@@ -74,9 +74,20 @@ RESULT_MEDIA_TYPES = {"markdown": "text/markdown; charset=utf-8", "json": "appli
                       "chunks": "application/json", "extraction": "application/json",
                       "translation": "text/markdown; charset=utf-8", "summary": "text/markdown; charset=utf-8"}
 
+# The standalone HTML result shows untrusted text: no script, no fetch, no form, styles and fonts inline only.
+# Its <meta> says it wherever the file is opened; the gateway sends it as a header too.
+RESULT_HTML_CSP = ("default-src 'none'; style-src 'unsafe-inline'; font-src data:; img-src data:; base-uri 'none';"
+                   " form-action 'none'")
+
 
 def document_result_key(document_id: str, fmt: str) -> str:
     return f"documents/{document_id}/{RESULT_FILES[fmt]}"
+
+
+def page_image_key(document_id: str, index: int, longest_side: int) -> str:
+    """A page's image as the gateway rendered it for showing, kept (under the document's prefix, so deleted
+    with it) so that it is decoded once per size, not once per request."""
+    return f"documents/{document_id}/page-images/{index:05d}-{longest_side}.png"
 
 
 def document_prefix(document_id: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
@@ -56,8 +57,20 @@ def effective_limits(tenant: Tenant | None, settings: Settings) -> TenantLimits:
     return TenantLimits(**{**limits.as_dict(), **overrides})
 
 
+MAX_INT_LIMIT = 2**31 - 1  # what every count column and comparison holds
+MAX_RETENTION_DAYS = 36_525.0  # a century: past it, a retention cutoff would leave the calendar (an OverflowError)
+
+
+def check_label(field: str, value: str) -> None:
+    """A name people read (a tenant's, a key's) is text without control characters: a NUL is refused by
+    PostgreSQL (a 500 there, stored on SQLite), and an escape sequence or a newline rewrites the terminal or
+    the log line that prints it."""
+    if any(unicodedata.category(char) == "Cc" for char in value):
+        raise ValidationFailed(f"{field}: control characters (such as NUL, a newline or ESC) are not allowed")
+
+
 def clean_limits(raw: dict[str, Any] | None) -> dict[str, Any]:
-    """Validates limit overrides: known names, positive numbers; None removes an override."""
+    """Validates limit overrides: known names, positive numbers within bounds; None removes an override."""
     cleaned: dict[str, Any] = {}
     for name, value in (raw or {}).items():
         if name not in LIMIT_NAMES:
@@ -68,6 +81,9 @@ def clean_limits(raw: dict[str, Any] | None) -> dict[str, Any]:
         kind = float if name == "retention_days" else int
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise ValidationFailed(f"limits: {name} must be a positive number")
+        highest = MAX_RETENTION_DAYS if kind is float else MAX_INT_LIMIT
+        if value > highest:
+            raise ValidationFailed(f"limits: {name} must be at most {highest:g}")
         cleaned[name] = kind(value)
     return cleaned
 
@@ -80,6 +96,7 @@ def create_tenant(session: Session, name: str, *, limits: dict[str, Any] | None 
     name = name.strip()
     if not name or len(name) > 128:
         raise ValidationFailed("name: 1 to 128 characters")
+    check_label("name", name)
     if session.execute(sa.select(Tenant.id).where(Tenant.name == name)).first():
         raise ValidationFailed(f"name: a tenant named {name!r} exists already")
     tenant = Tenant(id=new_id("ten"), name=name, limits={k: v for k, v in clean_limits(limits).items() if v},
@@ -118,6 +135,7 @@ def list_keys(session: Session, tenant: Tenant) -> list[ApiKey]:
 
 def create_key(session: Session, tenant: Tenant, *, name: str = "") -> tuple[ApiKey, str]:
     """A new key for the tenant: (the stored row, the key itself, which is shown once and never stored)."""
+    check_label("name", name)
     raw = KEY_PREFIX + secrets.token_urlsafe(30)
     key = ApiKey(id=new_id("key"), tenant_id=tenant.id, name=name[:128], prefix=raw[:VISIBLE_PREFIX_CHARS],
                  key_hash=hash_key(raw), created_at=utcnow())

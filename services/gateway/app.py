@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
 import kombu.exceptions
@@ -15,25 +13,21 @@ import sqlalchemy as sa
 from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import ClientError
 from celery import Celery
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.core import outbox as outbox_module
 from services.core.db.session import get_engine
 from services.core.errors import PagemillError, ServiceUnavailable
 from services.core.exporters import scrape_collectors as core_scrape_collectors
-from services.core.logging import bind_request_id, configure_logging, get_logger
+from services.core.logging import configure_logging, get_logger
 from services.core.metrics import (
-    HTTP_LATENCY,
-    HTTP_REQUESTS,
-    UPLOADS_REJECTED,
     initialise_gateway_series,
     record_rss,
     render_metrics,
@@ -44,9 +38,11 @@ from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
 from services.gateway import openapi
 from services.gateway.admin.router import router as admin_router
+from services.gateway.deps import check_query
 from services.gateway.docs import install_docs
 from services.gateway.documents.images import router as page_images_router
 from services.gateway.documents.router import router as documents_router
+from services.gateway.middleware import HeadAsGet, RefuseOversizedUploads, RequestRecord, error_response
 from services.gateway.tenants.router import router as tenant_router
 from services.gateway.usage.router import router as usage_router
 from services.gateway.webhooks.router import router as webhooks_router
@@ -58,10 +54,6 @@ KATEX_DIST = Path(__file__).resolve().parents[1] / "results" / "render" / "katex
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
               405: "method_not_allowed", 409: "conflict", 413: "file_too_large", 415: "unsupported_media_type",
               429: "rate_limited"}
-
-
-def error_response(status_code: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status_code)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -127,26 +119,14 @@ def allowed_methods(request: Request) -> str:
         regex = getattr(route, "path_regex", None)
         if regex is not None and regex.match(path):
             methods |= set(getattr(route, "methods", None) or ())
+    if "GET" in methods:  # answered by `HeadAsGet`
+        methods.add("HEAD")
     return ", ".join(sorted(methods))
 
 
 def scrape_collectors(settings: Settings) -> Iterable[Collector]:
     """Queue depth and oldest age (Redis), documents by status and, when enabled, the busiest tenants (DB)."""
     return core_scrape_collectors(settings)
-
-
-# Requests that are not worth an access log line: probes and scrapes arrive every few seconds.
-QUIET_ROUTES = frozenset({"/healthz", "/readyz", "/metrics"})
-
-
-def route_template(request: Request) -> str:
-    """The matched route's template (`/v1/documents/{document_id}`), never the raw path: labels stay bounded.
-    A request answered before routing (an early 413) is matched here; one no route matches is `unmatched`."""
-    route = request.scope.get("route")
-    if route is None:
-        route = next((r for r in request.app.router.routes if r.matches(request.scope)[0] == Match.FULL), None)
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) else "unmatched"
 
 
 class OutboxMiddleware:
@@ -186,48 +166,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(json=settings.log_json, level=settings.log_level)
     app = FastAPI(title="pagemill", version="1.0", summary="PDFs and page images in, Markdown out.",
-                  docs_url=None, redoc_url=None, lifespan=close_feeds_on_shutdown)  # docs: install_docs
+                  docs_url=None, redoc_url=None, lifespan=close_feeds_on_shutdown,  # docs: install_docs
+                  dependencies=[Depends(check_query)])
     app.state.settings = settings
     install_error_handlers(app)
     openapi.install(app, settings)
     initialise_gateway_series()
-
-    @app.middleware("http")
-    async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        value = request.headers.get("x-request-id") or uuid.uuid4().hex
-        request.state.request_id = value[:64]
-        bind_request_id(request.state.request_id)
-        started = time.perf_counter()
-        status = 500
-        try:
-            declared = request.headers.get("content-length", "")
-            # Refuse an oversized upload from its header, before a byte of the body is spooled to disk.
-            names = [name for name, _ in request.query_params.multi_items()]
-            if declared.isdigit() and int(declared) > settings.limits.max_file_bytes + 1024 * 1024:
-                limit = settings.limits.max_file_bytes
-                UPLOADS_REJECTED.labels(code="file_too_large").inc()
-                response: Response = error_response(413, "file_too_large",
-                                                     f"the file is over the {limit} byte limit")
-            elif len(names) != len(set(names)):  # no parameter takes several values: which one was meant?
-                twice = sorted({name for name in names if names.count(name) > 1})
-                response = error_response(422, "validation_error", f"{', '.join(twice)}: given more than once")
-            else:
-                response = await call_next(request)
-            status = response.status_code
-        finally:
-            elapsed = time.perf_counter() - started
-            route = route_template(request)
-            HTTP_REQUESTS.labels(route=route, method=request.method, status=str(status)).inc()
-            HTTP_LATENCY.labels(route=route, method=request.method).observe(elapsed)
-            if route not in QUIET_ROUTES:
-                log.info("http.request", method=request.method, route=route, status=status,
-                         ms=round(elapsed * 1000, 1))
-        response.headers["X-Request-ID"] = request.state.request_id
-        if status >= 400 and ("content-length" in request.headers or "transfer-encoding" in request.headers):
-            # The body may not have been read (a 401 answers before it, a 413 in the middle): close the
-            # connection rather than let the server read and discard the rest of it.
-            response.headers["Connection"] = "close"
-        return response
 
     for router in (documents_router, page_images_router, webhooks_router, usage_router, tenant_router, admin_router):
         app.include_router(router)
@@ -235,6 +179,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if KATEX_DIST.is_dir():  # `make katex`; the same build document.html inlines, for clients typesetting LaTeX
         app.mount("/assets/katex", StaticFiles(directory=KATEX_DIST), name="katex")
     app.add_middleware(OutboxMiddleware, celery=lambda: get_celery(settings))
+    # Added innermost first: a request passes RequestRecord, then HeadAsGet, then the upload size check.
+    app.add_middleware(RefuseOversizedUploads, max_file_bytes=settings.limits.max_file_bytes)
+    app.add_middleware(HeadAsGet)
+    app.add_middleware(RequestRecord)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

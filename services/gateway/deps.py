@@ -8,12 +8,13 @@ from typing import Annotated
 
 import redis
 from fastapi import Depends, Request
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from services.core.db.models import Tenant
 from services.core.db.session import session_scope
-from services.core.errors import Forbidden, Unauthorized
+from services.core.errors import Forbidden, Unauthorized, ValidationFailed
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, get_store
 from services.core.tenants import authenticate
@@ -34,6 +35,34 @@ def public_link(request: Request, settings: Settings, name: str, **params: str) 
     if settings.public_url:
         return settings.public_url.rstrip("/") + str(request.app.url_path_for(name, **params))
     return str(request.url_for(name, **params))
+
+
+def declared_query(route: APIRoute) -> frozenset[str]:
+    """The query parameters a route (with its dependencies) reads: a walk of a few nodes, made per request
+    (an `APIRoute` is unhashable, so not cached by route)."""
+    names: set[str] = set()
+    pending = [route.dependant]
+    while pending:
+        dependant = pending.pop()
+        names |= {param.alias for param in dependant.query_params}
+        pending.extend(dependant.dependencies)
+    return frozenset(names)
+
+
+def check_query(request: Request) -> None:
+    """Every documented route takes only the query parameters it declares, each once (STYLE.md: inputs forbid
+    extra fields): a misspelt `wiat=30` is refused, not ignored, and `limit=1&limit=2` is not read as one of them.
+    Routes outside the schema (`/metrics`, the docs' OAuth redirect) take what their clients send."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or not route.include_in_schema:
+        return
+    names = [name for name, _ in request.query_params.multi_items()]
+    allowed = declared_query(route)
+    if unknown := sorted(set(names) - allowed):
+        takes = f"it takes {', '.join(sorted(allowed))}" if allowed else "it takes none"
+        raise ValidationFailed(f"{', '.join(unknown)}: unknown query parameter for this route; {takes}")
+    if twice := sorted({name for name in names if names.count(name) > 1}):
+        raise ValidationFailed(f"{', '.join(twice)}: given more than once")
 
 
 def get_session(settings: SettingsDep) -> Iterator[Session]:
@@ -68,7 +97,15 @@ def get_current_tenant(request: Request, settings: SettingsDep,
     if tenant is None:
         raise Unauthorized("the API key is unknown or has been revoked")
     request.state.tenant_id = tenant.id
+    request.state.api_key = credentials.credentials.strip()  # an event stream re-checks it while open
     return tenant
+
+
+def tenant_of_key(database_url: str, api_key: str) -> str | None:
+    """The id of the live tenant an API key belongs to now (None: revoked, unknown, the tenant disabled)."""
+    with session_scope(database_url) as session:
+        tenant = authenticate(session, api_key)
+        return tenant.id if tenant is not None else None
 
 
 CurrentTenant = Annotated[Tenant, Depends(get_current_tenant)]

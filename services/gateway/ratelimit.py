@@ -38,13 +38,16 @@ class RateLimiter:
         self.client = client
         self.script: Any = client.register_script(_GCRA)
 
-    def check(self, tenant_id: str, per_minute: int) -> None:
-        """Counts one request; raises `RateLimited` (429, Retry-After) when the tenant is over its rate."""
+    def check(self, tenant_id: str, per_minute: int, *, bucket: str = "submissions") -> None:
+        """Counts one request in the tenant's `bucket` (each its own rate: viewing page images does not use up
+        submissions); raises `RateLimited` (429, Retry-After) when the tenant is over its rate."""
+        key = f"pagemill:ratelimit:{tenant_id}" + ("" if bucket == "submissions" else f":{bucket}")
         try:
-            allowed, wait_ms = self.script(keys=[f"pagemill:ratelimit:{tenant_id}"], args=[60_000, per_minute])
+            allowed, wait_ms = self.script(keys=[key], args=[60_000, per_minute])
         except redis.RedisError as exc:  # the limit cannot be checked: refuse for now rather than let it through
             raise ServiceUnavailable("the rate limiter (Redis) cannot be reached; try again shortly") from exc
         if not int(allowed):
             RATE_LIMITED.labels(limit="requests_per_minute").inc()
-            raise RateLimited(f"more than {per_minute} submissions per minute; retry in {int(wait_ms) / 1000:.1f} s",
+            what = bucket.replace("_", " ")
+            raise RateLimited(f"more than {per_minute} {what} per minute; retry in {int(wait_ms) / 1000:.1f} s",
                               retry_after_s=int(wait_ms) / 1000, limit="requests_per_minute")

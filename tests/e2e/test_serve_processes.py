@@ -67,10 +67,10 @@ def describe(processes: list[psutil.Process]) -> str:
     return "; ".join(lines)
 
 
-def start(tmp_path: Path, port: int, data_dir: Path, started: list[Served]) -> Served:
+def start(tmp_path: Path, port: int, data_dir: Path, started: list[Served], **settings: str) -> Served:
     token = uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_") and k != "PROMETHEUS_MULTIPROC_DIR"}
-    env.update({"PYTHONPATH": str(REPO), TOKEN_VAR: token, "PAGEMILL_ENGINE__KIND": "fake"})
+    env.update({"PYTHONPATH": str(REPO), TOKEN_VAR: token, "PAGEMILL_ENGINE__KIND": "fake", **settings})
     log = (tmp_path / f"serve-{token[:8]}.log").open("wb")
     process = subprocess.Popen([sys.executable, "-m", "services.cli", "serve", "--port", str(port), "--data-dir",
                                 str(data_dir), "--workers", "1"], cwd=tmp_path, env=env, stdout=log,
@@ -137,3 +137,31 @@ def test_serve_exits_non_zero_when_a_component_dies(tmp_path: Path, cleanup: lis
     reconciler.kill()
     assert served.process.wait(60) == 1
     assert_nothing_left(served)
+
+
+def test_serve_metrics_show_the_gateways_own_series(tmp_path: Path, cleanup: list[Served]) -> None:
+    """The dashboards read the gateway's series from `/metrics`, which under `serve` reads the multiprocess
+    directory: the gateway's own counters must be written there, like the workers' are."""
+    served = start(tmp_path, free_port(), tmp_path / "data", cleanup, PAGEMILL_LIMITS__REQUESTS_PER_MINUTE="1")
+    key = (served.data_dir / "api_key").read_text().strip()
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
+        assert client.get("/v1/tenant").status_code == 200
+        one = ("one.pdf", text_page(1), "application/pdf")
+        # one submission a minute: the first (refused for its unknown field) is counted, the second is over
+        assert client.post("/v1/documents", files={"file": one}, data={"furniture": "bogus"}).status_code == 422
+        assert client.post("/v1/documents", files={"file": one}).status_code == 429
+        exposition = client.get("/metrics").text
+    samples = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in exposition.splitlines()
+               if line and not line.startswith("#")}
+
+    def value(name: str, **labels: str) -> float:
+        found = [v for sample, v in samples.items() if sample.split("{")[0] == name
+                 and all(f'{k}="{v}"' in sample for k, v in labels.items())]
+        assert found, f"{name}{labels} is not on /metrics under pagemill serve"
+        return sum(found)
+
+    assert value("pagemill_http_requests_total", route="/v1/tenant", method="GET", status="200") == 1
+    assert value("pagemill_http_request_duration_seconds_count", route="/v1/documents", method="POST") == 2
+    assert value("pagemill_uploads_rejected_total", code="validation_error") == 1
+    assert value("pagemill_rate_limited_total", limit="requests_per_minute") == 1
+    stop(served, "SIGTERM")

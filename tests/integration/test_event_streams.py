@@ -95,3 +95,33 @@ def test_long_poll_returns_on_each_change_and_on_the_terminal_state(
         started = time.monotonic()
         assert client.get(f"/v1/documents/{created['id']}", params={"wait": 30}).json()["status"] == "succeeded"
         assert time.monotonic() - started < 5  # a finished document answers at once
+
+
+def test_an_open_stream_ends_when_its_key_is_revoked(platform_factory: PlatformFactory, sqlite_url: str,
+                                                     corpus: Path, tmp_path: Path) -> None:
+    """No worker runs: the document stays queued and its stream would stay open (keep-alives) for an hour. Once
+    the key is revoked, the stream ends at its next key check, and a reconnect gets 401."""
+    platform = platform_factory(sqlite_url, engine="fake", extra_env={
+        "PAGEMILL_EVENTS__KEEPALIVE_S": "0.2", "PAGEMILL_EVENTS__KEY_RECHECK_S": "0.5"}).start(worker=False)
+    tenant = platform.create_tenant("streaming")
+    created = platform.upload(pdf(corpus, tmp_path, 1), key=tenant.key)
+    with platform.client(key=tenant.key) as client:
+        stream = EventStream(client, created["id"]).start()
+        stream.wait_for("document.queued", 10)
+        kept_alive = stream.comments
+        with platform.admin() as admin:
+            assert admin.delete(f"/v1/admin/keys/{tenant.key_id}").status_code == 200
+        assert stream.closed.wait(30), f"the stream is still open after its key was revoked ({stream.comments} " \
+                                       "comments)"
+        assert stream.error is None and stream.comments >= kept_alive
+        assert client.get(f"/v1/documents/{created['id']}/events").status_code == 401
+    # another key of the same tenant still streams: what ended it was the revocation, not the check itself
+    other = platform.create_tenant("still-streaming")
+    second = platform.upload(pdf(corpus, tmp_path, 1), key=other.key)
+    with platform.client(key=other.key) as client:
+        alive = EventStream(client, second["id"]).start()
+        alive.wait_for("document.queued", 10)
+        deadline = time.monotonic() + 30
+        while alive.comments < 8 and time.monotonic() < deadline:  # 1.6 s of keep-alives: three key checks
+            assert not alive.closed.wait(0.1), f"a stream with a live key ended: {alive.error!r}"
+        assert alive.comments >= 8 and not alive.closed.is_set()

@@ -220,7 +220,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get Page Image */
+        /**
+         * Get Page Image
+         * @description The page as PNG. Counted against the tenant's `requests_per_minute` (apart from its submissions);
+         *     a stored image too large to decode within the gateway's budget: `422 image_too_large`.
+         */
         get: operations["get_page_image_v1_documents__document_id__pages__n__image_get"];
         put?: never;
         post?: never;
@@ -2236,6 +2240,7 @@ export interface operations {
             header?: never;
             path: {
                 document_id: string;
+                /** @description the page's 1-based position among the document's parsed pages */
                 n: number;
             };
             cookie?: never;
@@ -2328,6 +2333,7 @@ export interface operations {
             header?: never;
             path: {
                 document_id: string;
+                /** @description the page's 1-based position among the document's parsed pages */
                 n: number;
             };
             cookie?: never;
@@ -2381,6 +2387,15 @@ export interface operations {
             };
             /** @description Unprocessable Entity */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

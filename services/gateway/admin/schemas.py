@@ -7,17 +7,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.core.tenants import MAX_INT_LIMIT, MAX_RETENTION_DAYS
+
 
 class LimitsUpdate(BaseModel):
     """Per-tenant overrides of the default limits; null removes an override."""
 
     model_config = ConfigDict(extra="forbid")
 
-    requests_per_minute: int | None = Field(default=None, ge=1)
-    pages_in_flight: int | None = Field(default=None, ge=1)
-    max_file_bytes: int | None = Field(default=None, ge=1)
-    max_pages: int | None = Field(default=None, ge=1)
-    retention_days: float | None = Field(default=None, gt=0)
+    requests_per_minute: int | None = Field(default=None, ge=1, le=MAX_INT_LIMIT)
+    pages_in_flight: int | None = Field(default=None, ge=1, le=MAX_INT_LIMIT)
+    max_file_bytes: int | None = Field(default=None, ge=1, le=MAX_INT_LIMIT)
+    max_pages: int | None = Field(default=None, ge=1, le=MAX_INT_LIMIT)
+    retention_days: float | None = Field(default=None, gt=0, le=MAX_RETENTION_DAYS)
 
 
 class TenantCreate(BaseModel):

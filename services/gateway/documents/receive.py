@@ -60,8 +60,9 @@ class ReceivedUpload:
 class _Form:
     """python-multipart's callbacks: fields kept (bounded), the file part written to a temporary file."""
 
-    def __init__(self, max_file_bytes: int) -> None:
+    def __init__(self, max_file_bytes: int, allowed_fields: frozenset[str]) -> None:
         self.max_file_bytes = max_file_bytes
+        self.allowed_fields = allowed_fields
         self.fields: dict[str, str] = {}
         self.file: IO[bytes] | None = None
         self.path: Path | None = None
@@ -105,7 +106,12 @@ class _Form:
             raise ValidationFailed(f"the form has more than {MAX_PARTS} parts")
         _, options = parse_options_header(self._headers.get(b"content-disposition"))
         self._name = options.get(b"name", b"").decode("utf-8", "replace")
+        if self._name not in self.allowed_fields:  # a misspelt `webhookurl` is said, not silently ignored
+            raise ValidationFailed(f"{self._name[:64]}: unknown form field; the upload takes "
+                                   f"{', '.join(sorted(self.allowed_fields))}")
         if self._name != FILE_FIELD:
+            if self._name in self.fields:
+                raise ValidationFailed(f"{self._name}: given more than once")
             return
         if self.file is not None:
             raise ValidationFailed("file: send exactly one file")
@@ -195,13 +201,14 @@ async def drain_small_body(request: Request, *, idle_timeout_s: float) -> None:
 
 
 async def receive_upload(request: Request, *, max_file_bytes: int, idle_timeout_s: float,
-                         min_bytes_per_s: float) -> ReceivedUpload:
-    """Reads a `multipart/form-data` body with one `file` part; raises a typed `InputError` for anything else."""
+                         min_bytes_per_s: float, allowed_fields: frozenset[str]) -> ReceivedUpload:
+    """Reads a `multipart/form-data` body with one `file` part and fields among `allowed_fields`, each given
+    once; raises a typed `InputError` for anything else."""
     content_type, params = parse_options_header(request.headers.get("content-type"))
     boundary = params.get(b"boundary")
     if content_type != b"multipart/form-data" or not boundary:
         raise ValidationFailed("file: Field required (send multipart/form-data with a `file` part)")
-    form = _Form(max_file_bytes)
+    form = _Form(max_file_bytes, allowed_fields)
     try:
         parser = MultipartParser(boundary, form.callbacks())
         batch = bytearray()

@@ -21,7 +21,13 @@ from services.core.errors import InputError, NotFound, ResultExpired, ResultNotR
 from services.core.events import ready_formats
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL, UPLOADS_REJECTED
-from services.core.storage import RESULT_MEDIA_TYPES, ObjectNotFound, document_result_key, load_page_result
+from services.core.storage import (
+    RESULT_HTML_CSP,
+    RESULT_MEDIA_TYPES,
+    ObjectNotFound,
+    document_result_key,
+    load_page_result,
+)
 from services.core.tenants import effective_limits
 from services.gateway.deps import (
     CurrentTenant,
@@ -31,6 +37,7 @@ from services.gateway.deps import (
     SettingsDep,
     StoreDep,
     public_link,
+    tenant_of_key,
 )
 from services.gateway.documents import intake, receive, service, sse
 from services.gateway.documents.schemas import (
@@ -41,9 +48,15 @@ from services.gateway.documents.schemas import (
     DocumentRead,
     ErrorBody,
     ErrorResponse,
+    PageNumber,
     PageRead,
 )
-from services.gateway.documents.upload_schema import MAX_IDEMPOTENCY_KEY_CHARS, UPLOAD_ERRORS, UPLOAD_REQUEST_BODY
+from services.gateway.documents.upload_schema import (
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    UPLOAD_ERRORS,
+    UPLOAD_FIELDS,
+    UPLOAD_REQUEST_BODY,
+)
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 log = get_logger(__name__)
@@ -107,7 +120,7 @@ async def create_document(
         received = await receive.receive_upload(
             request, max_file_bytes=min(limits.max_file_bytes, settings.limits.max_file_bytes),
             idle_timeout_s=settings.limits.upload_idle_timeout_s,
-            min_bytes_per_s=settings.limits.upload_min_bytes_per_s)
+            min_bytes_per_s=settings.limits.upload_min_bytes_per_s, allowed_fields=UPLOAD_FIELDS)
         fields = received.fields
         upload = service.Upload(source=received.path, size=received.size, sha256=received.sha256,
                                 filename=received.filename, pages=fields.get("pages"),
@@ -183,7 +196,7 @@ async def get_document(
 
 @router.get("/{document_id}/events", responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}})
 async def document_events(
-    document_id: str, settings: SettingsDep, tenant: CurrentTenant, feeds: FeedsDep,
+    document_id: str, request: Request, settings: SettingsDep, tenant: CurrentTenant, feeds: FeedsDep,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """Server-sent events: the document's events so far, `document.progress` as pages end, then the final
@@ -191,7 +204,14 @@ async def document_events(
     with a keep-alive comment after 15 s of silence."""
     db = settings.resolved_database_url()
     await run_in_threadpool(_load_visible, db, document_id, tenant.id)  # 404 before the stream opens
-    return StreamingResponse(sse.stream(feeds, document_id, last_event_id, keepalive_s=settings.events.keepalive_s),
+    api_key: str = request.state.api_key
+
+    async def key_is_live() -> bool:
+        return await run_in_threadpool(tenant_of_key, db, api_key) == tenant.id
+
+    events = sse.stream(feeds, document_id, last_event_id, keepalive_s=settings.events.keepalive_s,
+                        key_is_live=key_is_live, key_recheck_s=settings.events.key_recheck_s)
+    return StreamingResponse(events,
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -253,7 +273,12 @@ def get_result(
         body = store.get(key)
     except ObjectNotFound as exc:
         raise ResultNotReady("the result is not stored (yet); try again shortly") from exc
-    return Response(body, media_type=RESULT_MEDIA_TYPES[format.value])  # as stored: the same bytes as S3 serves
+    # As stored: the same bytes as S3 serves. The HTML shows untrusted text: its CSP as a header too (the file's
+    # <meta> says it, a header also binds what a <meta> cannot reach), and no type sniffing for any format.
+    headers = {"X-Content-Type-Options": "nosniff"}
+    if format is ResultFormat.HTML:
+        headers["Content-Security-Policy"] = f"{RESULT_HTML_CSP}; frame-ancestors 'none'"
+    return Response(body, media_type=RESULT_MEDIA_TYPES[format.value], headers=headers)
 
 
 class PageFormat(StrEnum):
@@ -263,12 +288,14 @@ class PageFormat(StrEnum):
 
 @router.get("/{document_id}/pages/{n}", response_model=PageRead,
             responses={**ERRORS, 200: {"content": {"application/json": {}, "text/markdown": {}}}})
-def get_page(document_id: str, n: int, session: SessionDep, store: StoreDep, tenant: CurrentTenant,
+def get_page(document_id: str, n: PageNumber, session: SessionDep, store: StoreDep, tenant: CurrentTenant,
              format: Annotated[PageFormat, Query(description="json: the page entry; markdown: its Markdown "
                                                              "(HTML, LaTeX and chunks are per document)")
                                ] = PageFormat.JSON) -> PageRead | Response:
     document = service.get_document(session, document_id, tenant.id)
     page = service.get_page(session, document, n)
+    if document.expired_at is not None:  # its result is deleted for good: 410, not a 409 to poll on
+        raise ResultExpired("the document's results were deleted when its retention period ended")
     read = page_read(page, store)
     if format is PageFormat.MARKDOWN:
         if read.markdown is None:

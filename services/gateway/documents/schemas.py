@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.core.pages import AttachmentRead, PageRead
 
 __all__ = ["AttachmentRead", "DocumentCreated", "DocumentDeleted", "DocumentList", "DocumentRead", "ErrorBody",
-           "ErrorResponse", "PageRead"]
+           "ErrorResponse", "PageNumber", "PageRead"]
 
 
 class ErrorBody(BaseModel):
@@ -67,3 +68,9 @@ class DocumentDeleted(BaseModel):
     id: str
     status: str
     deleted: bool
+
+
+# 1-based; at most what a page's index column holds (a larger number is no page: 422, never an overflow's 500)
+MAX_PAGE_NUMBER = 2**31 - 1
+PageNumber = Annotated[int, Path(ge=1, le=MAX_PAGE_NUMBER,
+                                 description="the page's 1-based position among the document's parsed pages")]

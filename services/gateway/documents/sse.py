@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from services.core import events
@@ -41,18 +41,28 @@ def stored_frames(snapshot: Snapshot) -> tuple[list[bytes], bool]:
     return frames, any(row.type in _FINAL_TYPES for row in snapshot.rows)
 
 
-async def stream(hub: FeedHub, document_id: str, last_event_id: str | None, *,
-                 keepalive_s: float) -> AsyncIterator[bytes]:
+async def stream(hub: FeedHub, document_id: str, last_event_id: str | None, *, keepalive_s: float,
+                 key_is_live: Callable[[], Awaitable[bool]], key_recheck_s: float) -> AsyncIterator[bytes]:
+    """`key_is_live` is asked every `key_recheck_s`: a stream ends once its API key is revoked or its tenant
+    disabled (a client that reconnects gets 401), not when it would have ended anyway."""
     after = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
     counts = (0, 0)
-    started = last_sent = time.monotonic()
+    started = last_sent = key_checked = time.monotonic()
     yield b"retry: 2000\n\n"
     async with hub.follow(document_id, after=after) as listener:
         while time.monotonic() - started < MAX_STREAM_S:
-            snapshot = await listener.next(timeout=max(0.0, keepalive_s - (time.monotonic() - last_sent)))
+            now = time.monotonic()
+            wait = min(keepalive_s - (now - last_sent), key_recheck_s - (now - key_checked))
+            snapshot = await listener.next(timeout=max(0.0, wait))
+            if time.monotonic() - key_checked >= key_recheck_s:
+                if not await key_is_live():
+                    yield b": the API key was revoked\n\n"
+                    return
+                key_checked = time.monotonic()
             if snapshot is None:
-                yield b": keep-alive\n\n"
-                last_sent = time.monotonic()
+                if time.monotonic() - last_sent >= keepalive_s:
+                    yield b": keep-alive\n\n"
+                    last_sent = time.monotonic()
                 continue
             document = snapshot.document
             if document is None:  # deleted while streaming: the stream ends

@@ -25,6 +25,7 @@ UPLOAD_REQUEST_BODY: dict[str, Any] = {
         "schema": {
             "type": "object",
             "required": ["file"],
+            "additionalProperties": False,  # another field: 422 validation_error naming the fields below
             "properties": {
                 "file": {"type": "string", "format": "binary", "description":
                          "PDF, PNG, JPEG, TIFF or WebP, recognised by its bytes (not its name or Content-Type); "
@@ -56,6 +57,10 @@ UPLOAD_REQUEST_BODY: dict[str, Any] = {
         "encoding": {"file": {"contentType": ", ".join(ACCEPTED_MEDIA_TYPES)}},
     }},
 }
+
+
+# The form's fields, as the schema above declares them: the upload refuses any other.
+UPLOAD_FIELDS = frozenset(UPLOAD_REQUEST_BODY["content"]["multipart/form-data"]["schema"]["properties"])
 
 
 def set_file_limit(schema: dict[str, Any], max_file_bytes: int) -> None:

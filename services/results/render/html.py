@@ -13,13 +13,13 @@ import re
 import secrets
 
 from services.core.elements import Element, ElementType
+from services.core.storage import RESULT_HTML_CSP
 from services.results.render import katex
 from services.results.render.derive import RenderPage, list_labels
 from services.results.render.inline import INLINE_MATH, inline_html
 from services.results.render.sanitize import parse_table
 
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; font-src data:; img-src data:; base-uri 'none';"
-       " form-action 'none'")
+CSP = RESULT_HTML_CSP
 STYLE = """
 body{font-family:"Noto Serif",Georgia,serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.5}
 section.page{border-top:1px solid #ccc;padding-top:1rem;margin-top:2rem}
