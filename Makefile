@@ -104,8 +104,9 @@ proto: $(STAMP) ## regenerate the Python code of proto/pagemill/v1/*.proto
 migrate: $(STAMP) ## apply database migrations (PAGEMILL_DATABASE_URL, default SQLite in .pagemill/)
 	$(BIN)/pagemill migrate
 
-docs: $(STAMP) ## regenerate the settings tables (docs/settings.md, README) from services/core/settings.py
+docs: $(STAMP) ## regenerate the settings tables (docs/settings.md, README) and the code map of docs/architecture.md
 	$(BIN)/pagemill config --write
+	$(BIN)/python -m tools.architecture --write
 
 licenses: $(STAMP) ## licences of the runtime closure into docs/licenses.md; fails on GPL/AGPL or a stale report
 	$(BIN)/python -m tools.licenses --write docs/licenses.md
