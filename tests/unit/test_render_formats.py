@@ -149,7 +149,7 @@ def test_latex_keeps_inline_formulas_in_every_kind_of_text() -> None:
     formula = _inline_formula("E=mc^2")
     assert f"\\subsection*{{On {formula}}}" in tex
     assert f"Einstein wrote {formula} in \\texttt{{{formula}}}." in tex
-    assert f"\\item with {formula}\n" in tex
+    assert f"\\item{{}} with {formula}\n" in tex
     assert f"{{\\small\\itshape Figure 1: {formula}\\par}}" in tex
     assert f"{{\\footnotesize Figure 1: {formula}\\par}}" in tex
 
@@ -166,6 +166,13 @@ def test_private_use_characters_are_dropped_and_cannot_pose_as_a_formula() -> No
     assert "Icons , forged 0 and 0 and 0 and 0 and" in tex
     html = render_html([page], title="t")
     assert html.count("E=mc^2") == 1  # the formula, once: as KaTeX's annotation or as its source
+
+
+def test_a_list_item_that_opens_with_a_bracket_keeps_it() -> None:
+    """`\\item [x] done` made "x" the bullet; `\\item [unbalanced` did not compile."""
+    elements = markdown_elements("- [unbalanced\n- [x] done\n- plain", 1)
+    tex = render_latex([RenderPage(number=1, status="succeeded", elements=elements)])
+    assert "\\begin{itemize}\n\\item{} [unbalanced\n\\item{} [x] done\n\\item{} plain\n\\end{itemize}" in tex
 
 
 def test_latex_tables_get_multirow_and_multicolumn() -> None:
@@ -197,7 +204,7 @@ def test_an_ordered_list_keeps_the_documents_own_numbers() -> None:
     element = Element(id="p1-e1", type=ElementType.LIST, page=1, bbox=None, text="first second",
                       markdown="150. first\n\n151. second", items=["first", "second"], ordered=True)
     page = RenderPage(number=1, status="succeeded", elements=[element])
-    assert "\\item[{150.}] first" in render_latex([page], title="t")
+    assert "\\item[{150.}]{} first" in render_latex([page], title="t")
     assert re.findall(r"<li[^>]*>", render_html([page], title="t")) == ['<li value="150">', '<li value="151">']
 
 
@@ -211,5 +218,5 @@ def test_numbers_among_bullets_keep_their_labels() -> None:
                       markdown="- a. Find it.\n\n150. first\n\n151. second", items=["a. Find it.", "first", "second"])
     page = RenderPage(number=1, status="succeeded", elements=[element])
     latex = render_latex([page], title="t")
-    assert "\\item a. Find it." in latex and "\\item[{150.}] first" in latex and "\\item[{151.}] second" in latex
+    assert "\\item{} a. Find it." in latex and "\\item[{150.}]{} first" in latex and "\\item[{151.}]{} second" in latex
     assert "<li>150. first</li>" in render_html([page], title="t")

@@ -211,7 +211,8 @@ def element_latex(element: Element, math: _Math) -> str:
             marks = [f"[{{{label}}}]" if label else "" for label in labels]
         else:
             marks = [""] * len(items)
-        body = "\n".join(f"\\item{mark} {inline(item)}" for mark, item in zip(marks, items, strict=True))
+        # `{}` ends `\item`'s look for an optional label: an item that starts with `[` stays the item's text.
+        body = "\n".join(f"\\item{mark}{{}} {inline(item)}" for mark, item in zip(marks, items, strict=True))
         return f"\\begin{{{env}}}\n{body}\n\\end{{{env}}}"
     if kind is ElementType.TABLE:
         table = parse_table(element.html or element.markdown)
