@@ -84,3 +84,19 @@ def test_a_cjk_paragraph_breaks_into_lines(engine: str, tmp_path: Path) -> None:
     text = pdf_text(tmp_path / "document.pdf")
     assert unicodedata.normalize("NFKC", paragraph) in re.sub(r"\s+", "", text)
     assert sum(1 for line in text.splitlines() if re.search("[\u4e00-\u9fff]", line)) >= 5
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_formulas_with_commands_only_katex_knows_compile(engine: str, tmp_path: Path) -> None:
+    """Once inline formulas stopped turning into numbers, the corpus's `$t \\gt 0$` stopped both engines
+    (Undefined control sequence): KaTeX accepts commands and environments LaTeX lacks."""
+    if not katex.available():
+        pytest.skip("KaTeX is missing (`make katex`): without it every formula is printed as its source")
+    markdown = "Now $t \\gt 0$ and $x \\isin \\reals$.\n\n$$\n\\begin{rcases} a & b \\\\ c & d \\end{rcases}\n$$"
+    tex = render_latex([RenderPage(number=1, status="succeeded", elements=markdown_elements(markdown, 1))])
+    assert "Now $t \\gt 0$ and $x \\isin \\reals$." in tex  # kept as math
+    (tmp_path / "document.tex").write_text(tex, encoding="utf-8")
+    done = compile_tex(tmp_path, engine)
+    assert done.returncode == 0, tex_errors(done)
+    text = pdf_text(tmp_path / "document.pdf")
+    assert "Now t > 0 and x\\isin\\reals." in text and "c d" in text

@@ -130,7 +130,8 @@ def test_latex_escapes_text_and_refuses_formulas_that_run_tex() -> None:
     assert "\\input{" not in tex.replace("\\textbackslash{}input\\{", "") and "\\write18" not in tex
     assert "\\[\nx^2 + y_1\n\\]" in tex
     assert "{\\pmarabic\\pmrtl{مرحبا بالعالم}} 2026 hello {\\pmcjk 你好}" in tex
-    assert "\\newfontfamily\\pmarabic{Noto Naskh Arabic}[Script=Arabic]" in tex
+    assert "\\IfFontExistsTF{Noto Naskh Arabic}{\\newfontfamily\\pmarabic{Noto Naskh Arabic}}{" in tex
+    assert "\\defaultfontfeatures[Noto Naskh Arabic]{Script=Arabic}" in tex.split("\\else")[0]  # LuaTeX's
     assert "\\IfFontExistsTF{Noto Serif CJK SC}{\\newfontfamily\\pmcjk{Noto Serif CJK SC}}{" in tex
 
 

@@ -38,8 +38,8 @@ SCRIPTS: tuple[tuple[str, str, bool, str], ...] = (
     ("pmhangul", "Noto Serif CJK KR", False, "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"),
     ("pmcjk", "Noto Serif CJK SC", False, "\u2e80-\u2fff\u3000-\u312f\u3190-\u9fff\uf900-\ufaff\uff00-\uffef"),
 )
-# The complex scripts' shaping, named: LuaTeX's HarfBuzz shapes Devanagari as plain text when the script is not
-# given (XeTeX finds it itself).
+# The complex scripts' shaping, named for LuaTeX, whose HarfBuzz shapes Devanagari as plain text when the script
+# is not given. XeTeX finds the script itself (told, it changed the text a PDF reader extracts from Arabic).
 _SHAPED = {"pmarabic": "Arabic", "pmhebrew": "Hebrew", "pmdevanagari": "Devanagari", "pmbengali": "Bengali",
            "pmtamil": "Tamil", "pmthai": "Thai"}
 CJK = re.compile("[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
@@ -56,7 +56,10 @@ _ENVIRONMENT = re.compile(r"^\\begin\{(align|equation|gather|multline|flalign|eq
 # KaTeX accepts these shorthands; LaTeX does not know them.
 PROVIDED = (r"\providecommand{\R}{\mathbb{R}}\providecommand{\N}{\mathbb{N}}\providecommand{\Z}{\mathbb{Z}}"
             r"\providecommand{\Q}{\mathbb{Q}}\providecommand{\C}{\mathbb{C}}\providecommand{\operatornamewithlimits}"
-            r"[1]{\operatorname*{#1}}\providecommand{\Bbb}[1]{\mathbb{#1}}\providecommand{\bold}[1]{\mathbf{#1}}")
+            r"[1]{\operatorname*{#1}}\providecommand{\Bbb}[1]{\mathbb{#1}}\providecommand{\bold}[1]{\mathbf{#1}}"
+            r"\providecommand{\lt}{<}\providecommand{\gt}{>}\providecommand{\bm}[1]{\boldsymbol{#1}}")
+_COMMAND = re.compile(r"\\([A-Za-z]+)")
+_ENVIRONMENT_NAME = re.compile(r"\\begin\{([A-Za-z]+\*?)\}")
 _SECTIONS = {1: "section", 2: "subsection", 3: "subsubsection", 4: "paragraph", 5: "subparagraph", 6: "subparagraph"}
 
 
@@ -74,6 +77,9 @@ class _Math:
     def __init__(self, formulas: list[tuple[str, bool]]) -> None:
         parsed = katex.render_all(formulas) if katex.available() else [""] * len(formulas)
         self.ok = {f for f, html in zip(formulas, parsed, strict=True) if html is not None}
+
+    def kept(self) -> list[str]:
+        return [latex for latex, display in self.ok if self.usable(latex, display)]
 
     def usable(self, latex: str, display: bool) -> bool:
         return (bool(latex.strip()) and (latex, display) in self.ok and _balanced(latex)
@@ -277,16 +283,32 @@ end, "pagemill.cjk_breaks")
 def _font(command: str, font: str) -> str:
     """A script's Noto font where it is installed; else its runs stay in the main font (glyphs may be missing,
     the document still compiles)."""
-    script = f"[Script={_SHAPED[command]}]" if command in _SHAPED else ""
-    return (f"\\IfFontExistsTF{{{font}}}{{\\newfontfamily\\{command}{{{font}}}{script}}}"
-            f"{{\\newcommand\\{command}{{}}}}")
+    return f"\\IfFontExistsTF{{{font}}}{{\\newfontfamily\\{command}{{{font}}}}}{{\\newcommand\\{command}{{}}}}"
 
 
-def preamble(all_text: str, title: str) -> str:
+def unknown_to_latex(formulas: list[str]) -> list[str]:
+    """KaTeX knows commands and environments LaTeX lacks (`\\reals`, `\\isin`, `rcases`…): each one the kept
+    formulas use is defined at the end of the preamble, where LaTeX has not defined it, to print its name (an
+    environment to set its cells as a matrix), so one such formula does not stop the whole document."""
+    commands = sorted({name for latex in formulas for name in _COMMAND.findall(latex)})
+    environments = sorted({name for latex in formulas for name in _ENVIRONMENT_NAME.findall(latex)})
+    if not commands and not environments:
+        return []
+    command = r"\ifdefined\NAME\else\newcommand{\NAME}{\ensuremath{\backslash\mathrm{NAME}}}\fi"
+    environment = r"\ifcsname NAME\endcsname\else\newenvironment{NAME}{\begin{matrix}}{\end{matrix}}\fi"
+    return (["% The formulas' commands and environments: one LaTeX lacks (KaTeX has it) prints its name."]
+            + [command.replace("NAME", name) for name in commands]
+            + [environment.replace("NAME", name) for name in environments])
+
+
+def preamble(all_text: str, title: str, formulas: list[str] | None = None) -> str:
     """For XeLaTeX and LuaLaTeX alike: the engine's own right-to-left and line-breaking commands behind
     `\\ifLuaTeX`, and Noto fonts only where they are installed (else Latin Modern, which every TeX Live has)."""
+    present = _scripts(all_text)
+    shaping = [f"  \\defaultfontfeatures[{font}]{{Script={_SHAPED[command]}}}" for command, font, _, _ in present
+               if command in _SHAPED]
     fonts = [r"\IfFontExistsTF{Noto Serif}{\setmainfont{Noto Serif}}{}"]
-    fonts += [_font(command, font) for command, font, _, _ in _scripts(all_text)]
+    fonts += [_font(command, font) for command, font, _, _ in present]
     if CJK.search(all_text):  # a line may end between two ideographs
         fonts += [r'\ifXeTeX\XeTeXlinebreaklocale "zh"\XeTeXlinebreakskip=0pt plus 1pt\relax\fi',
                   r"\ifLuaTeX", _LUA_CJK_BREAKS, r"\fi"]
@@ -302,6 +324,7 @@ def preamble(all_text: str, title: str) -> str:
         # LuaTeX: HarfBuzz shapes Arabic and Indic scripts as XeTeX does; \textdir where XeTeX has TeX--XeT.
         r"\ifLuaTeX",
         r"  \defaultfontfeatures{Renderer=HarfBuzz}",
+        *shaping,
         r"  \newcommand{\pmrtl}[1]{{\textdir TRT #1}}",
         r"\else",
         r"  \TeXXeTstate=1",
@@ -312,6 +335,7 @@ def preamble(all_text: str, title: str) -> str:
         r"\usepackage[normalem]{ulem}",
         r"\setlength{\parindent}{0pt}\setlength{\parskip}{0.6em}",
         PROVIDED,
+        *unknown_to_latex(formulas or []),
         r"\begin{document}",
     ])
 
@@ -335,4 +359,4 @@ def render_latex(pages: list[RenderPage], *, title: str = "document") -> str:
                 body.append(rendered)
     if not any(not part.startswith("% page ") for part in body):
         body.append(r"\mbox{}")  # a document with no text still makes a (blank) page
-    return preamble(" ".join(words), title) + "\n\n" + "\n\n".join(body) + "\n\n\\end{document}\n"
+    return preamble(" ".join(words), title, math.kept()) + "\n\n" + "\n\n".join(body) + "\n\n\\end{document}\n"
