@@ -127,10 +127,11 @@ APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); command -v apt-get >/
 browser-tools: ## Debian chromium + chromium-driver for the document.html checks (driven by playwright from .venv)
 	@command -v chromium >/dev/null || { $(APT_INSTALL) chromium chromium-driver >/dev/null; }
 	@chromium --version
-tex-tools: ## XeLaTeX, longtable/multirow and the Noto fonts (Debian TeX Live) for the document.tex checks
-	@command -v xelatex >/dev/null && fc-list | grep -q "Noto Serif CJK" || { $(APT_INSTALL) texlive-xetex \
-	  texlive-latex-extra texlive-lang-arabic texlive-lang-cjk lmodern fonts-noto-core fonts-noto-cjk >/dev/null; }
-	@xelatex --version | head -1
+tex-tools: ## XeLaTeX, LuaLaTeX, longtable/multirow and the Noto fonts (Debian TeX Live) for the document.tex checks
+	@command -v xelatex >/dev/null && kpsewhich luaotfload.sty >/dev/null && fc-list | grep -q "Noto Serif CJK" \
+	  || { $(APT_INSTALL) texlive-xetex texlive-luatex texlive-latex-extra texlive-lang-arabic texlive-lang-cjk lmodern \
+	  fonts-noto-core fonts-noto-cjk >/dev/null; }
+	@xelatex --version | head -1 && lualatex --version | head -1
 
 outputs-doc: $(STAMP) ## regenerate the examples of docs/outputs.md from corpus documents
 	$(BIN)/python -m tools.outputs_doc --corpus $(CORPUS)

@@ -1,9 +1,10 @@
 """Every dev-corpus document's outputs checked by the real tools: document.html in headless Chromium (no console
-errors, no KaTeX error nodes, every table visible, a screenshot kept), document.tex compiled by XeLaTeX into a
-PDF that holds the document's words, and the chunk invariants — plus a PDF that tries to inject script.
+errors, no KaTeX error nodes, every table visible, a screenshot kept), document.tex compiled by XeLaTeX and by
+LuaLaTeX into a PDF that holds the document's words, and the chunk invariants — plus a PDF that tries to inject
+script.
 
 The pages come from the cpu engine in this process, once per session. Artifacts (the outputs of every case, the
-compiled PDFs, a screenshot) are kept in test-artifacts/outputs/ (git-ignored). Chromium and XeLaTeX come from
+compiled PDFs, a screenshot) are kept in test-artifacts/outputs/ (git-ignored). Chromium and TeX Live come from
 Debian (`make browser-tools tex-tools`); without them those tests skip and say which target installs them.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import unicodedata
 import zlib
 from dataclasses import dataclass
@@ -28,13 +28,13 @@ from services.results.render import katex
 from services.results.render.derive import RenderPage, document_pages
 from services.results.render.formats import render_document
 from services.runner import parse_locally
+from tests.tex import ENGINES, compile_tex, pdf_text, tex_errors
 from tests.unit.test_render_chunks import check_invariants
 
 pytestmark = pytest.mark.slow
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "outputs"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-XELATEX = shutil.which("xelatex")
 WORD = re.compile(r"\w{3,}")
 SCREENSHOT_CASE = "olmocr_math_2503_04086"  # formulas, inline and displayed
 
@@ -98,17 +98,6 @@ def hostile_pdf() -> bytes:
     out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
     out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     return bytes(out)
-
-
-def compile_tex(folder: Path) -> subprocess.CompletedProcess[str]:
-    """xelatex as a reader runs it: again while longtable asks for a rerun (column widths settle on pass 2)."""
-    assert XELATEX is not None
-    for _ in range(3):
-        done = subprocess.run([XELATEX, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
-                               "document.tex"], cwd=folder, capture_output=True, text=True, timeout=300, check=False)
-        if done.returncode != 0 or "Rerun LaTeX" not in (folder / "document.log").read_text(errors="replace"):
-            break
-    return done
 
 
 def words_of(pages: list[RenderPage]) -> set[str]:
@@ -220,25 +209,21 @@ def test_a_pdf_cannot_inject_script_or_markup(browser: Any, corpus: Path) -> Non
     assert "\\textless{}script\\textgreater{}" in tex
 
 
-# --- XeLaTeX ------------------------------------------------------------------------------------------------
+# --- XeLaTeX and LuaLaTeX -----------------------------------------------------------------------------------
 
-def test_every_document_tex_compiles_and_holds_its_words(corpus_outputs: list[Outputs], tmp_path: Path) -> None:
-    if XELATEX is None:
-        pytest.skip("no xelatex on PATH: `make tex-tools` installs Debian's TeX Live and Noto fonts")
-    import pypdf
-
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_document_tex_compiles_and_holds_its_words(corpus_outputs: list[Outputs], engine: str,
+                                                         tmp_path: Path) -> None:
     recalls = {}
     for outputs in corpus_outputs:
         folder = tmp_path / outputs.case_id
         folder.mkdir()
         shutil.copy(outputs.files["latex"], folder / "document.tex")
-        done = compile_tex(folder)
-        errors = [line for line in done.stdout.splitlines() if line.startswith("!")]
-        assert done.returncode == 0, (outputs.case_id, errors[:3])
+        done = compile_tex(folder, engine)
+        assert done.returncode == 0, (outputs.case_id, tex_errors(done))
         pdf = folder / "document.pdf"
-        shutil.copy(pdf, ARTIFACTS / outputs.case_id / "document.pdf")
-        text = unicodedata.normalize("NFKC", " ".join(p.extract_text() or "" for p in pypdf.PdfReader(pdf).pages))
-        text = text.casefold()
+        shutil.copy(pdf, ARTIFACTS / outputs.case_id / f"document.{engine}.pdf")
+        text = pdf_text(pdf).casefold()
         squashed = re.sub(r"\s+", "", re.sub(r"-\s+", "", text))  # words broken over lines, hyphenated
         words = words_of(outputs.pages)
         # Right-to-left runs come out of the PDF in visual order: a word may read backwards.
@@ -248,9 +233,8 @@ def test_every_document_tex_compiles_and_holds_its_words(corpus_outputs: list[Ou
     assert low == {}, low
 
 
-def test_hard_cases_compile_spans_scripts_and_hostile_formulas(tmp_path: Path) -> None:
-    if XELATEX is None:
-        pytest.skip("no xelatex on PATH: `make tex-tools` installs Debian's TeX Live and Noto fonts")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hard_cases_compile_spans_scripts_and_hostile_formulas(engine: str, tmp_path: Path) -> None:
     from services.results.render.derive import markdown_elements
     from services.results.render.latex import render_latex
 
@@ -267,11 +251,9 @@ def test_hard_cases_compile_spans_scripts_and_hostile_formulas(tmp_path: Path) -
     ])
     tex = render_latex([RenderPage(number=1, status="succeeded", elements=markdown_elements(markdown, 1))])
     (tmp_path / "document.tex").write_text(tex, encoding="utf-8")
-    done = compile_tex(tmp_path)
-    assert done.returncode == 0, [line for line in done.stdout.splitlines() if line.startswith("!")][:3]
-    import pypdf
-
-    text = unicodedata.normalize("NFKC", pypdf.PdfReader(tmp_path / "document.pdf").pages[0].extract_text())
+    done = compile_tex(tmp_path, engine)
+    assert done.returncode == 0, tex_errors(done)
+    text = pdf_text(tmp_path / "document.pdf")
     for word in ("corner", "tall wide", "deep", "Ελληνικά", "Русский", "/etc/hostname"):
         assert word in text, (word, text[:500])
     assert "Missing character" not in (tmp_path / "document.log").read_text(errors="replace")

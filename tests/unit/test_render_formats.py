@@ -129,8 +129,52 @@ def test_latex_escapes_text_and_refuses_formulas_that_run_tex() -> None:
            "\\textasciicircum{}e \\textbackslash{}f}" in tex
     assert "\\input{" not in tex.replace("\\textbackslash{}input\\{", "") and "\\write18" not in tex
     assert "\\[\nx^2 + y_1\n\\]" in tex
-    assert "{\\pmarabic\\beginR مرحبا بالعالم\\endR} 2026 hello {\\pmcjk 你好}" in tex
-    assert "\\newfontfamily\\pmarabic{Noto Naskh Arabic}" in tex and "\\newfontfamily\\pmcjk{Noto Serif CJK SC}" in tex
+    assert "{\\pmarabic\\pmrtl{مرحبا بالعالم}} 2026 hello {\\pmcjk 你好}" in tex
+    assert "\\IfFontExistsTF{Noto Naskh Arabic}{\\newfontfamily\\pmarabic{Noto Naskh Arabic}}{" in tex
+    assert "\\defaultfontfeatures[Noto Naskh Arabic]{Script=Arabic}" in tex.split("\\else")[0]  # LuaTeX's
+    assert "\\IfFontExistsTF{Noto Serif CJK SC}{\\newfontfamily\\pmcjk{Noto Serif CJK SC}}{" in tex
+
+
+def _inline_formula(latex: str) -> str:
+    """How the LaTeX shows an inline formula: as math where KaTeX parses it, else as its source."""
+    escaped = latex.replace("^", "\\textasciicircum{}")
+    return f"${latex}$" if katex.available() else f"\\texttt{{\\${escaped}\\$}}"
+
+
+def test_latex_keeps_inline_formulas_in_every_kind_of_text() -> None:
+    """Each `$…$` used to come out as its placeholder's number: "Einstein wrote 0"."""
+    elements = markdown_elements(
+        "## On $E=mc^2$\n\nEinstein wrote $E=mc^2$ in `$E=mc^2$`.\n\n- with $E=mc^2$\n- two", 1)
+    elements += [Element(id="p1-e9", type=kind, page=1, bbox=None, text="Figure 1: E=mc^2",
+                         markdown="Figure 1: $E=mc^2$") for kind in (ElementType.CAPTION, ElementType.FOOTNOTE)]
+    tex = render_latex([RenderPage(number=1, status="succeeded", elements=elements)]).split("\\begin{document}")[1]
+    formula = _inline_formula("E=mc^2")
+    assert f"\\subsection*{{On {formula}}}" in tex
+    assert f"Einstein wrote {formula} in \\texttt{{{formula}}}." in tex
+    assert f"\\item{{}} with {formula}\n" in tex
+    assert f"{{\\small\\itshape Figure 1: {formula}\\par}}" in tex
+    assert f"{{\\footnotesize Figure 1: {formula}\\par}}" in tex
+
+
+def test_private_use_characters_are_dropped_and_cannot_pose_as_a_formula() -> None:
+    """A document's private-use characters (raw or as character references) and noncharacters never stand in for
+    a formula — in LaTeX, which drops them, and in HTML, which keeps private-use text as it is."""
+    markdown = ("Icons \ue000\uf8ff, forged \ue0000\ue001 and &#xE000;0&#xE001; and <span>&#xE000;0&#xE001;</span>"
+                " and \ufdd00\ufdd1 and &#xFDD0;0&#xFDD1; and <span>&#xFDD0;0&#xFDD1;</span>, real $E=mc^2$.")
+    page = RenderPage(number=1, status="succeeded", elements=markdown_elements(markdown, 1))
+    tex = render_latex([page]).split("\\begin{document}")[1]
+    assert tex.count(_inline_formula("E=mc^2")) == 1 and "real " + _inline_formula("E=mc^2") + "." in tex
+    assert not re.search("[\ue000-\uf8ff\ufdd0-\ufdef]", tex)
+    assert "Icons , forged 0 and 0 and 0 and 0 and" in tex
+    html = render_html([page], title="t")
+    assert html.count("E=mc^2") == 1  # the formula, once: as KaTeX's annotation or as its source
+
+
+def test_a_list_item_that_opens_with_a_bracket_keeps_it() -> None:
+    """`\\item [x] done` made "x" the bullet; `\\item [unbalanced` did not compile."""
+    elements = markdown_elements("- [unbalanced\n- [x] done\n- plain", 1)
+    tex = render_latex([RenderPage(number=1, status="succeeded", elements=elements)])
+    assert "\\begin{itemize}\n\\item{} [unbalanced\n\\item{} [x] done\n\\item{} plain\n\\end{itemize}" in tex
 
 
 def test_latex_tables_get_multirow_and_multicolumn() -> None:
@@ -162,7 +206,7 @@ def test_an_ordered_list_keeps_the_documents_own_numbers() -> None:
     element = Element(id="p1-e1", type=ElementType.LIST, page=1, bbox=None, text="first second",
                       markdown="150. first\n\n151. second", items=["first", "second"], ordered=True)
     page = RenderPage(number=1, status="succeeded", elements=[element])
-    assert "\\item[{150.}] first" in render_latex([page], title="t")
+    assert "\\item[{150.}]{} first" in render_latex([page], title="t")
     assert re.findall(r"<li[^>]*>", render_html([page], title="t")) == ['<li value="150">', '<li value="151">']
 
 
@@ -176,5 +220,5 @@ def test_numbers_among_bullets_keep_their_labels() -> None:
                       markdown="- a. Find it.\n\n150. first\n\n151. second", items=["a. Find it.", "first", "second"])
     page = RenderPage(number=1, status="succeeded", elements=[element])
     latex = render_latex([page], title="t")
-    assert "\\item a. Find it." in latex and "\\item[{150.}] first" in latex and "\\item[{151.}] second" in latex
+    assert "\\item{} a. Find it." in latex and "\\item[{150.}]{} first" in latex and "\\item[{151.}]{} second" in latex
     assert "<li>150. first</li>" in render_html([page], title="t")

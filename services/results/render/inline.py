@@ -1,8 +1,13 @@
 """Inline Markdown (emphasis, code, links, inline `$…$` math) to sanitized HTML and to escaped LaTeX.
 
-Math is cut out first (a placeholder of private-use characters stands in for it), so Markdown never eats
-a backslash or an underscore of a formula; markdown-it renders the rest, the sanitizer allow-lists what
-markdown-it wrote, and the formulas go back in rendered (HTML) or verbatim (LaTeX).
+Math is cut out first (a placeholder stands in for it), so Markdown never eats a backslash or an underscore of
+a formula; markdown-it renders the rest, the sanitizer allow-lists what markdown-it wrote, and the formulas go
+back in rendered (HTML) or verbatim (LaTeX).
+
+A placeholder is `U+FDD0 index U+FDD1`: noncharacters, which are never text. They are taken out of the
+document before the formulas are cut out, and neither markdown-it nor the sanitizer decodes a character
+reference into one (`&#xFDD0;` becomes U+FFFD or nothing), so a document cannot forge a placeholder — not even
+with the private-use characters that LaTeX drops from its text.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from services.results.render.sanitize import safe_href, sanitize_inline
 # Pandoc's rule: `$` opens when a non-space follows, closes when a non-space precedes and no digit follows
 # ("$5 and $6" is money, not math).
 INLINE_MATH = re.compile(r"(?<![\\$])\$(?![\s$])((?:\\.|[^$\\\n])+?)(?<![\s\\])\$(?!\d)|\\\((.+?)\\\)")
-_PLACEHOLDER = re.compile("\ue000(\\d+)\ue001")
-_PRIVATE = re.compile("[\ue000\ue001]")
+_OPEN, _CLOSE = "\ufdd0", "\ufdd1"
+_PLACEHOLDER = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
+_NONCHARACTERS = re.compile("[\ufdd0-\ufdef]")
 
 
 @lru_cache(maxsize=1)
@@ -36,9 +42,9 @@ def split_math(text: str) -> tuple[str, list[str]]:
 
     def keep(match: re.Match[str]) -> str:
         formulas.append((match.group(1) or match.group(2) or "").strip())
-        return f"\ue000{len(formulas) - 1}\ue001"
+        return f"{_OPEN}{len(formulas) - 1}{_CLOSE}"
 
-    return INLINE_MATH.sub(keep, _PRIVATE.sub("", text)), formulas
+    return INLINE_MATH.sub(keep, _NONCHARACTERS.sub("", text)), formulas
 
 
 def inline_html(markdown: str, math: Any) -> str:
@@ -55,12 +61,25 @@ _TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "
                 "^": r"\textasciicircum{}", "_": r"\_", "~": r"\textasciitilde{}", "%": r"\%",
                 "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "\u00a0": "~"}
 _TEX_ESCAPE = re.compile("|".join(re.escape(k) for k in _TEX_SPECIAL))
-# Characters TeX cannot take at all (controls) are dropped.
-_TEX_DROP = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ue000-\uf8ff\ufffe\uffff]")
+# Characters TeX cannot take at all (controls), private-use characters (no font has them: a PDF's private glyph
+# codes) and noncharacters are dropped.
+_TEX_DROP = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ue000-\uf8ff\ufdd0-\ufdef\ufffe\uffff]")
 
 
 def tex_escape(text: str) -> str:
     return _TEX_ESCAPE.sub(lambda m: _TEX_SPECIAL[m.group(0)], _TEX_DROP.sub("", text))
+
+
+def _tex_with_math(text: str, formulas: list[str], math: Any, script: Any) -> str:
+    """`text` escaped (in its scripts' fonts) around its placeholders, each placeholder its formula's LaTeX.
+    The formulas never pass through `tex_escape`, which drops the placeholders' noncharacters."""
+    out: list[str] = []
+    for n, part in enumerate(_PLACEHOLDER.split(text)):  # text, index, text, index, …, text
+        if n % 2:
+            out.append(str(math(formulas[int(part)])))
+        elif part:
+            out.append(script(tex_escape(part)))
+    return "".join(out)
 
 
 _TEX_TAGS = {"strong": (r"\textbf{", "}"), "em": (r"\emph{", "}"), "s": (r"\sout{", "}"),
@@ -77,9 +96,9 @@ def inline_latex(markdown: str, math: Any, script: Any) -> str:
         kind = token.type
         if kind in {"text", "html_inline"}:
             content = token.content if kind == "text" else re.sub(r"<[^>]+>", "", token.content)
-            out.append(script(tex_escape(content)))
+            out.append(_tex_with_math(content, formulas, math, script))
         elif kind == "code_inline":
-            out.append(r"\texttt{" + script(tex_escape(token.content)) + "}")
+            out.append(r"\texttt{" + _tex_with_math(token.content, formulas, math, script) + "}")
         elif kind in ("softbreak", "hardbreak"):
             out.append(" " if kind == "softbreak" else r"\\" + "\n")
         elif kind.endswith("_open") and kind[:-5] in _TEX_TAGS:
@@ -89,6 +108,5 @@ def inline_latex(markdown: str, math: Any, script: Any) -> str:
         elif kind in ("link_open", "link_close"):
             pass  # a link keeps its text; no hyperref, whose XeTeX driver needs fonts TeX Live may lack
         elif kind == "image":
-            out.append(script(tex_escape(token.content)))
-    joined = "".join(out)
-    return _PLACEHOLDER.sub(lambda m: str(math(formulas[int(m.group(1))])), joined)
+            out.append(_tex_with_math(token.content, formulas, math, script))
+    return "".join(out)

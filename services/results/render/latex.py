@@ -1,10 +1,14 @@
-"""`document.tex`: a XeLaTeX document of the element tree — text escaped, headings as sections, tables as
-`longtable` with `\\multicolumn`/`\\multirow`, formulas kept, non-Latin scripts in Noto fonts.
+"""`document.tex`: a XeLaTeX and LuaLaTeX document of the element tree — text escaped, headings as sections,
+tables as `longtable` with `\\multicolumn`/`\\multirow`, formulas kept, non-Latin scripts in Noto fonts.
 
 Scripts: the main font is Noto Serif (Latin, Greek, Cyrillic); every other script this module knows (CJK
-too, with ICU line breaking between ideographs) is wrapped, run by run, in its Noto font, and right-to-left
-runs in TeX--XeT's `\\beginR…\\endR`. No ucharclasses, polyglossia or xeCJK (which needs ctex): only the
-fonts of the scripts the document holds are loaded, so a Latin document compiles without CJK or Arabic fonts.
+too, with line breaking between ideographs) is wrapped, run by run, in its Noto font, and right-to-left runs in
+`\\pmrtl`. No ucharclasses, polyglossia or xeCJK (which needs ctex): only the fonts of the scripts the document
+holds are loaded, so a Latin document compiles without CJK or Arabic fonts. A Noto font that is not installed
+is left out (`\\IfFontExistsTF`): the text falls back to Latin Modern, which every TeX Live has, and the
+document still compiles. The engines differ behind `\\ifLuaTeX`: right to left is TeX--XeT's `\\beginR…\\endR`
+in XeTeX and `\\textdir TRT` in LuaTeX, CJK line breaks come from `\\XeTeXlinebreaklocale` or a Lua callback,
+and LuaTeX shapes with HarfBuzz as XeTeX does.
 Formulas are LaTeX already; one that KaTeX cannot parse, or that uses a command that reads or writes files or
 redefines anything (`\\input`, `\\write`, `\\def`, `\\catcode`…), is printed as text instead — a document
 must not be able to run TeX code in whoever compiles its `.tex`.
@@ -34,6 +38,10 @@ SCRIPTS: tuple[tuple[str, str, bool, str], ...] = (
     ("pmhangul", "Noto Serif CJK KR", False, "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"),
     ("pmcjk", "Noto Serif CJK SC", False, "\u2e80-\u2fff\u3000-\u312f\u3190-\u9fff\uf900-\ufaff\uff00-\uffef"),
 )
+# The complex scripts' shaping, named for LuaTeX, whose HarfBuzz shapes Devanagari as plain text when the script
+# is not given. XeTeX finds the script itself (told, it changed the text a PDF reader extracts from Arabic).
+_SHAPED = {"pmarabic": "Arabic", "pmhebrew": "Hebrew", "pmdevanagari": "Devanagari", "pmbengali": "Bengali",
+           "pmtamil": "Tamil", "pmthai": "Thai"}
 CJK = re.compile("[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 # A run goes on across spaces and punctuation but not digits, which stay left-to-right inside `\\beginR`.
 _RUNS = {command: re.compile(f"[{chars}]+(?:[\\s.,:;!?()\u060c\u061b\u061f-]*[{chars}]+)*")
@@ -48,7 +56,10 @@ _ENVIRONMENT = re.compile(r"^\\begin\{(align|equation|gather|multline|flalign|eq
 # KaTeX accepts these shorthands; LaTeX does not know them.
 PROVIDED = (r"\providecommand{\R}{\mathbb{R}}\providecommand{\N}{\mathbb{N}}\providecommand{\Z}{\mathbb{Z}}"
             r"\providecommand{\Q}{\mathbb{Q}}\providecommand{\C}{\mathbb{C}}\providecommand{\operatornamewithlimits}"
-            r"[1]{\operatorname*{#1}}\providecommand{\Bbb}[1]{\mathbb{#1}}\providecommand{\bold}[1]{\mathbf{#1}}")
+            r"[1]{\operatorname*{#1}}\providecommand{\Bbb}[1]{\mathbb{#1}}\providecommand{\bold}[1]{\mathbf{#1}}"
+            r"\providecommand{\lt}{<}\providecommand{\gt}{>}\providecommand{\bm}[1]{\boldsymbol{#1}}")
+_COMMAND = re.compile(r"\\([A-Za-z]+)")
+_ENVIRONMENT_NAME = re.compile(r"\\begin\{([A-Za-z]+\*?)\}")
 _SECTIONS = {1: "section", 2: "subsection", 3: "subsubsection", 4: "paragraph", 5: "subparagraph", 6: "subparagraph"}
 
 
@@ -66,6 +77,9 @@ class _Math:
     def __init__(self, formulas: list[tuple[str, bool]]) -> None:
         parsed = katex.render_all(formulas) if katex.available() else [""] * len(formulas)
         self.ok = {f for f, html in zip(formulas, parsed, strict=True) if html is not None}
+
+    def kept(self) -> list[str]:
+        return [latex for latex, display in self.ok if self.usable(latex, display)]
 
     def usable(self, latex: str, display: bool) -> bool:
         return (bool(latex.strip()) and (latex, display) in self.ok and _balanced(latex)
@@ -90,7 +104,7 @@ def _wrap_scripts(text: str) -> str:
     for command, _, rtl, _ in SCRIPTS:
         pattern = _RUNS[command]
         if pattern.search(text):
-            opening, closing = ("{\\" + command + "\\beginR ", "\\endR}") if rtl else ("{\\" + command + " ", "}")
+            opening, closing = ("{\\" + command + "\\pmrtl{", "}}") if rtl else ("{\\" + command + " ", "}")
 
             def wrap(match: re.Match[str], opening: str = opening, closing: str = closing) -> str:
                 return opening + match.group(0) + closing
@@ -211,7 +225,8 @@ def element_latex(element: Element, math: _Math) -> str:
             marks = [f"[{{{label}}}]" if label else "" for label in labels]
         else:
             marks = [""] * len(items)
-        body = "\n".join(f"\\item{mark} {inline(item)}" for mark, item in zip(marks, items, strict=True))
+        # `{}` ends `\item`'s look for an optional label: an item that starts with `[` stays the item's text.
+        body = "\n".join(f"\\item{mark}{{}} {inline(item)}" for mark, item in zip(marks, items, strict=True))
         return f"\\begin{{{env}}}\n{body}\n\\end{{{env}}}"
     if kind is ElementType.TABLE:
         table = parse_table(element.html or element.markdown)
@@ -244,25 +259,83 @@ def _formulas(pages: list[RenderPage]) -> list[tuple[str, bool]]:
     return found
 
 
-def preamble(all_text: str, title: str) -> str:
-    fonts = [r"\setmainfont{Noto Serif}"]
-    for command, font, _, _ in _scripts(all_text):
-        fonts.append(f"\\newfontfamily\\{command}{{{font}}}")
-    if CJK.search(all_text):  # ICU line breaking: a line may end between two ideographs
-        fonts.append(r'\XeTeXlinebreaklocale "zh"\XeTeXlinebreakskip=0pt plus 1pt\relax')
+# LuaTeX breaks a line only at glue: between two CJK characters (not before CJK punctuation) this puts some, as
+# `\XeTeXlinebreaklocale` does for XeTeX. Lua inside `\directlua`: no `%`, `#`, `~`, backslash or `--` comment.
+_LUA_CJK_BREAKS = r"""\directlua{
+local GLYPH, GLUE = node.id("glyph"), node.id("glue")
+local function cjk(c) return (c >= 0x1100 and c <= 0x11FF) or (c >= 0x2E80 and c <= 0x9FFF)
+  or (c >= 0xAC00 and c <= 0xD7AF) or (c >= 0xF900 and c <= 0xFAFF) or (c >= 0xFF00 and c <= 0xFFEF) end
+local function punctuation(c) return (c >= 0x3000 and c <= 0x303F) or (c >= 0xFF00 and c <= 0xFF65) end
+luatexbase.add_to_callback("pre_linebreak_filter", function(head)
+  for glyph in node.traverse_id(GLYPH, head) do
+    local after = glyph.next
+    if after and after.id == GLYPH and cjk(glyph.char) and cjk(after.char) and not punctuation(after.char) then
+      local skip = node.new(GLUE)
+      node.setglue(skip, 0, 65536)
+      head = node.insert_after(head, glyph, skip)
+    end
+  end
+  return head
+end, "pagemill.cjk_breaks")
+}"""
+
+
+def _font(command: str, font: str) -> str:
+    """A script's Noto font where it is installed; else its runs stay in the main font (glyphs may be missing,
+    the document still compiles)."""
+    return f"\\IfFontExistsTF{{{font}}}{{\\newfontfamily\\{command}{{{font}}}}}{{\\newcommand\\{command}{{}}}}"
+
+
+def unknown_to_latex(formulas: list[str]) -> list[str]:
+    """KaTeX knows commands and environments LaTeX lacks (`\\reals`, `\\isin`, `rcases`…): each one the kept
+    formulas use is defined at the end of the preamble, where LaTeX has not defined it, to print its name (an
+    environment to set its cells as a matrix), so one such formula does not stop the whole document."""
+    commands = sorted({name for latex in formulas for name in _COMMAND.findall(latex)})
+    environments = sorted({name for latex in formulas for name in _ENVIRONMENT_NAME.findall(latex)})
+    if not commands and not environments:
+        return []
+    command = r"\ifdefined\NAME\else\newcommand{\NAME}{\ensuremath{\backslash\mathrm{NAME}}}\fi"
+    environment = r"\ifcsname NAME\endcsname\else\newenvironment{NAME}{\begin{matrix}}{\end{matrix}}\fi"
+    return (["% The formulas' commands and environments: one LaTeX lacks (KaTeX has it) prints its name."]
+            + [command.replace("NAME", name) for name in commands]
+            + [environment.replace("NAME", name) for name in environments])
+
+
+def preamble(all_text: str, title: str, formulas: list[str] | None = None) -> str:
+    """For XeLaTeX and LuaLaTeX alike: the engine's own right-to-left and line-breaking commands behind
+    `\\ifLuaTeX`, and Noto fonts only where they are installed (else Latin Modern, which every TeX Live has)."""
+    present = _scripts(all_text)
+    shaping = [f"  \\defaultfontfeatures[{font}]{{Script={_SHAPED[command]}}}" for command, font, _, _ in present
+               if command in _SHAPED]
+    fonts = [r"\IfFontExistsTF{Noto Serif}{\setmainfont{Noto Serif}}{}"]
+    fonts += [_font(command, font) for command, font, _, _ in present]
+    if CJK.search(all_text):  # a line may end between two ideographs
+        fonts += [r'\ifXeTeX\XeTeXlinebreaklocale "zh"\XeTeXlinebreakskip=0pt plus 1pt\relax\fi',
+                  r"\ifLuaTeX", _LUA_CJK_BREAKS, r"\fi"]
     return "\n".join([
         r"% Made by pagemill from the document's element tree. Compile with: latexmk -xelatex document.tex",
-        r"% (or xelatex twice: longtable settles its column widths on the second run)",
+        r"% or latexmk -lualatex document.tex (or xelatex/lualatex twice: longtable settles its column widths on the",
+        r"% second run). Noto fonts where installed, else Latin Modern.",
         r"\documentclass[11pt]{article}",
         r"\usepackage[a4paper,margin=2cm]{geometry}",
         r"\usepackage{amsmath,amssymb}",
+        r"\usepackage{iftex}",
         r"\usepackage{fontspec}",
+        # LuaTeX: HarfBuzz shapes Arabic and Indic scripts as XeTeX does; \textdir where XeTeX has TeX--XeT.
+        r"\ifLuaTeX",
+        r"  \defaultfontfeatures{Renderer=HarfBuzz}",
+        *shaping,
+        r"  \newcommand{\pmrtl}[1]{{\textdir TRT #1}}",
+        r"\else",
+        r"  \TeXXeTstate=1",
+        r"  \newcommand{\pmrtl}[1]{\beginR #1\endR}",
+        r"\fi",
         *fonts,
         r"\usepackage{longtable,multirow,array}",
         r"\usepackage[normalem]{ulem}",
         r"\setlength{\parindent}{0pt}\setlength{\parskip}{0.6em}",
-        r"\TeXXeTstate=1",
         PROVIDED,
+        *unknown_to_latex(formulas or []),
         r"\begin{document}",
     ])
 
@@ -288,4 +361,4 @@ def render_latex(pages: list[RenderPage], *, title: str = "document") -> str:
                 body.append(rendered)
     if not any(not part.startswith("% page ") for part in body):
         body.append(r"\mbox{}")  # a document with no text still makes a (blank) page
-    return preamble(" ".join(words), title) + "\n\n" + "\n\n".join(body) + "\n\n\\end{document}\n"
+    return preamble(" ".join(words), title, math.kept()) + "\n\n" + "\n\n".join(body) + "\n\n\\end{document}\n"
