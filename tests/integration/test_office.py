@@ -154,15 +154,18 @@ GENERATED = [("docx_word_sample/word_sample.docx", "odt"), ("docx_word_sample/wo
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import os
     import subprocess
 
+    from services.worker.convert import fonts
     from services.worker.convert.libreoffice import soffice_path
 
     folder = tmp_path_factory.mktemp("generated")
-    for sample, target in GENERATED:
+    for sample, target in GENERATED:  # with the worker's fonts too: nothing of the host's may reach a result
         subprocess.run([str(soffice_path()), "--headless", "--norestore",
                         f"-env:UserInstallation={(folder / 'profile').as_uri()}", "--convert-to", target,
-                        "--outdir", str(folder), str(OFFICE / sample)], capture_output=True, timeout=180, check=True)
+                        "--outdir", str(folder), str(OFFICE / sample)], capture_output=True, timeout=180, check=True,
+                       env={**os.environ, **fonts.environment()})
     return folder
 
 
