@@ -139,10 +139,7 @@ outputs-doc: $(STAMP) ## regenerate the examples of docs/outputs.md from corpus 
 bench-render: $(STAMP) ## ms per page the output formats add (html, latex, chunks) over $(CORPUS)/dev, into docs/benchmarks.md
 	$(BIN)/python -m bench.render $(CORPUS)/dev --write docs/benchmarks.md
 
-# The fonts every conversion is pinned to (services/worker/convert/fonts.py; the worker image installs them too).
-OFFICE_FONTS := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core fonts-opensymbol
-
-office-tools: ## install LibreOffice and the fonts its conversions are pinned to (Debian packages) for office, web and e-mail documents and their tests
+office-tools: ## install LibreOffice (Debian packages) for office, web and e-mail documents and their tests
 	@{ command -v soffice >/dev/null && dpkg -s $(OFFICE_FONTS) >/dev/null 2>&1; } || { \
 	  command -v apt-get >/dev/null || { echo "no apt-get: install LibreOffice and $(OFFICE_FONTS) by hand"; exit 1; }; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -150,6 +147,8 @@ office-tools: ## install LibreOffice and the fonts its conversions are pinned to
 	    libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui \
 	    $(OFFICE_FONTS) >/dev/null; }
 	@soffice --version | head -1
+# ... with the fonts every conversion is pinned to (services/worker/convert/fonts.py; the worker image has them).
+OFFICE_FONTS := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core fonts-opensymbol
 
 bench-office: $(STAMP) ## office conversion time per page (LibreOffice), into docs/benchmarks.md
 	$(BIN)/python -m bench.office $(PAGEMILL_CORPUS)/office --write docs/benchmarks.md
