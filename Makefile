@@ -140,12 +140,15 @@ bench-render: $(STAMP) ## ms per page the output formats add (html, latex, chunk
 	$(BIN)/python -m bench.render $(CORPUS)/dev --write docs/benchmarks.md
 
 office-tools: ## install LibreOffice (Debian packages) for office, web and e-mail documents and their tests
-	@command -v soffice >/dev/null || { \
-	  command -v apt-get >/dev/null || { echo "no apt-get: install LibreOffice by hand"; exit 1; }; \
+	@{ command -v soffice >/dev/null && dpkg -s $(OFFICE_FONTS) >/dev/null 2>&1; } || { \
+	  command -v apt-get >/dev/null || { echo "no apt-get: install LibreOffice and $(OFFICE_FONTS) by hand"; exit 1; }; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
-	    libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui >/dev/null; }
+	    libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui \
+	    $(OFFICE_FONTS) >/dev/null; }
 	@soffice --version | head -1
+# ... with the fonts every conversion is pinned to (services/worker/convert/fonts.py; the worker image has them).
+OFFICE_FONTS := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core fonts-opensymbol
 
 bench-office: $(STAMP) ## office conversion time per page (LibreOffice), into docs/benchmarks.md
 	$(BIN)/python -m bench.office $(PAGEMILL_CORPUS)/office --write docs/benchmarks.md

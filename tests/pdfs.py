@@ -73,6 +73,24 @@ def make_pdf(*, lines: list[str] | None = None, symbol_lines: list[str] | None =
     return buffer.getvalue()
 
 
+def placed_text_pdf(runs: list[tuple[str, float, float, float]]) -> bytes:
+    """An A4 page of Helvetica text runs, each (text, left, baseline, size) in pt from the bottom left, drawn in
+    the order given (the content order)."""
+    document = pdfium.PdfDocument.new()
+    page = document.new_page(595, 842)
+    helvetica = pdfium_c.FPDFText_LoadStandardFont(document.raw, b"Helvetica")
+    for text, left, baseline, size in runs:
+        text_object = pdfium_c.FPDFPageObj_CreateTextObj(document.raw, helvetica, ctypes.c_float(size))
+        encoded = ctypes.create_string_buffer((text + "\0").encode("utf-16-le"))
+        pdfium_c.FPDFText_SetText(text_object, ctypes.cast(encoded, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
+        pdfium_c.FPDFPageObj_Transform(text_object, 1, 0, 0, 1, left, baseline)
+        pdfium_c.FPDFPage_InsertObject(page.raw, text_object)
+    page.gen_content()
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
 def text_page(count: int = 12) -> bytes:
     return make_pdf(lines=[f"{number}. {SENTENCE}" for number in range(1, count + 1)])
 

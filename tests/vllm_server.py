@@ -1,5 +1,6 @@
 """A real `vllm serve` for the tests: vLLM on CPU serving the tiny random-weight Qwen2-VL that
-`scripts/vllm/setup.sh` builds, started from the same command line `pagemill vllm-command` prints.
+`scripts/vllm/setup.sh` builds, started from the same command line `pagemill vllm-command` prints (and
+`--enable-log-requests`, whose "Added request" lines the tests wait on).
 
 The venv comes from `PAGEMILL_VLLM_VENV` (`make test-vllm` sets it). Without one the `vllm_server` fixture
 fails the test, never skips it: a green run must mean vLLM really answered. Only `make test-vllm` selects the
@@ -79,7 +80,9 @@ class VllmServer:
 
     @property
     def argv(self) -> list[str]:
-        return vllm_command(self.settings, executable=str(self.venv / "bin" / "vllm"))
+        # --enable-log-requests: the server logs "Added request <id>." when a request enters its engine, a signal
+        # the tests wait on instead of sampling vLLM's gauges (a short request is over between two samples).
+        return [*vllm_command(self.settings, executable=str(self.venv / "bin" / "vllm")), "--enable-log-requests"]
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_")}
@@ -143,6 +146,18 @@ class VllmServer:
             if match:
                 totals[match.group(1)] = totals.get(match.group(1), 0.0) + float(match.group(2))
         return totals
+
+    def log_size(self) -> int:
+        return self.log_path.stat().st_size if self.log_path.exists() else 0
+
+    def requests_added(self, since: int = 0) -> int:
+        """Requests that entered the server's engine, from its log after byte `since` (a log line stays where a
+        gauge returns to 0: it cannot be missed)."""
+        if not self.log_path.exists():
+            return 0
+        with self.log_path.open("rb") as handle:
+            handle.seek(since)
+            return len(re.findall(rb"Added request \S+\.", handle.read()))
 
     def log_tail(self, chars: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""

@@ -217,19 +217,24 @@ def test_pages_wait_out_a_vllm_outage_and_finish_when_it_is_back(
 
 def test_a_vllm_server_killed_mid_batch_loses_no_page(
         platform_factory: PlatformFactory, postgres_url: str, vllm_server: VllmServer, corpus: Path) -> None:
-    """Issue 13's vLLM fault: SIGKILL of the server while it is generating. The requests in flight fail as an
-    outage; their pages wait (backoff, not the fallback) and finish once a server is back, each exactly once."""
-    # Long generations (600 tokens, end-of-sequence ignored) so the kill lands while a batch is being generated.
+    """Issue 13's vLLM fault: SIGKILL of the server while requests are in its engine. The requests in flight fail
+    as an outage; their pages wait (backoff, not the fallback) and finish once a server is back, each exactly
+    once."""
+    # The kill follows the server's own log of two requests entering its engine (a line that stays, unlike the
+    # num_requests_running gauge: five pages of 600 tokens were over within 6 s, between two of its samples), and
+    # each request generates 1,500 tokens (end-of-sequence ignored; well within the 4,096-token context): seconds
+    # of generation, against the milliseconds from the log line to the kill.
     platform = start_platform(platform_factory, postgres_url, vllm_server, request_extra=RUN_TO_LENGTH,
-                              max_tokens=600, max_attempts=1)
+                              max_tokens=1500, max_attempts=1)
+    log_start = vllm_server.log_size()
     created = platform.upload(corpus / "dev/docling_multi_page/multi_page.pdf", mode="accurate")
     uploaded_at = time.monotonic()
     deadline = uploaded_at + 240
-    while vllm_server.metrics().get("vllm:num_requests_running", 0.0) < 1:
+    while vllm_server.requests_added(since=log_start) < 2:
         assert time.monotonic() < deadline, (
-            f"vLLM never had a request running\n--- gpu worker\n{platform.log('gpu')[-4000:]}\n"
+            f"vLLM never had two requests\n--- gpu worker\n{platform.log('gpu')[-4000:]}\n"
             f"--- worker\n{platform.log('worker')[-2000:]}\n--- vllm\n{vllm_server.log_tail(3000)}")
-        time.sleep(0.05)
+        time.sleep(0.02)
     killed_at = time.monotonic()
     vllm_server.kill()
     try:
@@ -248,6 +253,10 @@ def test_a_vllm_server_killed_mid_batch_loses_no_page(
     assert all(markdown.count(f"<!-- page {n} -->") == 1 for n in range(1, 6)), "a page twice or missing"
     # max_attempts=1 and length finishes: each page ends as the flagged fallback for `length`, never for the outage
     assert all(p["fallback_reason"] != "engine_unavailable" for p in pages), pages
-    print(f"vllm killed mid-batch: 1 document, 5 pages, 0 lost, 0 duplicated; first request running "
+    # The kill cut requests open (the connection dropped under them), not only refused new ones.
+    cut = [line for line in platform.log("gpu").splitlines()
+           if "page.retry" in line and "engine_unavailable" in line and "ConnectError" not in line]
+    assert cut, f"no request was in flight at the kill\n--- gpu worker\n{platform.log('gpu')[-4000:]}"
+    print(f"vllm killed mid-batch: 1 document, 5 pages, 0 lost, 0 duplicated, {len(cut)} requests cut; killed "
           f"{killed_at - uploaded_at:.1f} s after the upload; server back after "
           f"{back_at - killed_at:.1f} s, document final {done_at - back_at:.1f} s after that")

@@ -1,9 +1,10 @@
 """Office documents to PDF with LibreOffice, one sandboxed process per document.
 
 Each conversion gets a throwaway profile with macros switched off, its own network namespace where the
-kernel allows one (`unshare -n`: no linked image or DTD is fetched), an address-space limit and a timeout
-after which its whole process group is killed. At most `pool_size` conversions run on a host at once
-(`slot()`): a flood of uploads waits in the queue, never as a hundred soffice processes.
+kernel allows one (`unshare -n`: no linked image or DTD is fetched), an address-space limit, a timeout after
+which its whole process group is killed, and only the fonts pinned in `fonts.py` (not the host's). At most
+`pool_size` conversions run on a host at once (`slot()`): a flood of uploads waits in the queue, never as a
+hundred soffice processes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from services.core.errors import ConversionFailed, ConversionTimeout, EngineUnavailable
 from services.core.formats import HTML, OFFICE_EXTENSIONS
 from services.core.logging import get_logger
+from services.worker.convert import fonts
 
 log = get_logger(__name__)
 
@@ -125,7 +127,8 @@ def convert(data: bytes, media_type: str, *, timeout_s: float, memory_mb: int, t
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-        env = {**os.environ, "HOME": str(folder), "SAL_USE_VCLPLUGIN": "svp"}
+        # Only the pinned fonts (fonts.py): the pages, and so the words read back, do not change with the host's.
+        env = {**os.environ, "HOME": str(folder), "SAL_USE_VCLPLUGIN": "svp", **fonts.environment()}
         started = time.perf_counter()
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=folder, env=env,
                                    preexec_fn=confine, start_new_session=True)  # noqa: PLW1509 - rlimits only

@@ -1,9 +1,11 @@
-"""Characters of a text layer put right before they become lines: dot leaders dropped, loose accents attached."""
+"""Characters of a text layer put right before they become lines: dot leaders dropped, loose accents attached, and
+characters of two lines never run into one."""
 
 from __future__ import annotations
 
 from services.worker.engines.cpu.model import Box
-from services.worker.engines.cpu.textlayer import _Char, _make_line, attach_accents, drop_leaders
+from services.worker.engines.cpu.textlayer import _Char, _make_line, attach_accents, drop_leaders, read_page
+from tests.pdfs import placed_text_pdf
 
 
 def _char(text: str, x: float, order: int) -> _Char:
@@ -39,3 +41,22 @@ def test_an_accent_set_apart_from_its_letter_is_put_back_on_it() -> None:
     line = _make_line(attach_accents(chars))
     assert line is not None and line.text == "Ján Mináč"
     assert attach_accents([_char("´", 100, 0)])[0].text == "´"  # an accent over no letter stays as it is
+
+
+def test_the_second_line_of_a_cell_does_not_run_into_the_cell_beside_it() -> None:
+    # A table row as LibreOffice lays out an HTML table in Liberation Serif: the first cell has a name over a
+    # smaller note (<br><small>), the second cell's one line is centred beside them, half a line lower than the
+    # name, and comes after the note in content order, a cell padding to its right.
+    page = read_page(placed_text_pdf([("Aythya", 58, 582, 12), ("(Diving ducks)", 58, 570, 10),
+                                      ("Hawser, Common Pochard", 129, 576, 12)]))
+    assert sorted(line.text for line in page.lines) == ["(Diving ducks)", "Aythya", "Hawser, Common Pochard"]
+    # Two cells of one size, one line of the first beside the two lines of the second, half a line apart.
+    page = read_page(placed_text_pdf([("White-headed duck", 58, 300, 12), ("A small diving duck", 160, 307, 12),
+                                      ("long.", 160, 293, 12)]))
+    assert not any("A" in line.text and "long" in line.text for line in page.lines), [line.text for line in page.lines]
+
+
+def test_a_superscript_and_a_subscript_stay_on_their_line() -> None:
+    page = read_page(placed_text_pdf([("the area is 4 m", 72, 700, 12), ("2", 159, 705, 7), (" and H", 163, 700, 12),
+                                      ("2", 203, 697, 7), ("O flows", 207, 700, 12)]))
+    assert len(page.lines) == 1, [line.text for line in page.lines]

@@ -419,10 +419,17 @@ def _rotated_lines(chars: list[_Char]) -> list[Line]:
 
 def _continues(previous: _Char, char: _Char) -> bool:
     height = min(previous.box.height, char.box.height) or 1.0
+    tallest = max(previous.box.height, char.box.height)
     if previous.box.y_overlap(char.box) < tuning.LINE_MIN_Y_OVERLAP * height:
         return False
+    # Characters of about one size sit on one line only at one height; a sub- or superscript is smaller. Without
+    # this, the next line of a table cell ("(Diving ducks)" under "Aythya") ran on into the cell beside it, set
+    # half a line higher, and the two cells' lines became one with their letters interleaved.
+    if height >= tuning.LINE_SCRIPT_RATIO * tallest and abs(previous.box.cy - char.box.cy) > (
+            tuning.LINE_MAX_SHIFT * tallest):
+        return False
     gap = max(char.box.x0 - previous.box.x1, previous.box.x0 - char.box.x1)
-    return gap < tuning.LINE_MAX_CHAR_GAP * max(previous.box.height, char.box.height)
+    return gap < tuning.LINE_MAX_CHAR_GAP * tallest
 
 
 def _run_box(run: list[_Char]) -> Box:

@@ -24,6 +24,8 @@ GUTTER_FREE_SHARE = 0.6  # share of the neighbours reaching over the gap that mu
 ROTATED_REACH = 0.8  # font sizes: rotated characters closer than this are one run
 LINE_MIN_Y_OVERLAP = 0.4  # line heights: characters overlapping less vertically are not on one line
 LINE_MAX_CHAR_GAP = 0.8  # line heights: characters further apart are not one line
+LINE_SCRIPT_RATIO = 0.8  # height ratio: a smaller character may be a sub- or superscript, offset from its line ...
+LINE_MAX_SHIFT = 0.25  # line heights: ... characters of about one size whose centres are further apart are not
 SPACE_MIN_GAP = 0.08  # font sizes: a content-order space between glyphs closer than this is pdfium's, not a word gap
 
 # --- Blocks, reading order, furniture, headings (layout.py) --------------------------------------------------------
