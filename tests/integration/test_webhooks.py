@@ -209,11 +209,16 @@ def overlapping(connections: list[Connection]) -> list[tuple[str, float]]:
 def test_a_dripping_receiver_is_cut_at_the_deadline_and_never_delays_another_tenants_webhooks(
         platform_factory: PlatformFactory, postgres_url: str, corpus: Path) -> None:
     """A receiver that answers 200 and then sends a byte every 0.5 s (for up to a minute) holds each attempt
-    for its 2 s deadline and no longer, two at a time (the per-tenant limit; the webhook worker has four
+    for its deadline and no longer, two at a time (the per-tenant limit; the webhook worker has four
     threads), while another tenant's webhook goes out at once. Before: each attempt lasted the whole minute,
-    the slow tenant took all four threads and the other tenant's webhook waited for one of them."""
+    the slow tenant took all four threads and the other tenant's webhook waited for one of them.
+
+    The bounds are the deadline itself, not a latency: a webhook that waited for a slow tenant's thread comes
+    at least one deadline late, and the deadline is long enough that a loaded machine's own delays stay far
+    below it."""
+    deadline_s = 5
     platform = platform_factory(postgres_url, engine="fake", extra_env={
-        "PAGEMILL_WEBHOOKS__TIMEOUT_S": "2", "PAGEMILL_WEBHOOKS__MAX_CONCURRENT_PER_TENANT": "2",
+        "PAGEMILL_WEBHOOKS__TIMEOUT_S": str(deadline_s), "PAGEMILL_WEBHOOKS__MAX_CONCURRENT_PER_TENANT": "2",
     }).start(webhook_worker=True, reconciler=True)
     drip = DripReceiver(every_s=0.5, hold_s=60)
     with platform.client() as client:
@@ -234,8 +239,8 @@ def test_a_dripping_receiver_is_cut_at_the_deadline_and_never_delays_another_ten
     got = wait_until(lambda: receiver.of_type("document.succeeded"), 60, "the other tenant's webhook")
     delay = time.monotonic() - finished
     assert got[0].verified and got[0].json["data"]["document_id"] == created["id"]
-    # under one slow attempt's deadline (2 s): it did not wait for a thread the slow tenant held
-    assert delay < 2.0, f"the other tenant's webhook came {delay:.1f} s after its document ended"
+    # under one slow attempt's deadline: it did not wait for a thread the slow tenant held
+    assert delay < deadline_s, f"the other tenant's webhook came {delay:.1f} s after its document ended"
 
     def all_six_succeeded() -> list[dict[str, Any]] | None:
         rows = deliveries(platform, slow["id"])
@@ -243,11 +248,12 @@ def test_a_dripping_receiver_is_cut_at_the_deadline_and_never_delays_another_ten
 
     # The deliveries that waited for a slot were sent as slots freed up (the receiver answered 200).
     rows = wait_until(all_six_succeeded, 60, "the slow tenant's six deliveries")
-    # the 2 s deadline, with room for a machine under load (before: 60 s each)
-    assert all(a["duration_ms"] <= 3500 for d in rows for a in d["attempt_log"]), rows
-    drip.wait_for(lambda: drip.open_now == 0, 10, "every connection to end")
+    # cut at the deadline, with room for a machine under load (before: 60 s each)
+    cut_by = deadline_s + 3
+    assert all(a["duration_ms"] <= cut_by * 1000 for d in rows for a in d["attempt_log"]), rows
+    drip.wait_for(lambda: drip.open_now == 0, 30, "every connection to end")
     held = [c.closed - c.opened for c in drip.connections if c.closed is not None]
-    assert len(held) == len(drip.connections) >= 6 and max(held) < 3.5, held  # cut at the deadline
+    assert len(held) == len(drip.connections) >= 6 and max(held) < cut_by, held  # cut at the deadline
     assert drip.max_open == 2, "at most two attempts of one tenant at once"
     assert overlapping(drip.connections) == [], "one webhook-id was sent twice at once"
     drip.close()
