@@ -93,6 +93,13 @@ def test_list_is_newest_first_with_a_cursor(api: Api) -> None:
                 break
         assert error_of(client.get("/v1/documents", params={"limit": 0})) == (422, "validation_error")
         assert error_of(client.get("/v1/documents", params={"limit": 201})) == (422, "validation_error")
+        # a filter or cursor the gateway cannot mean is refused, not read as "no filter" (the fuzz found
+        # `status=` and a garbage cursor answered 200 with every document)
+        for params in ({"status": ""}, {"status": "done"}, {"cursor": "\u00f2\x04garbage"}, {"cursor": ""}):
+            assert error_of(client.get("/v1/documents", params=params)) == (422, "validation_error"), params
+        queued = client.get("/v1/documents", params={"status": "queued", "limit": 200}).json()["data"]
+        assert {d["id"] for d in queued} == set(ids)
+        assert client.get("/v1/documents", params={"status": "succeeded"}).json()["data"] == []
     assert seen == list(reversed(ids))
 
 

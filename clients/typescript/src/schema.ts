@@ -633,6 +633,11 @@ export interface components {
             status: string;
         };
         /**
+         * DocumentStatus
+         * @enum {string}
+         */
+        DocumentStatus: "queued" | "running" | "succeeded" | "partial" | "failed" | "cancelled";
+        /**
          * Element
          * @description One block of a page. `markdown` is its canonical rendering; `text` its plain words.
          */
@@ -1748,8 +1753,9 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
+                /** @description `next_cursor` of the previous page */
                 cursor?: string | null;
-                status?: string | null;
+                status?: components["schemas"]["DocumentStatus"] | null;
             };
             header?: never;
             path?: never;

@@ -47,6 +47,10 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+# A document's id: `new_id("doc")`, or an e-mail attachment's `{e-mail id}_{n}` (services/core/attachments.py).
+DOCUMENT_ID_PATTERN = r"^doc_[0-9a-f]{32}(_[0-9]+)?$"
+
+
 def new_id(prefix: str) -> str:
     """A time-sortable id (`doc_0192f3a4b5c6d7e8f9a0b1c2d3e4f5a6`): newest-first listing is an index scan."""
     return f"{prefix}_{int(time.time() * 1000):012x}{os.urandom(10).hex()}"

@@ -15,7 +15,7 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 
 from services.core import pages
 from services.core.attachments import with_statuses
-from services.core.db.models import DOCUMENT_FINAL, Document, Page
+from services.core.db.models import DOCUMENT_FINAL, DOCUMENT_ID_PATTERN, Document, DocumentStatus, Page
 from services.core.db.session import session_scope
 from services.core.errors import InputError, NotFound, ResultExpired, ResultNotReady, ValidationFailed
 from services.core.events import ready_formats
@@ -158,8 +158,9 @@ def list_documents(
     session: SessionDep,
     tenant: CurrentTenant,
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
-    cursor: str | None = None,
-    status: str | None = None,
+    cursor: Annotated[str | None, Query(pattern=DOCUMENT_ID_PATTERN,
+                                        description="`next_cursor` of the previous page")] = None,
+    status: DocumentStatus | None = None,
 ) -> DocumentList:
     rows, next_cursor = service.list_documents(session, tenant_id=tenant.id, limit=limit, cursor=cursor,
                                                status=status)

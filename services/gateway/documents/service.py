@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from services.core import erasure
-from services.core.db.models import DOCUMENT_FINAL, Document, Page, new_id, utcnow
+from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, new_id, utcnow
 from services.core.document_tasks import TaskSpec, parse_task
 from services.core.documents import NewDocument, insert_document
 from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, ValidationFailed
@@ -184,7 +184,7 @@ def get_document(session: Session, document_id: str, tenant_id: str | None = Non
 
 
 def list_documents(session: Session, *, tenant_id: str | None, limit: int, cursor: str | None,
-                   status: str | None) -> tuple[list[Document], str | None]:
+                   status: DocumentStatus | None) -> tuple[list[Document], str | None]:
     query = visible_documents(tenant_id)
     if cursor:
         query = query.where(Document.id < cursor)
