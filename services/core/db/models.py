@@ -66,7 +66,7 @@ class Document(Base):
     tenant_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)
     status: Mapped[str] = mapped_column(sa.String(16), default=DocumentStatus.QUEUED, index=True)
     filename: Mapped[str] = mapped_column(sa.String(512), default="")
-    media_type: Mapped[str] = mapped_column(sa.String(64))
+    media_type: Mapped[str] = mapped_column(sa.String(255))  # RFC 6838: type and subtype up to 127 each
     size_bytes: Mapped[int] = mapped_column(sa.BigInteger)
     sha256: Mapped[str] = mapped_column(sa.String(64), index=True)
     source_key: Mapped[str] = mapped_column(sa.String(512))
