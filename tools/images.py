@@ -107,6 +107,14 @@ def pick_builder(wanted: str = "auto") -> str:
                      "install docker, or podman and buildah (make container-tools)")
 
 
+def qualified(ref: str) -> str:
+    """Docker Hub's implied names spelt out (podman resolves no short name without a search registry)."""
+    first = ref.split("/", 1)[0]
+    if "/" in ref and ("." in first or ":" in first or first == "localhost"):
+        return ref
+    return f"docker.io/{ref}" if "/" in ref else f"docker.io/library/{ref}"
+
+
 class Builder:
     def __init__(self, tool: str) -> None:
         self.tool = tool
@@ -128,7 +136,7 @@ class Builder:
         if self.image_id(ref):
             return True
         say(f"pulling {ref}")
-        result = run([self.cli, "pull", "-q", ref], check=False)
+        result = run([self.cli, "pull", "-q", qualified(ref) if self.cli != "docker" else ref], check=False)
         if result.returncode != 0:
             say(f"cannot pull {ref}: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else '?'}")
         return result.returncode == 0
@@ -148,6 +156,17 @@ class Builder:
         result = run(argv, capture=False, stdin=subprocess.DEVNULL, check=False)
         if result.returncode != 0:
             raise BuildError(f"building {tag} from {dockerfile.name} failed (exit {result.returncode})")
+
+    def forget_older(self, repo: str, keep: str) -> None:
+        """Untags this image's earlier input hashes (their layers go with the next prune), so repeated builds on
+        one machine do not pile up; layers the current image uses stay."""
+        listed = run([self.cli, "images", "--format", "{{.Repository}}:{{.Tag}}", repo], check=False).stdout
+        for ref in listed.split():
+            name = ref.rsplit("/", 1)[-1]
+            if name.startswith(f"{repo}:in-") and name != keep:
+                run([self.cli, "rmi", ref], check=False)
+        # build-stage layers older than a week (kept younger: they are the next build's cache)
+        run([self.cli, "image", "prune", "-f", "--filter", "until=168h"], check=False)
 
     def import_rootfs(self, folder: Path, ref: str) -> None:
         tar = subprocess.Popen(["tar", "-C", str(folder), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE)
@@ -276,6 +295,7 @@ def build(builder: Builder, report: Report, name: str, dockerfile: Path, build_a
     else:
         builder.build(dockerfile, keyed, build_args)
     builder.tag(keyed, ref)
+    builder.forget_older(repo, keyed)
     elapsed = round(time.monotonic() - started, 1)
     if record:
         report.images[repo] = Built(ref=ref, dockerfile=dockerfile.relative_to(REPO).as_posix(), key=key,
