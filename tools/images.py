@@ -164,7 +164,9 @@ class Builder:
         for ref in listed.split():
             name = ref.rsplit("/", 1)[-1]
             if name.startswith(f"{repo}:in-") and name != keep:
-                run([self.cli, "rmi", ref], check=False)
+                # untag, not remove: removing would take the build's cached parent layers with it
+                untag = [self.cli, "untag", ref, ref] if self.cli == "podman" else [self.cli, "rmi", "--no-prune", ref]
+                run(untag, check=False)
         # build-stage layers older than a week (kept younger: they are the next build's cache)
         run([self.cli, "image", "prune", "-f", "--filter", "until=168h"], check=False)
 
