@@ -85,6 +85,9 @@ def vllm_command(settings: Settings, *, executable: str = "vllm") -> list[str]:
     spec = speculative_config(settings)
     if spec is not None:
         argv += ["--speculative-config", json.dumps(spec)]
+    elif preset.logits_processors:
+        # Never both: vLLM 0.32 refuses custom logits processors while speculating (see Preset.logits_processors).
+        argv += ["--logits-processors", *preset.logits_processors]
     # The extract task's JSON (structured outputs) without whitespace between tokens: budget it does not need,
     # and noise a weak model can run on in. vLLM sets this per server only, and only for xgrammar or guidance.
     argv += ["--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS)]

@@ -36,19 +36,24 @@ def test_deepseek_null_is_an_empty_page_not_a_bad_answer() -> None:
     assert not parse_deepseek("Plain text without tags").empty
 
 
-def test_deepseek_serve_line_follows_vllms_recipe_and_needs_the_draft_head() -> None:
-    with pytest.raises(ValueError, match="draft model"):
-        vllm_command(Settings(engine={"kind": "vllm", "preset": "deepseek_ocr"}))
-    settings = Settings(engine={"kind": "vllm", "preset": "deepseek_ocr",
-                                "serve": {"draft_model": "/models/fastmtp-head"}})
-    argv = vllm_command(settings)
+def test_deepseek_serve_line_follows_vllms_recipe_with_its_no_repeat_processor_and_no_speculation() -> None:
+    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "deepseek_ocr"}))
     assert argv[2] == "deepseek-ai/DeepSeek-OCR"
-    assert json.loads(flag(argv, "--speculative-config")) == {
-        "method": "eagle", "num_speculative_tokens": 3, "model": "/models/fastmtp-head"}
     assert "--no-enable-prefix-caching" in argv and flag(argv, "--mm-processor-cache-gb") == "0"
     assert flag(argv, "--logits-processors").endswith("deepseek_ocr:NGramPerReqLogitsProcessor")
-    off = Settings(engine={"preset": "deepseek_ocr", "serve": {"speculative_method": "none"}})
-    assert speculative_config(off) is None
+    assert "--speculative-config" not in argv
+    assert speculative_config(Settings(engine={"preset": "deepseek_ocr"})) is None
+
+
+def test_deepseek_with_a_draft_head_speculates_and_drops_the_processor_vllm_refuses_beside_it() -> None:
+    settings = Settings(engine={"kind": "vllm", "preset": "deepseek_ocr",
+                                "serve": {"speculative_method": "eagle", "draft_model": "/models/fastmtp-head"}})
+    argv = vllm_command(settings)
+    assert json.loads(flag(argv, "--speculative-config")) == {
+        "method": "eagle", "num_speculative_tokens": 3, "model": "/models/fastmtp-head"}
+    assert "--logits-processors" not in argv
+    with pytest.raises(ValueError, match="draft model"):
+        vllm_command(Settings(engine={"preset": "deepseek_ocr", "serve": {"speculative_method": "eagle"}}))
 
 
 def test_qwen35_keeps_the_checkpoints_quantization_unless_told_and_shares_a_prefix() -> None:

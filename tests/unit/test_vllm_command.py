@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from services.cli import main
 from services.core.settings import Settings
-from services.worker.vllm_serve import speculative_config, vllm_command
+from services.worker.presets import PRESETS
+from services.worker.vllm_serve import DRAFT_METHODS, SPECULATIVE_METHODS, speculative_config, vllm_command
 
 
 def flag(argv: list[str], name: str) -> str:
@@ -87,3 +88,17 @@ def test_the_image_limit_follows_the_pages_of_one_request() -> None:
 def test_extraction_json_is_compact_by_the_servers_structured_outputs_config() -> None:
     config = json.loads(flag(vllm_command(Settings()), "--structured-outputs-config"))
     assert config == {"backend": "xgrammar", "disable_any_whitespace": True}
+
+
+@pytest.mark.parametrize("method", ["", *SPECULATIVE_METHODS])
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_no_line_carries_a_logits_processor_and_speculation_together(preset: str, method: str) -> None:
+    """vLLM 0.32 refuses to start with both ("Custom logits processors are not supported when speculative
+    decoding is enabled."): whatever the preset and the method, the line has one or the other."""
+    serve: dict[str, str] = {"speculative_method": method} if method else {}
+    if (method or PRESETS[preset].speculative_method) in DRAFT_METHODS:
+        serve["draft_model"] = "/models/draft"
+    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": preset, "serve": serve}))
+    assert not ("--speculative-config" in argv and "--logits-processors" in argv), argv
+    if PRESETS[preset].logits_processors and "--speculative-config" not in argv:
+        assert flag(argv, "--logits-processors") == PRESETS[preset].logits_processors[0]
