@@ -31,7 +31,7 @@ SERVED_NAME = "tiny-vlm"
 START_TIMEOUT_S = float(os.environ.get("PAGEMILL_VLLM_START_TIMEOUT", "420"))
 
 
-def engine_settings(venv: Path, port: int, preset: str = "generic") -> dict[str, Any]:
+def engine_settings(venv: Path, port: int, preset: str = "generic", **serve: Any) -> dict[str, Any]:
     """The engine settings the tier runs with: a preset (generic unless asked) on the tiny model, small token
     budgets; the server is started with that preset's own serve flags and speculative method."""
     return {
@@ -46,6 +46,7 @@ def engine_settings(venv: Path, port: int, preset: str = "generic") -> dict[str,
             # every image at 224x224 pixels, 64 tokens, so four fit the context).
             "max_images": 4,
             "extra_args": ["--dtype", "bfloat16", "--enforce-eager", "--max-num-batched-tokens", "4096"],
+            **serve,
         },
     }
 
@@ -65,11 +66,11 @@ def engine_env(settings: dict[str, Any], prefix: str = "PAGEMILL_ENGINE__") -> d
 
 
 class VllmServer:
-    def __init__(self, venv: Path, workdir: Path, preset: str = "generic") -> None:
+    def __init__(self, venv: Path, workdir: Path, preset: str = "generic", **serve: Any) -> None:
         self.venv = venv
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.engine = engine_settings(venv, self.port, preset)
+        self.engine = engine_settings(venv, self.port, preset, **serve)
         self.settings = Settings(engine=self.engine)
         self.log_path = workdir / "vllm-server.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -163,11 +164,11 @@ class VllmServer:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""
 
 
-def _served(tmp_path_factory: pytest.TempPathFactory, preset: str) -> Iterator[VllmServer]:
+def _served(tmp_path_factory: pytest.TempPathFactory, preset: str, **serve: Any) -> Iterator[VllmServer]:
     venv = os.environ.get("PAGEMILL_VLLM_VENV")
     if not venv or not (Path(venv) / "bin" / "vllm").exists():
         pytest.fail("no vLLM venv: run `make test-vllm` (it builds one with scripts/vllm/setup.sh)")
-    server = VllmServer(Path(venv), tmp_path_factory.mktemp(f"vllm-{preset}"), preset)
+    server = VllmServer(Path(venv), tmp_path_factory.mktemp(f"vllm-{preset}"), preset, **serve)
     try:
         server.start()
     except RuntimeError as exc:
@@ -187,5 +188,6 @@ def hunyuan_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmSer
     """hunyuan_ocr's own serve flags: no speculation, no prefix caching, no multimodal processor cache, two
     images per request (and more, for the tier). Its greedy `top_k` 1 does not go to the n-gram server: there a
     request whose prompt was a prefix-cache hit but for a few tokens crashed vLLM 0.32's CPU engine
-    (`apply_top_k_only` on an empty tensor in the rejection sampler)."""
-    yield from _served(tmp_path_factory, "hunyuan_ocr")
+    (`apply_top_k_only` on an empty tensor in the rejection sampler). The tiny Qwen2-VL has no `dflash/` drafter
+    of its own: the preset's DFlash is started on its own tiny HunYuanVL in tests/vllm/test_preset_models.py."""
+    yield from _served(tmp_path_factory, "hunyuan_ocr", speculative_method="none")

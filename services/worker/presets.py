@@ -48,6 +48,9 @@ class Preset:
     # vLLM's `--logits-processors`: put on the line only while speculation is off, because vLLM 0.32's V1 engine
     # refuses both at start ("Custom logits processors are not supported when speculative decoding is enabled.").
     logits_processors: tuple[str, ...] = ()
+    # The folder of the served checkpoint that holds its own draft model (HunyuanOCR-1.5 ships its DFlash drafter
+    # in `dflash/`): the draft of an eagle/eagle3/dflash method unless PAGEMILL_ENGINE__SERVE__DRAFT_MODEL says.
+    draft_folder: str = ""
     # What `vllm serve` gets unless the settings say otherwise: None keeps the settings' default; "" for
     # quantization keeps the checkpoint's own weights (pre-quantized FP8/NVFP4 checkpoints).
     quantization: str | None = None
@@ -305,19 +308,55 @@ PRESETS: dict[str, Preset] = {
                     "formulas in the document should be represented using LaTeX format, and the parsing should be "
                     "organized according to the reading order."),
             anchor_template="", parse=parse_plain, render_longest_side=2048, max_tokens=16384,
-            max_model_len=32768, sampling={"top_k": 1, "repetition_penalty": 1.0}, speculative_method="none",
-            prefix_caching=False, strips_furniture=True, serve_args=("--mm-processor-cache-gb", "0"),
-            pages_per_request=2,
+            max_model_len=32768, sampling={"top_k": 1, "repetition_penalty": 1.0}, speculative_method="dflash",
+            num_speculative_tokens=15, draft_folder="dflash", prefix_caching=False, strips_furniture=True,
+            serve_args=("--mm-processor-cache-gb", "0"), pages_per_request=2,
             notes="Small end-to-end OCR experts (~1B, native-resolution encoder): HunyuanOCR's document-parsing "
                   "prompt and greedy sampling (top_k 1, repetition_penalty 1.0) from vLLM's HunyuanOCR recipe, "
                   "which also turns prefix caching and the multimodal processor cache off. Rendered at 2048 px "
-                  "(the encoder takes native resolution; PAGEMILL_ENGINE__RENDER_LONGEST_SIDE up to 4096). No "
-                  "speculative method is set by default; a block-diffusion drafter runs with SPECULATIVE_METHOD=dflash "
-                  "and DRAFT_MODEL. HunYuanVLForConditionalGeneration is in the pinned vLLM's (0.32) registry. "
+                  "(the encoder takes native resolution; PAGEMILL_ENGINE__RENDER_LONGEST_SIDE up to 4096). "
+                  "Speculation: HunyuanOCR-1.5's block-diffusion drafter, which the checkpoint ships in its "
+                  "`dflash/` folder, with 15 drafted tokens, as the model card's serve_DFlash.sh runs it "
+                  "(`{\"method\": \"dflash\", \"model\": \"<checkpoint>/dflash\", \"num_speculative_tokens\": 15}`); "
+                  "the card reports it lossless (greedy output unchanged) and faster the longer the page. The "
+                  "line needs the downloaded checkpoint's folder (PAGEMILL_ENGINE__SERVE__MODEL_PATH) or the "
+                  "draft's (SERVE__DRAFT_MODEL); a checkpoint without one (HunyuanOCR 1.0) runs with "
+                  "SPECULATIVE_METHOD=none. HunYuanVLForConditionalGeneration is in the pinned vLLM's (0.32) "
+                  "registry (served through its Transformers backend). "
                   "Two consecutive pages go in one request (PAGEMILL_ENGINE__PAGES_PER_REQUEST), so a sentence or "
                   "table across the break is read whole; the answer is split at page markers, and a split that "
                   "fails falls back to one page per request. How well HunyuanOCR itself follows the marker "
                   "instruction has not been measured (no GPU here).",
+        ),
+        Preset(
+            name="lighton_ocr", model="lightonai/LightOnOCR-2-1B", prompt="", anchor_template="",
+            parse=parse_plain, render_longest_side=1540, max_tokens=4096, max_model_len=16384,
+            sampling={"top_p": 0.9}, prefix_caching=False, serve_args=("--mm-processor-cache-gb", "0"),
+            notes="LightOnOCR-2-1B (LightOnOCRForConditionalGeneration: a Pixtral encoder and a Qwen3 decoder, "
+                  "~1B; the fastest published OCR model, 5.71 pages/s on one H100). Checked against the model "
+                  "card and lightonai/LightOnOCR's client: the request is the page image alone (no text prompt, "
+                  "so no anchor), rendered at 1540 px on the longest side (the size its processor works at), "
+                  "top_p 0.9 (the card's sampling pairs it with temperature 0.2: the pipeline's ladder starts at "
+                  "0), plain Markdown back; served with --mm-processor-cache-gb 0 and no prefix caching (every "
+                  "page differs). Speculation: n-gram over its own answer (no anchor: 1.80 tokens per step on "
+                  "dev, specsim `none`). LightOnOCR-1B-1025 and the -2 fine-tunes take the same preset.",
+        ),
+        Preset(
+            name="deepseek_ocr2", model="deepseek-ai/DeepSeek-OCR-2",
+            prompt="<|grounding|>Convert the document to markdown.", anchor_template="", parse=parse_deepseek,
+            render_longest_side=1584, max_tokens=8192, max_model_len=8192,
+            sampling={"skip_special_tokens": False,
+                      "vllm_xargs": {"ngram_size": 20, "window_size": 50, "whitelist_token_ids": [128821, 128822]}},
+            speculative_method="none", prefix_caching=False, strips_furniture=True,
+            logits_processors=("vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor",),
+            serve_args=("--mm-processor-cache-gb", "0"),
+            notes="DeepSeek-OCR-2 (DeepseekOCR2ForCausalLM in the pinned vLLM's (0.32) registry; its config is "
+                  "vLLM's DeepseekVLV2Config, no remote code). From deepseek-ai/DeepSeek-OCR-2's vLLM scripts: the "
+                  "grounding prompt, pages rendered at 144 dpi (1584 px for a letter page), max_model_len and "
+                  "max_tokens 8192, the no-repeat n-gram processor with ngram_size 20 / window 50 / <td></td> "
+                  "whitelisted, special tokens kept (the grounding tags), greedy; no prefix caching and no "
+                  "multimodal processor cache as for DeepSeek-OCR. No speculation, for deepseek_ocr's reasons "
+                  "(vLLM 0.32 refuses the processor beside any speculative method; no draft head ships).",
         ),
         Preset(
             name="qwen35_vl", model="Qwen/Qwen3.5-4B", prompt=GENERIC_PROMPT, anchor_template=GENERIC_ANCHOR,

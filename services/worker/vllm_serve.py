@@ -37,10 +37,15 @@ def speculative_config(settings: Settings) -> dict[str, Any] | None:
         # `prompt_lookup_min`..`max` generated tokens occur there.
         config.update(prompt_lookup_max=serve.prompt_lookup_max, prompt_lookup_min=serve.prompt_lookup_min)
     elif method in DRAFT_METHODS:
-        if not serve.draft_model:
-            raise ValueError(f"{method} needs a draft model: set PAGEMILL_ENGINE__SERVE__DRAFT_MODEL "
+        draft = serve.draft_model
+        if not draft and preset.draft_folder and serve.model_path:
+            draft = f"{serve.model_path.rstrip('/')}/{preset.draft_folder}"  # the checkpoint's own drafter
+        if not draft:
+            where = (f" (the preset's draft is the checkpoint's {preset.draft_folder}/ folder: set "
+                     "PAGEMILL_ENGINE__SERVE__MODEL_PATH to the downloaded checkpoint)" if preset.draft_folder else "")
+            raise ValueError(f"{method} needs a draft model: set PAGEMILL_ENGINE__SERVE__DRAFT_MODEL{where} "
                              "(or PAGEMILL_ENGINE__SERVE__SPECULATIVE_METHOD=none)")
-        config["model"] = serve.draft_model
+        config["model"] = draft
     elif serve.draft_model:  # mtp reads the target model's own prediction layers
         raise ValueError("mtp uses the model's own layers; unset PAGEMILL_ENGINE__SERVE__DRAFT_MODEL")
     return config

@@ -66,11 +66,39 @@ def test_qwen35_keeps_the_checkpoints_quantization_unless_told_and_shares_a_pref
     assert preset.sampling["chat_template_kwargs"] == {"enable_thinking": False}
 
 
-def test_hunyuan_ocr_renders_large_and_turns_caching_off() -> None:
-    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "hunyuan_ocr"}))
-    assert "--speculative-config" not in argv and "--no-enable-prefix-caching" in argv
+def test_hunyuan_ocr_renders_large_turns_caching_off_and_drafts_with_the_checkpoints_dflash() -> None:
+    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "hunyuan_ocr",
+                                         "serve": {"model_path": "/models/HunyuanOCR/"}}))
+    assert json.loads(flag(argv, "--speculative-config")) == {
+        "method": "dflash", "num_speculative_tokens": 15, "model": "/models/HunyuanOCR/dflash"}
+    assert "--no-enable-prefix-caching" in argv
     preset = get_preset("hunyuan_ocr")
     assert preset.render_longest_side == 2048 and preset.strips_furniture and preset.anchor_template == ""
+    # A draft set by the settings wins; a hub id has no folder to point at, so the line asks for one.
+    own = Settings(engine={"preset": "hunyuan_ocr", "serve": {"draft_model": "/drafts/hy", "model_path": "/m"}})
+    assert speculative_config(own) == {"method": "dflash", "num_speculative_tokens": 15, "model": "/drafts/hy"}
+    with pytest.raises(ValueError, match="dflash/ folder"):
+        vllm_command(Settings(engine={"preset": "hunyuan_ocr"}))
+    off = Settings(engine={"preset": "hunyuan_ocr", "serve": {"speculative_method": "none"}})
+    assert "--speculative-config" not in vllm_command(off)
+
+
+def test_lighton_ocr_sends_the_page_alone_at_its_processors_size() -> None:
+    preset = get_preset("lighton_ocr")
+    assert preset.user_text("anchor text") == "" and preset.render_longest_side == 1540
+    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "lighton_ocr"}))
+    assert argv[2] == "lightonai/LightOnOCR-2-1B" and flag(argv, "--mm-processor-cache-gb") == "0"
+    assert "--no-enable-prefix-caching" in argv and "--trust-remote-code" not in argv
+
+
+def test_deepseek_ocr2_keeps_its_scripts_no_repeat_window_and_no_speculation() -> None:
+    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "deepseek_ocr2"}))
+    assert argv[2] == "deepseek-ai/DeepSeek-OCR-2" and "--speculative-config" not in argv
+    assert flag(argv, "--logits-processors").endswith("deepseek_ocr:NGramPerReqLogitsProcessor")
+    preset = get_preset("deepseek_ocr2")
+    assert preset.sampling["vllm_xargs"] == {"ngram_size": 20, "window_size": 50,
+                                             "whitelist_token_ids": [128821, 128822]}
+    assert preset.parse("null").empty
 
 
 def test_the_older_presets_keep_the_settings_quantization() -> None:

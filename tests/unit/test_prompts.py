@@ -38,7 +38,7 @@ def test_without_an_anchor_the_prompt_is_the_preset_prompt_alone() -> None:
     for name, preset in PRESETS.items():
         body = engine(name).request_body(page(None), temperature=0.1)
         texts = [part["text"] for part in body["messages"][0]["content"] if part["type"] == "text"]
-        assert texts == [preset.prompt], name
+        assert texts == ([preset.prompt] if preset.prompt else []), name
         assert body["model"] == preset.model and body["max_tokens"] == preset.max_tokens
 
 
@@ -53,6 +53,11 @@ def test_olmocr_sends_its_text_before_the_image_with_the_raw_text_block() -> Non
 def test_presets_without_an_anchor_slot_ignore_the_anchor() -> None:
     content = engine("paddleocr_vl").request_body(page("some text"), temperature=0.1)["messages"][0]["content"]
     assert content[1] == {"type": "text", "text": "OCR:"}
+
+
+def test_a_preset_without_a_prompt_sends_the_page_image_alone() -> None:
+    content = engine("lighton_ocr").request_body(page("some text"), temperature=0.0)["messages"][0]["content"]
+    assert [part["type"] for part in content] == ["image_url"]
 
 
 def test_request_extra_reaches_the_request_but_cannot_override_the_essentials() -> None:

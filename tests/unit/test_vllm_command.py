@@ -77,8 +77,8 @@ def test_the_cli_prints_a_shell_line_and_json_from_the_environment(monkeypatch: 
 
 
 def test_the_image_limit_follows_the_pages_of_one_request() -> None:
-    assert json.loads(flag(vllm_command(Settings(engine={"preset": "hunyuan_ocr"})), "--limit-mm-per-prompt")) == {
-        "image": 2, "video": 0}
+    hunyuan = Settings(engine={"preset": "hunyuan_ocr", "serve": {"model_path": "/models/HunyuanOCR"}})
+    assert json.loads(flag(vllm_command(hunyuan), "--limit-mm-per-prompt")) == {"image": 2, "video": 0}
     assert json.loads(flag(vllm_command(Settings(engine={"pages_per_request": 3})), "--limit-mm-per-prompt")) == {
         "image": 3, "video": 0}
     assert json.loads(flag(vllm_command(Settings(engine={"serve": {"max_images": 4}})), "--limit-mm-per-prompt"))[

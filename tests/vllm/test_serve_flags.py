@@ -43,7 +43,8 @@ def test_every_flag_of_the_presets_command_is_known_to_vllm(preset: str, known_f
 
 
 ARCHITECTURES = ("DeepseekOCRForCausalLM", "HunYuanVLForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
-                 "DotsOCRForCausalLM", "PaddleOCRVLForConditionalGeneration", "GlmOcrForConditionalGeneration")
+                 "DotsOCRForCausalLM", "PaddleOCRVLForConditionalGeneration", "GlmOcrForConditionalGeneration",
+                 "LightOnOCRForConditionalGeneration", "DeepseekOCR2ForCausalLM")
 
 
 @pytest.fixture(scope="module")

@@ -93,8 +93,9 @@ class VllmEngine:
                 raise ValueError("the vllm engine needs the rendered page (PageInput.image)")
             images.append({"type": "image_url",
                            "image_url": {"url": "data:image/png;base64," + base64.b64encode(page.image).decode()}})
-        text_part = {"type": "text", "text": prompt}
-        content = [*images, text_part] if self.preset.image_first else [text_part, *images]
+        # An empty prompt sends the images alone (LightOnOCR reads a page with no instruction).
+        text_parts = [{"type": "text", "text": prompt}] if prompt else []
+        content = [*images, *text_parts] if self.preset.image_first else [*text_parts, *images]
         return {
             **self.preset.sampling,
             **self.settings.engine.request_extra,
