@@ -18,6 +18,17 @@ MAX_CHAPTER_BYTES = 32 << 20
 
 
 def epub_to_html(data: bytes) -> bytes:
+    """The chapters' bodies as one HTML document, a page break before each (what LibreOffice converts)."""
+    chapters: list[bytes] = []
+    for chapter in epub_chapters(data):
+        body = _BODY.search(chapter)
+        chapters.append(_SCRIPT.sub(b"", body.group(1) if body else chapter))
+    return (b'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>'
+            + b'<hr style="page-break-before: always">'.join(chapters) + b"</body></html>")
+
+
+def epub_chapters(data: bytes) -> list[bytes]:
+    """The spine's XHTML documents in reading order. Raises `CorruptDocument` for an unreadable book."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         with archive:
@@ -29,7 +40,7 @@ def epub_to_html(data: bytes) -> bytes:
             package = ElementTree.fromstring(archive.read(opf_path))
             base = posixpath.dirname(opf_path)
             items = {item.get("id"): item.get("href") for item in package.iterfind(".//opf:manifest/opf:item", _OPF_NS)}
-            chapters = []
+            chapters: list[bytes] = []
             for ref in package.iterfind(".//opf:spine/opf:itemref", _OPF_NS):
                 href = items.get(ref.get("idref"))
                 if not href:
@@ -37,12 +48,9 @@ def epub_to_html(data: bytes) -> bytes:
                 info = archive.getinfo(posixpath.normpath(posixpath.join(base, href)))
                 if info.file_size > MAX_CHAPTER_BYTES:
                     raise CorruptDocument(f"the EPUB chapter {href} is larger than {MAX_CHAPTER_BYTES >> 20} MiB")
-                chapter = archive.read(info)
-                body = _BODY.search(chapter)
-                chapters.append(_SCRIPT.sub(b"", body.group(1) if body else chapter))
+                chapters.append(archive.read(info))
     except (KeyError, zipfile.BadZipFile, ElementTree.ParseError, OSError, ValueError) as exc:
         raise CorruptDocument(f"the EPUB cannot be read ({exc})") from exc
     if not chapters:
         raise CorruptDocument("the EPUB has no chapters in its spine")
-    return (b'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>'
-            + b'<hr style="page-break-before: always">'.join(chapters) + b"</body></html>")
+    return chapters

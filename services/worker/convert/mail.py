@@ -38,6 +38,13 @@ def _attachment(part: EmailMessage) -> Attachment:
     return Attachment(part.get_filename() or "attachment", part.get_content_type(), data)
 
 
+def _plain_body(text: str) -> str:
+    """A text/plain body as HTML paragraphs (blank lines apart), its line breaks kept."""
+    paragraphs = [p for p in text.replace("\r\n", "\n").split("\n\n") if p.strip()]
+    return "".join("<p>" + "<br>".join(html.escape(line) for line in p.strip("\n").split("\n")) + "</p>"
+                   for p in paragraphs)
+
+
 def read_mail(data: bytes) -> Mail:
     """The body page and every attachment (a forwarded e-mail too): which are parsed is decided later."""
     try:
@@ -51,7 +58,7 @@ def read_mail(data: bytes) -> Mail:
     if body_part is not None:
         content = body_part.get_content()
         text = content if isinstance(content, str) else content.decode("utf-8", errors="replace")
-        body = text if body_part.get_content_subtype() == "html" else f"<pre>{html.escape(text)}</pre>"
+        body = text if body_part.get_content_subtype() == "html" else _plain_body(text)
     rows = "".join(f"<tr><th>{name}</th><td>{html.escape(str(message[name]))}</td></tr>"
                    for name in _HEADERS if message[name])
     attachments = [_attachment(part) for part in message.iter_attachments()]
