@@ -31,6 +31,8 @@ OFFICE_EXTENSIONS = {
     DOC: ".doc", XLS: ".xls", PPT: ".ppt", RTF: ".rtf", HTML: ".html", EML: ".eml",
 }
 OFFICE_TYPES = frozenset(OFFICE_EXTENSIONS)
+# Read from their own structure by the worker, without LibreOffice (`PAGEMILL_CONVERT__NATIVE`).
+NATIVE_TYPES = frozenset({DOCX, HTML, EPUB, EML})
 SPREADSHEETS = frozenset({XLSX, ODS, XLS})
 
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"

@@ -296,6 +296,9 @@ class ConvertSettings(SettingsSection):
     """What the members of an office archive may inflate to together (`zip_bomb` beyond)."""
     max_sheet_cells: int = Field(default=2_000_000, ge=1)
     """Cells read natively from a spreadsheet's sheets into tables."""
+    native: bool = True
+    """DOCX, HTML, EPUB and e-mail read from their own structure (one page, elements without boxes), without
+    LibreOffice; `false` converts them to PDF pages like the other office formats (pages and boxes)."""
 
 
 class OutputFormat(StrEnum):

@@ -9,12 +9,16 @@ The tenant's pages in flight, checked at upload for a PDF, are checked here, whe
 that do not fit wait, converted but unclaimed (the document stays `queued`), and the split is sent again after
 the tenant's own pace would have made room (at most `HOLD_MAX_S`); more pages than the limit itself fail
 `too_many_pages`. An e-mail's PDF and image attachments count with its own pages (their rows come with them).
+
+A document read natively (services/worker/convert/native.py) has no PDF: its one page's result is stored here,
+and the split ends that page instead of queueing it (services/worker/native_page.py).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,6 +37,7 @@ from services.core.storage import ObjectNotFound, ObjectStore, document_prefix
 from services.core.tenants import TenantLimits, effective_limits, lock_tenant, pages_finished_recently, pages_in_flight
 from services.worker.attachments import Parent, family_page_budget, insert_children, plan_children
 from services.worker.convert import convert_document
+from services.worker.native_page import store_native_page
 
 log = get_logger(__name__)
 
@@ -52,6 +57,15 @@ class NoRoom(Exception):
         self.pages, self.in_flight, self.limit, self.wait_s = pages, in_flight, limit, wait_s
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A converted document whose page rows are written: its PDF, or None when it was read natively (its one
+    page's result is stored, and `native_ms` is what the reading took)."""
+
+    pdf: bytes | None
+    native_ms: int = 0
+
+
 def converted_key(document_id: str) -> str:
     return f"{document_prefix(document_id)}converted.pdf"
 
@@ -61,8 +75,8 @@ def conversion_key(document_id: str) -> str:
     return f"{document_prefix(document_id)}conversion.json"
 
 
-def prepare_office_document(document_id: str, settings: Settings, store: ObjectStore) -> bytes | None:
-    """The converted PDF with the document's page rows written; None when the document ended instead.
+def prepare_office_document(document_id: str, settings: Settings, store: ObjectStore) -> Prepared | None:
+    """The converted document with its page rows written; None when the document ended instead.
 
     Raises `ConverterBusy` (retryable) when every conversion slot of the host is taken."""
     db = settings.resolved_database_url()
@@ -77,24 +91,31 @@ def prepare_office_document(document_id: str, settings: Settings, store: ObjectS
         parent_id = document.parent_id
     try:
         try:
-            pdf = store.get(converted_key(document_id))
-            attachments = json.loads(store.get(conversion_key(document_id))).get("attachments") or []
+            conversion = json.loads(store.get(conversion_key(document_id)))
+            attachments = conversion.get("attachments") or []
+            native_ms = conversion.get("native_ms")
+            pdf = None if native_ms is not None else store.get(converted_key(document_id))
         except ObjectNotFound:
+            started = time.perf_counter()
             converted = convert_document(store.get(source_key), media_type, settings)
-            pdf = converted.pdf
-            page_count = len(parse_page_selection(pages_spec, inspect_document(pdf).page_count))
+            native_ms = round((time.perf_counter() - started) * 1000) if converted.elements is not None else None
+            pdf = converted.pdf if native_ms is None else None
+            page_count = _page_count(pdf, pages_spec)
             # An e-mail over the limit itself fails below: none of its attachments is stored for it.
             wanted = converted.attachments if page_count <= limits.max_pages else []
             attachments = plan_children(Parent(document_id, page_count, parent_id is not None), wanted, limits,
                                         store) if wanted else []
+            if converted.elements is not None:  # its page's result before the marker that says it is converted
+                store_native_page(store, document_id, converted.elements, native_ms or 0)
             store.put(conversion_key(document_id), json.dumps({
                 "warnings": converted.warnings, "sheets": [sheet.as_json() for sheet in converted.sheets],
                 "charts": [chart.as_json() for chart in converted.charts],
                 "slides": [slide.as_json() for slide in converted.slides],
-                "attachments": attachments,
+                "attachments": attachments, **({"native_ms": native_ms} if native_ms is not None else {}),
             }, ensure_ascii=False).encode(), content_type="application/json")
-            store.put(converted_key(document_id), pdf, content_type="application/pdf")
-        page_numbers = parse_page_selection(pages_spec, inspect_document(pdf).page_count)
+            if pdf is not None:
+                store.put(converted_key(document_id), pdf, content_type="application/pdf")
+        page_numbers = parse_page_selection(pages_spec, inspect_document(pdf).page_count if pdf is not None else 1)
         with session_scope(db) as session:
             _claim(session, document_id, parent_id, page_numbers, limits, attachments, settings)
     except NoRoom as held:
@@ -106,8 +127,14 @@ def prepare_office_document(document_id: str, settings: Settings, store: ObjectS
             finalize_document(session, document_id, DocumentStatus.FAILED, error_code=exc.code,
                               error_message=str(exc))
         return None
-    log.info("document.converted", document_id=document_id, media_type=media_type, pages=len(page_numbers))
-    return pdf
+    log.info("document.converted", document_id=document_id, media_type=media_type, pages=len(page_numbers),
+             native=native_ms is not None)
+    return Prepared(pdf, native_ms or 0)
+
+
+def _page_count(pdf: bytes | None, pages_spec: str | None) -> int:
+    """The pages the document will have: its PDF's selected pages, or one for a document read natively."""
+    return len(parse_page_selection(pages_spec, inspect_document(pdf).page_count if pdf is not None else 1))
 
 
 def _claim(session: Session, document_id: str, parent_id: str | None, page_numbers: list[int],

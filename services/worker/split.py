@@ -18,6 +18,7 @@ from services.core.pdf import PDF, image_frame_png, split_pdf
 from services.core.queues import chunk_jobs, enqueue, page_queue
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, page_source_key, pages_read_from_source
+from services.worker.native_page import finish_native_page
 from services.worker.office import prepare_office_document
 from services.worker.routing import route_page, routes_by_content
 from services.worker.vllm_serve import pages_per_request
@@ -67,9 +68,13 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore) -> 
         pending = set() if office else _pending(session, document_id)
     converted: bytes | None = None
     if office:
-        converted = prepare_office_document(document_id, settings, store)
-        if converted is None:
+        prepared = prepare_office_document(document_id, settings, store)
+        if prepared is None:
             return 0
+        if prepared.pdf is None:  # read natively: its one page is done, nothing to queue
+            finish_native_page(document_id, settings, prepared.native_ms)
+            return 0
+        converted = prepared.pdf
         with session_scope(db) as session:
             document = session.get(Document, document_id)
             if document is None or document.status in DOCUMENT_FINAL:

@@ -4,6 +4,8 @@ found when the compose stack first ran on PostgreSQL (make test-deploy); SQLite 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.api.conftest import Api, ApiFactory
@@ -23,3 +25,19 @@ def test_an_office_upload_is_stored_with_its_long_media_type(office_api: Api) ->
         stored = client.get(f"/v1/documents/{body['id']}").json()
     assert stored["media_type"] == DOCX and len(DOCX) > 64
     assert stored["status"] == "queued"
+
+
+def test_word_html_epub_and_mail_need_no_libreoffice_where_they_are_read_natively(api_factory: ApiFactory,
+                                                                                 tmp_path: Path) -> None:
+    """`auto` accepts what the worker reads itself even on a host without `soffice`; `false` refuses all."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    page = b"<!DOCTYPE html><html><body><h1>Ducks</h1><p>Quack.</p></body></html>"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", str(empty))  # no soffice to be found
+        native = api_factory(convert={"enabled": "auto"})
+        assert native.upload(page, filename="ducks.html")["status"] == "queued"
+        assert native.upload(plain_docx(), filename="report.docx")["status"] == "queued"
+        converted = api_factory(convert={"enabled": "auto", "native": False})
+        converted.upload(page, filename="ducks.html", expect=415)
+    api_factory(convert={"enabled": "false"}).upload(page, filename="ducks.html", expect=415)

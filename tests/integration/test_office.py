@@ -1,6 +1,7 @@
-"""Office, web and e-mail documents through the whole platform, converted by a real LibreOffice.
+"""Office, web and e-mail documents through the whole platform, converted by a real LibreOffice or read natively.
 
-Every sample of `corpus/office` is uploaded over HTTP, converted in the worker and parsed by the cpu engine;
+Every sample of `corpus/office` is uploaded over HTTP, and converted in the worker and parsed by the cpu engine
+or (DOCX, HTML, EPUB, e-mail) read from its own structure;
 its words must be found in the Markdown (against docling's reference) and its tables must come out as tables.
 Hostile files made by `tests/office_files.py` each end with their code, and the worker keeps working.
 """
@@ -86,6 +87,10 @@ def test_each_office_sample_converts_and_keeps_its_words(office_platform: Platfo
         assert "<table" in markdown or sheets, f"{source.name}: no table came out"
     if source.suffix == ".pptx":  # read from the slide parts, one section per slide
         assert document["conversion"]["slides"] and "<!-- slide 1 -->" in markdown, source.name
+    if source.suffix in (".docx", ".html", ".epub", ".eml"):  # read natively: one page, elements without boxes
+        assert state["pages_total"] == 1 and document["pages"][0]["engine"] == "native", source.name
+        assert document["pages"][0]["elements"] and all("bbox" not in e or e["bbox"] is None
+                                                        for e in document["pages"][0]["elements"])
     if source.name == "eml_with_attachment.eml":
         assert document["conversion"]["attachments"], "the attachment is not listed"
 
@@ -133,7 +138,9 @@ def test_a_conversion_that_outlasts_its_timeout_is_killed(platform_factory: Plat
                                                           tmp_path: Path) -> None:
     import psutil
 
-    platform = platform_factory(sqlite_url, engine="cpu", extra_env={"PAGEMILL_CONVERT__TIMEOUT_S": "0.5"})
+    # a DOCX is read natively unless told otherwise: here it goes to LibreOffice, whose sandbox is under test
+    platform = platform_factory(sqlite_url, engine="cpu", extra_env={"PAGEMILL_CONVERT__TIMEOUT_S": "0.5",
+                                                                     "PAGEMILL_CONVERT__NATIVE": "false"})
     platform.start(concurrency=1)
     path = office_files.write(tmp_path, "slow.docx", office_files.plain_docx())
     state = platform.wait_done(platform.upload(path)["id"], timeout=120)

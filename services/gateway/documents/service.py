@@ -17,7 +17,7 @@ from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Pa
 from services.core.document_tasks import TaskSpec, parse_task
 from services.core.documents import NewDocument, insert_document
 from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, ValidationFailed
-from services.core.formats import EML, sniff_office
+from services.core.formats import EML, NATIVE_TYPES, sniff_office
 from services.core.lifecycle import cancel_document
 from services.core.pdf import EXTENSIONS, DocumentInfo, inspect_document
 from services.core.selection import check_page_selection_form, parse_page_selection
@@ -117,9 +117,12 @@ class Accepted:
     task: TaskSpec = TaskSpec()
 
 
-def office_accepted(settings: Settings) -> bool:
-    """Office documents are accepted where LibreOffice converts them (`PAGEMILL_CONVERT__ENABLED`)."""
+def office_accepted(settings: Settings, media_type: str | None = None) -> bool:
+    """Office documents are accepted where LibreOffice converts them (`PAGEMILL_CONVERT__ENABLED`); with `auto`,
+    DOCX, HTML, EPUB and e-mail also where it does not, since the worker reads them natively."""
     if settings.convert.enabled == "auto":
+        if settings.convert.native and media_type in NATIVE_TYPES:
+            return True
         return shutil.which("soffice") is not None or shutil.which("libreoffice") is not None
     return settings.convert.enabled == "true"
 
@@ -131,7 +134,7 @@ def validate_upload(upload: Upload, settings: Settings, *, max_pages: int | None
     here and applied (with the page limit) by the worker after the conversion."""
     office_type = sniff_office(upload.source)
     if office_type is not None:
-        if not office_accepted(settings):
+        if not office_accepted(settings, office_type):
             raise UnsupportedMediaType("office documents need LibreOffice, which this deployment does not run "
                                        "(PAGEMILL_CONVERT__ENABLED)")
         check_page_selection_form(upload.pages)

@@ -1,7 +1,8 @@
 """Office, web and e-mail documents made into PDF pages before the split: guard, convert, read sheets and slides
-natively.
+natively; DOCX, HTML, EPUB and e-mail read into the element tree without a conversion at all.
 
-    upload (docx, xlsx, eml, …) ─▶ guard (bombs, entities, nesting) ─▶ LibreOffice, sandboxed ─▶ PDF ─▶ split
+    docx, html, epub, eml ─▶ guard ─▶ native readers ─▶ elements of one page (LibreOffice when they refuse)
+    upload (doc, xlsx, …) ─▶ guard (bombs, entities, nesting) ─▶ LibreOffice, sandboxed ─▶ PDF ─▶ split
                                                  xlsx/ods/xls ─▶ every sheet's cells as a table (conversion.json)
                                                  pptx/odp/ppt ─▶ every slide's title, text and tables (conversion.json)
 """
@@ -10,7 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from services.core.elements import Element
+from services.core.errors import CorruptDocument
 from services.core.formats import DOCX, EML, EPUB, HTML, ODP, ODS, PPT, PPTX, XLS, XLSX
+from services.core.logging import get_logger
 from services.core.settings import Settings
 from services.worker.convert.charts import Chart, read_charts
 from services.worker.convert.epub import epub_to_html
@@ -18,10 +22,12 @@ from services.worker.convert.guard import GuardLimits, check_document
 from services.worker.convert.html_source import titled
 from services.worker.convert.libreoffice import convert, slot
 from services.worker.convert.mail import Attachment, read_mail
+from services.worker.convert.native import NATIVE_TYPES, read_native
 from services.worker.convert.slides import Slide, read_pptx
 from services.worker.convert.spreadsheet import Sheet, read_xlsx
 
 SLOT_WAIT_S = 5.0
+log = get_logger(__name__)
 
 
 @dataclass(slots=True)
@@ -32,6 +38,7 @@ class Converted:
     attachments: list[Attachment] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
     slides: list[Slide] = field(default_factory=list)
+    elements: list[Element] | None = None  # read natively: the whole document as one page, and no PDF
 
 
 def convert_document(data: bytes, media_type: str, settings: Settings) -> Converted:
@@ -41,6 +48,15 @@ def convert_document(data: bytes, media_type: str, settings: Settings) -> Conver
     limits = GuardLimits(max_expanded_bytes=options.max_expanded_mb << 20)
     report = check_document(data, media_type, limits)
     result = Converted(pdf=b"", warnings=list(report.warnings))
+    if options.native and media_type in NATIVE_TYPES:
+        try:
+            result.elements, result.attachments = read_native(data, media_type)
+            if media_type == DOCX:
+                result.charts = read_charts(data)
+            return result
+        except CorruptDocument as exc:  # LibreOffice may still open what the reader cannot
+            log.info("convert.native_refused", media_type=media_type, error=str(exc)[:300])
+            result.warnings.append("native_reader_refused")
     source, source_type = data, media_type
     if media_type == EML:
         mail = read_mail(data)

@@ -13,13 +13,13 @@ any of these a native reader refuses) go through LibreOffice.
 from __future__ import annotations
 
 from services.core.elements import Element, renumber
-from services.core.formats import DOCX, EML, EPUB, HTML
+from services.core.formats import DOCX, EML, EPUB, HTML, NATIVE_TYPES
 from services.worker.convert.docx import read_docx
 from services.worker.convert.epub import epub_chapters
 from services.worker.convert.mail import Attachment, read_mail
 from services.worker.convert.web import read_html
 
-NATIVE_TYPES = frozenset({DOCX, HTML, EPUB, EML})
+__all__ = ["NATIVE_TYPES", "read_native"]
 
 
 def read_native(data: bytes, media_type: str) -> tuple[list[Element], list[Attachment]]:
