@@ -173,3 +173,16 @@ def test_read_native_dispatches_by_media_type() -> None:
     assert read_native(_word(_p(_r("Word words"))), DOCX)[0][0].text == "Word words"
     with pytest.raises(ValueError):
         read_native(b"", "application/pdf")
+
+
+def test_docx_rows_that_skip_grid_columns_keep_them_as_empty_cells() -> None:
+    skipped = '<w:tr><w:trPr><w:gridBefore w:val="2"/></w:trPr>' + _tc("last") + "</w:tr>"
+    table = read_docx(_word(f"<w:tbl><w:tr>{_tc('a')}{_tc('b')}{_tc('c')}</w:tr>{skipped}</w:tbl>"))[0]
+    assert table.html == ("<table><tr><td>a</td><td>b</td><td>c</td></tr>"
+                          "<tr><td></td><td></td><td>last</td></tr></table>")
+
+
+def test_lists_inside_html_table_cells_keep_their_markers() -> None:
+    [table] = read_html(b"<table><tr><td><ul><li>Pond</li><li>Marsh</li></ul></td>"
+                        b"<td><ol><li>Fly</li><li>Nest</li></ol></td></tr></table>")
+    assert table.html == "<table><tr><td>- Pond - Marsh</td><td>1. Fly 2. Nest</td></tr></table>"

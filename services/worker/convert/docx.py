@@ -24,7 +24,7 @@ from xml.etree import ElementTree
 from services.core.elements import Element
 from services.core.errors import CorruptDocument
 from services.worker.convert.omml import M, omml_latex
-from services.worker.convert.tree import Cell, TreeBuilder, clean
+from services.worker.convert.tree import MAX_SPAN, Cell, TreeBuilder, clean
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _WP = "{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}"
@@ -240,7 +240,9 @@ class _Reader:
             header = props is not None and props.find(f"{W}tblHeader") is not None \
                 and _val(props.find(f"{W}tblHeader"), "1") not in ("0", "false")
             column = _int(_val(props.find(f"{W}gridBefore")) if props is not None else None, 0)
-            cells: list[Cell] = []
+            after = _int(_val(props.find(f"{W}gridAfter")) if props is not None else None, 0)
+            # the grid columns a row skips before and after its cells are empty cells in HTML's grid
+            cells: list[Cell] = [Cell("") for _ in range(min(column, MAX_SPAN))]
             for cell in row.iterfind(f"{W}tc"):
                 cell_props = cell.find(f"{W}tcPr")
                 span = max(1, _int(_val(cell_props.find(f"{W}gridSpan")) if cell_props is not None else None, 1))
@@ -258,7 +260,7 @@ class _Reader:
                     above.pop(covered, None)
                 above[column] = entry
                 column += span
-            rows.append(cells)
+            rows.append(cells + [Cell("") for _ in range(min(after, MAX_SPAN))])
         return rows
 
     def notes(self) -> None:

@@ -49,6 +49,11 @@ def text_of(node: etree._Element, *, skip: frozenset[str] = frozenset()) -> str:
                 pieces.append(" ")
             if tag == "img":
                 pieces.append(element.get("alt") or "")
+            elif tag == "li" and element is not node:  # an item inside a cell: its marker keeps the items apart
+                parent = element.getparent()
+                ordered = parent is not None and _tag(parent) == "ol"
+                number = sum(1 for s in element.itersiblings(preceding=True) if _tag(s) == "li") + 1
+                pieces.append(f"{number}. " if ordered else "- ")
             pieces.append(element.text or "")
             for child in element:
                 walk(child)
