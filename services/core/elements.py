@@ -90,6 +90,19 @@ def from_wire(raw: dict[str, Any]) -> Element:
     return Element.model_validate(data)
 
 
-def page_markdown(elements: list[Element]) -> str:
-    """The page's Markdown: its elements in reading order, furniture left out, one blank line between blocks."""
-    return "\n\n".join(e.markdown.strip() for e in elements if e.type not in FURNITURE and e.markdown.strip())
+def furniture_markdown(element: Element) -> str:
+    """A kept page header or footer in Markdown: a comment naming its type, then its text (`furniture=keep`)."""
+    return f"<!-- {element.type.value} -->\n{element.text.strip()}"
+
+
+def page_markdown(elements: list[Element], *, keep_furniture: bool = False) -> str:
+    """The page's Markdown: its elements in reading order, furniture left out (or, `keep_furniture`, marked by a
+    comment), one blank line between blocks."""
+    blocks = []
+    for e in elements:
+        if e.type in FURNITURE:
+            if keep_furniture and e.text.strip():
+                blocks.append(furniture_markdown(e))
+        elif e.markdown.strip():
+            blocks.append(e.markdown.strip())
+    return "\n\n".join(blocks)

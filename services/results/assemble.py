@@ -28,7 +28,7 @@ from services.core.storage import (
 )
 from services.results.document_task import TaskFailed, run_document_task
 from services.results.figures import KeptFigures, figures_wanted, keep_figures
-from services.results.furniture import mark_running_furniture
+from services.results.furniture import keep_furniture, mark_running_furniture
 from services.results.render.formats import render_document
 from services.results.render.markdown import render_charts, render_sheets, render_slides
 
@@ -107,6 +107,9 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     mark_running_furniture(entries)
     figures = keep_figures(document, pages, entries, settings, store) if figures_wanted(document, settings) \
         else KeptFigures()
+    kept_furniture = (document.options or {}).get("furniture") == "keep"
+    if kept_furniture:
+        keep_furniture(entries)
     done = sum(1 for e in entries if e["status"] == "succeeded")
     failed = len(entries) - done
     status = final_status(done, failed, settings.worker.on_page_failure)
@@ -120,7 +123,8 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         "pages": entries, "conversion": _conversion(document, store), "parent_id": document.parent_id,
         "attachments": attachments, "figures": figures.assets,
     }).model_dump(mode="json")
-    rendered = render_document(entries, body, settings, extra=answer, figures=figures.images)
+    rendered = render_document(entries, body, settings, extra=answer, figures=figures.images,
+                               keep_furniture=kept_furniture)
     rendered.seconds["figures"] = figures.seconds
     conversion: dict[str, Any] = body.get("conversion") or {}
     if conversion.get("sheets") or conversion.get("slides") or conversion.get("charts"):

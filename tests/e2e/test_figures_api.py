@@ -1,6 +1,7 @@
 """Figures through the running platform (gateway, worker, cpu engine): the JSON lists the kept image, the
 figure route serves it, Markdown names it and the HTML inlines it; `figures=false` keeps none; a cached copy
-serves its own copy of the images; DELETE takes them with the rest."""
+serves its own copy of the images; DELETE takes them with the rest. `furniture=keep` puts the running heads
+and feet in the Markdown, marked."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from PIL import Image
 
 from services.core.storage import figure_key, get_store
 from tests.conftest import PlatformFactory
+from tests.integration.test_running_furniture_pdf import TITLE, running_pdf
 from tests.pdfs import FIGURE_CAPTION, figure_pdf
 
 pytestmark = pytest.mark.slow
@@ -55,3 +57,16 @@ def test_figures_are_kept_served_cached_turned_off_and_deleted(platform_factory:
         refused = client.post("/v1/documents", files={"file": ("f.pdf", pdf.read_bytes())},
                               data={"furniture": "sometimes"})
         assert refused.status_code == 422 and "furniture" in refused.json()["error"]["message"]
+
+
+def test_furniture_kept_at_upload(platform_factory: PlatformFactory, sqlite_url: str, tmp_path: Path) -> None:
+    api = platform_factory(sqlite_url, engine="cpu").start(concurrency=1)
+    pdf = tmp_path / "running.pdf"
+    pdf.write_bytes(running_pdf(2))
+    dropped, kept = api.upload(pdf), api.upload(pdf, furniture="keep")
+    assert kept["cached"] is False  # another result: another cache key
+    for created in (dropped, kept):
+        assert api.wait_done(created["id"])["status"] == "succeeded"
+    assert TITLE not in api.result(dropped["id"])
+    markdown = api.result(kept["id"])
+    assert markdown.count(f"<!-- page_header -->\n{TITLE}") == 2 and "<!-- page_footer -->\nPage 2 of 2" in markdown

@@ -356,7 +356,8 @@ def preamble(all_text: str, title: str, formulas: list[str] | None = None) -> st
     ])
 
 
-def render_latex(pages: list[RenderPage], *, title: str = "document") -> str:
+def render_latex(pages: list[RenderPage], *, title: str = "document", keep_furniture: bool = False) -> str:
+    """`keep_furniture`: page headers and footers kept, small and labelled (`furniture=keep`)."""
     math = _Math(_formulas(pages))
     body: list[str] = []
     # The title (the filename) is not shown in the LaTeX, so it picks no font either: a cached copy's LaTeX,
@@ -371,6 +372,11 @@ def render_latex(pages: list[RenderPage], *, title: str = "document") -> str:
             continue
         for element in page.elements:
             if element.type in FURNITURE:
+                if keep_furniture and element.text.strip():
+                    label = "page header" if element.type is ElementType.PAGE_HEADER else "page footer"
+                    body.append(r"{\footnotesize\textit{" + label + r":} " + _wrap_scripts(tex_escape(element.text))
+                                + r"\par}")
+                    words.append(element.text)
                 continue
             words.append(element.text)
             if rendered := element_latex(element, math):
