@@ -10,7 +10,7 @@ from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
-from PIL import Image
+from PIL import Image, ImageDraw
 
 
 def repeat_pages(source: Path, pages: int) -> bytes:
@@ -215,3 +215,41 @@ def stored_upload(data: bytes, folder: Path, filename: str = "a.pdf") -> Any:
     path = folder / f"upload-{hashlib.sha256(data).hexdigest()[:12]}"
     path.write_bytes(data)
     return Upload(source=path, size=len(data), sha256=hashlib.sha256(data).hexdigest(), filename=filename)
+
+
+FIGURE_CAPTION = "Figure 1: A red box with a blue disc."
+FIGURE_BOX = (150.0, 147.0, 450.0, 372.0)  # the picture on the US-letter page, pt from the top left
+
+
+def figure_pdf() -> bytes:
+    """A US-letter page: body text, a 300 x 225 pt picture (a red box with a blue disc, drawn as an embedded
+    JPEG at `FIGURE_BOX`), its caption under it, more body text."""
+    document = pdfium.PdfDocument.new()
+    page = document.new_page(612, 792)
+    helvetica = pdfium_c.FPDFText_LoadStandardFont(document.raw, b"Helvetica")
+
+    def text(line: str, top: float) -> None:
+        text_object = pdfium_c.FPDFPageObj_CreateTextObj(document.raw, helvetica, ctypes.c_float(10))
+        encoded = ctypes.create_string_buffer((line + "\0").encode("utf-16-le"))
+        pdfium_c.FPDFText_SetText(text_object, ctypes.cast(encoded, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
+        pdfium_c.FPDFPageObj_Transform(text_object, 1, 0, 0, 1, 150 if line == FIGURE_CAPTION else 72, top)
+        pdfium_c.FPDFPage_InsertObject(page.raw, text_object)
+
+    for row in range(6):
+        text("Body text of the report explains the results in some detail for readers.", 740 - row * 14)
+    picture = Image.new("RGB", (400, 300), (200, 30, 30))
+    ImageDraw.Draw(picture).ellipse((100, 80, 300, 220), fill=(30, 30, 200))
+    jpeg = io.BytesIO()
+    picture.save(jpeg, "JPEG")
+    jpeg.seek(0)
+    image = pdfium.PdfImage.new(document)
+    image.load_jpeg(jpeg, inline=False)
+    image.set_matrix(pdfium.PdfMatrix().scale(300, 225).translate(FIGURE_BOX[0], 792 - FIGURE_BOX[3]))
+    page.insert_obj(image)
+    text(FIGURE_CAPTION, 400)
+    for row in range(6):
+        text("More body text follows the figure and continues the discussion at length.", 370 - row * 14)
+    page.gen_content()
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()

@@ -68,6 +68,9 @@ NO_OUTPUT_EFFECT = frozenset({
 })
 # Options that steer the platform, not the parse: they are not part of a cache key.
 CONTROL_OPTIONS = frozenset({"cache", "do_not_cache", "webhook_id", "cached_from", "formats"})
+# Options that change only what assembly writes (figure images, kept furniture): part of the document key, not
+# of a page's, so the same page's result serves both.
+ASSEMBLY_OPTIONS = frozenset({"figures", "furniture"})
 # What the splitter writes differently into two copies of the same page: a random trailer /ID and the time.
 # The document's title in its HTML (services/results/render/html.py writes it escaped, so it holds no `<`).
 _HTML_TITLE = re.compile(rb"<title>[^<]*</title>")
@@ -115,7 +118,7 @@ def page_fingerprint(data: bytes) -> str:
 
 def scope(options: dict[str, Any] | None) -> str:
     """The parse options' part of a page key, computed when the page job is made (it travels with it)."""
-    return _digest({"options": parse_options(options)})
+    return _digest({"options": {k: v for k, v in parse_options(options).items() if k not in ASSEMBLY_OPTIONS}})
 
 
 def page_key(*, data: bytes, mode: str, engine: str, scope: str, settings: Settings) -> str:

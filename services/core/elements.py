@@ -5,7 +5,9 @@ list of elements; the list order is the reading order. `bbox` is `[x0, y0, x1, y
 origin at the top left, or None where nothing on the page backs the element (a model wrote text that matched
 none of the page's words) — never a made-up box.
 
-Page headers and footers stay in the tree, typed, but are left out of the Markdown.
+Page headers and footers stay in the tree, typed, but are left out of the Markdown (unless the upload asked
+`furniture=keep`). A figure gets its image at assembly (`image`: its path under the document's results,
+`figures/p3-e5.png`) and the id of its caption (`caption_id`), when it has one.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ class Element(BaseModel):
     ordered: bool | None = Field(default=None, description="lists: numbered (1. 2. …) rather than bulleted")
     alignment: float | None = Field(
         default=None, description="0..1: how well the element's text matched the page's words (vLLM answers)")
+    image: str | None = Field(
+        default=None, description="figures: the image's path beside the document's results (`figures/p3-e5.png`), "
+                                  "served by `GET /v1/documents/{id}/figures/{name}`")
+    caption_id: str | None = Field(default=None, description="figures and tables: the id of their caption element")
 
 
 def element_id(page: int, n: int) -> str:
@@ -84,6 +90,19 @@ def from_wire(raw: dict[str, Any]) -> Element:
     return Element.model_validate(data)
 
 
-def page_markdown(elements: list[Element]) -> str:
-    """The page's Markdown: its elements in reading order, furniture left out, one blank line between blocks."""
-    return "\n\n".join(e.markdown.strip() for e in elements if e.type not in FURNITURE and e.markdown.strip())
+def furniture_markdown(element: Element) -> str:
+    """A kept page header or footer in Markdown: a comment naming its type, then its text (`furniture=keep`)."""
+    return f"<!-- {element.type.value} -->\n{element.text.strip()}"
+
+
+def page_markdown(elements: list[Element], *, keep_furniture: bool = False) -> str:
+    """The page's Markdown: its elements in reading order, furniture left out (or, `keep_furniture`, marked by a
+    comment), one blank line between blocks."""
+    blocks = []
+    for e in elements:
+        if e.type in FURNITURE:
+            if keep_furniture and e.text.strip():
+                blocks.append(furniture_markdown(e))
+        elif e.markdown.strip():
+            blocks.append(e.markdown.strip())
+    return "\n\n".join(blocks)

@@ -87,6 +87,23 @@ class AttachmentRead(BaseModel):
     error: PageErrorRead | None = None
 
 
+class FigureAsset(BaseModel):
+    """A figure's image, kept beside the document's results (`documents/{id}/figures/{name}`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    element_id: str = Field(description="the figure element (`p3-e5`)")
+    page: int = Field(description="1-based page number in the uploaded file")
+    bbox: tuple[float, float, float, float] = Field(description="the figure on its page, PDF points, top-left origin")
+    path: str = Field(description="`figures/{name}`: relative to the results, as Markdown and LaTeX name it")
+    media_type: str
+    width_px: int
+    height_px: int
+    bytes: int
+    caption_id: str | None = Field(default=None, description="the caption element's id, when it has one")
+    caption: str = Field(default="", description="the caption's text")
+
+
 class DocumentResult(BaseModel):
     """`result?format=json` (`document.json`): the document and every page in order."""
 
@@ -108,6 +125,9 @@ class DocumentResult(BaseModel):
                                   "cells and HTML table), `slides` (every slide's title, paragraphs, list items and "
                                   "tables), `charts` (kind, title, data), `attachments` (e-mail)")
     parent_id: str | None = Field(default=None, description="an e-mail attachment's document: the e-mail's id")
+    figures: list[FigureAsset] = Field(
+        default_factory=list, description="the figures' images, each served by `GET /v1/documents/{id}/figures/{name}`"
+                                          " (none when the upload said `figures=false`)")
     attachments: list[AttachmentRead] = Field(
         default_factory=list, description="an e-mail's attachments, each a child document or refused with a reason; "
                                           "statuses as they were when the e-mail finished")

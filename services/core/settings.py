@@ -326,6 +326,15 @@ class OutputSettings(SettingsSection):
     chunk_split_tables: bool = True
     """`chunks.json`: a table larger than the limit is split between rows, its header rows repeated in each part
     (false: it stays whole, one chunk over the limit)."""
+    figures: bool = True
+    """Keep each figure's image (cropped from the page) beside the results; an upload's `figures=false` turns it off."""
+    figure_dpi: int = Field(default=144, ge=36, le=600)
+    """Resolution figures are cropped at, in pixels per inch of the page (144: twice the PDF's 72 points)."""
+    figure_max_pixels: int = Field(default=16_000_000, ge=10_000)
+    """A figure cropped at `figure_dpi` with more pixels than this is cropped at a lower resolution instead."""
+    figure_html_inline_mb: float = Field(default=8.0, ge=0.0)
+    """`document.html`: the most figure image bytes inlined as `data:` URLs (in reading order); later figures
+    show a placeholder naming their file, so the page stays standalone and small enough to open."""
 
 
 class TaskSettings(SettingsSection):

@@ -90,6 +90,16 @@ def page_image_key(document_id: str, index: int, longest_side: int) -> str:
     return f"documents/{document_id}/page-images/{index:05d}-{longest_side}.png"
 
 
+# A figure's image name: its element's id, so a reassembly overwrites it (`p3-e5.png`).
+FIGURE_NAME = r"^p[0-9]{1,6}-e[0-9]{1,6}\.(png|jpg)$"
+FIGURE_MEDIA_TYPES = {"png": "image/png", "jpg": "image/jpeg"}
+
+
+def figure_key(document_id: str, name: str) -> str:
+    """A figure's image: `documents/{id}/figures/{name}`, under the document's prefix (deleted with it)."""
+    return f"documents/{document_id}/figures/{name}"
+
+
 def document_prefix(document_id: str) -> str:
     return f"documents/{document_id}/"
 

@@ -40,6 +40,7 @@ from services.gateway import openapi
 from services.gateway.admin.router import router as admin_router
 from services.gateway.deps import check_query
 from services.gateway.docs import install_docs
+from services.gateway.documents.figures import router as figures_router
 from services.gateway.documents.images import router as page_images_router
 from services.gateway.documents.router import router as documents_router
 from services.gateway.middleware import HeadAsGet, RefuseOversizedUploads, RequestRecord, error_response
@@ -173,7 +174,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     openapi.install(app, settings)
     initialise_gateway_series()
 
-    for router in (documents_router, page_images_router, webhooks_router, usage_router, tenant_router, admin_router):
+    for router in (documents_router, page_images_router, figures_router, webhooks_router, usage_router,
+                   tenant_router, admin_router):
         app.include_router(router)
     install_docs(app)
     if KATEX_DIST.is_dir():  # `make katex`; the same build document.html inlines, for clients typesetting LaTeX

@@ -27,7 +27,8 @@ from services.core.storage import (
     load_page_result,
 )
 from services.results.document_task import TaskFailed, run_document_task
-from services.results.furniture import mark_running_furniture
+from services.results.figures import KeptFigures, figures_wanted, keep_figures
+from services.results.furniture import keep_furniture, mark_running_furniture
 from services.results.render.formats import render_document
 from services.results.render.markdown import render_charts, render_sheets, render_slides
 
@@ -104,6 +105,11 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         entries.append(page_entry(page, result))
     # Running heads and feet repeat across pages: only here, where the pages meet, can that be seen.
     mark_running_furniture(entries)
+    figures = keep_figures(document, pages, entries, settings, store) if figures_wanted(document, settings) \
+        else KeptFigures()
+    kept_furniture = (document.options or {}).get("furniture") == "keep"
+    if kept_furniture:
+        keep_furniture(entries)
     done = sum(1 for e in entries if e["status"] == "succeeded")
     failed = len(entries) - done
     status = final_status(done, failed, settings.worker.on_page_failure)
@@ -115,9 +121,11 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         "pages_total": document.pages_total, "pages_done": done, "pages_failed": failed,
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
         "pages": entries, "conversion": _conversion(document, store), "parent_id": document.parent_id,
-        "attachments": attachments,
+        "attachments": attachments, "figures": figures.assets,
     }).model_dump(mode="json")
-    rendered = render_document(entries, body, settings, extra=answer)
+    rendered = render_document(entries, body, settings, extra=answer, figures=figures.images,
+                               keep_furniture=kept_furniture)
+    rendered.seconds["figures"] = figures.seconds
     conversion: dict[str, Any] = body.get("conversion") or {}
     if conversion.get("sheets") or conversion.get("slides") or conversion.get("charts"):
         # the text read from the document itself, when it was; the charts' data after it

@@ -129,3 +129,20 @@ def _drop_block(markdown: str, element: Element) -> str:
         if part.strip() in wanted or part.strip().lstrip("#").strip() in wanted:
             return "\n\n".join(parts[:index] + parts[index + 1:])
     return markdown
+
+
+def keep_furniture(entries: list[dict[str, Any]]) -> int:
+    """`furniture=keep`: each page's Markdown rendered again from its tree with its headers and footers, each
+    after a `<!-- page_header -->` / `<!-- page_footer -->` comment. Only pages whose Markdown is their tree
+    rendered (every engine's that gives a tree); returns how many pages changed."""
+    changed = 0
+    for entry in entries:
+        if entry.get("status") != "succeeded" or not entry.get("elements"):
+            continue
+        elements = [e if isinstance(e, Element) else Element.model_validate(e) for e in entry["elements"]]
+        if not any(e.type in FURNITURE for e in elements) or not _rendered_from_tree(entry, elements):
+            continue
+        body = page_markdown(elements, keep_furniture=True)
+        entry["markdown"] = body + "\n" if body else ""
+        changed += 1
+    return changed

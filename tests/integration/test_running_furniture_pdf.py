@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import ctypes
 import io
+import json
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from services.core.settings import Settings
+from services.results.furniture import keep_furniture
+from services.results.render.formats import render_document
 from services.runner import parse_locally
 
 TITLE = "Quarterly Review of the Example Corporation"
@@ -59,3 +62,23 @@ def test_running_title_and_page_numbers_leave_the_markdown_but_stay_typed_in_the
 def test_a_single_page_keeps_its_title() -> None:
     result = parse_locally(running_pdf(1), Settings(), engine_name="cpu")
     assert TITLE in result.markdown
+
+
+def test_furniture_kept_on_request_is_in_markdown_latex_and_chunks_marked() -> None:
+    result = parse_locally(running_pdf(3), Settings(), engine_name="cpu")
+    dropped = render_document(result.pages, {"id": "doc"}, Settings(), only=["markdown", "chunks", "latex"])
+    assert b"Page 2 of 3" not in dropped.bodies["chunks"] and b"Page 2 of 3" not in dropped.bodies["latex"]
+    assert keep_furniture(result.pages) == 3
+    kept = render_document(result.pages, {"id": "doc"}, Settings(), only=["markdown", "chunks", "latex"],
+                           keep_furniture=True)
+    markdown = kept.bodies["markdown"].decode()
+    for number in (1, 2, 3):  # each page: its running title first, its page number last, each marked
+        page = markdown.split(f"<!-- page {number} -->")[1].split("<!-- page ")[0].strip()
+        assert page.startswith(f"<!-- page_header -->\n{TITLE}\n\n#")
+        assert page.endswith(f"<!-- page_footer -->\nPage {number} of 3")
+    chunks = json.loads(kept.bodies["chunks"])["chunks"]
+    footers = [c for c in chunks if "Page 2 of 3" in c["text"]]
+    assert len(footers) == 1 and footers[0]["furniture"] and all(
+        element_id in footers[0]["element_ids"] for element_id in footers[0]["furniture"])
+    assert sum(c["text"].count(TITLE) for c in chunks) == 3  # every element in exactly one chunk
+    assert "\\textit{page footer:} Page 2 of 3" in kept.bodies["latex"].decode()

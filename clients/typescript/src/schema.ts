@@ -196,6 +196,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/documents/{document_id}/figures/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Figure */
+        get: operations["get_figure_v1_documents__document_id__figures__name__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/documents/{document_id}/pages/{n}": {
         parameters: {
             query?: never;
@@ -601,6 +618,11 @@ export interface components {
              * @description ISO 8601, UTC
              */
             created_at: string | null;
+            /**
+             * Figures
+             * @description the figures' images, each served by `GET /v1/documents/{id}/figures/{name}` (none when the upload said `figures=false`)
+             */
+            figures?: components["schemas"]["FigureAsset"][];
             /** Filename */
             filename: string;
             /**
@@ -658,6 +680,11 @@ export interface components {
                 number
             ] | null;
             /**
+             * Caption Id
+             * @description figures and tables: the id of their caption element
+             */
+            caption_id?: string | null;
+            /**
              * Html
              * @description tables: the table as HTML
              */
@@ -667,6 +694,11 @@ export interface components {
              * @description unique within the document: `p{page}-e{n}`
              */
             id: string;
+            /**
+             * Image
+             * @description figures: the image's path beside the document's results (`figures/p3-e5.png`), served by `GET /v1/documents/{id}/figures/{name}`
+             */
+            image?: string | null;
             /**
              * Items
              * @description lists: the items' Markdown, in order, without markers
@@ -719,6 +751,56 @@ export interface components {
         /** ErrorResponse */
         ErrorResponse: {
             error: components["schemas"]["ErrorBody"];
+        };
+        /**
+         * FigureAsset
+         * @description A figure's image, kept beside the document's results (`documents/{id}/figures/{name}`).
+         */
+        FigureAsset: {
+            /**
+             * Bbox
+             * @description the figure on its page, PDF points, top-left origin
+             */
+            bbox: [
+                number,
+                number,
+                number,
+                number
+            ];
+            /** Bytes */
+            bytes: number;
+            /**
+             * Caption
+             * @description the caption's text
+             * @default
+             */
+            caption: string;
+            /**
+             * Caption Id
+             * @description the caption element's id, when it has one
+             */
+            caption_id?: string | null;
+            /**
+             * Element Id
+             * @description the figure element (`p3-e5`)
+             */
+            element_id: string;
+            /** Height Px */
+            height_px: number;
+            /** Media Type */
+            media_type: string;
+            /**
+             * Page
+             * @description 1-based page number in the uploaded file
+             */
+            page: number;
+            /**
+             * Path
+             * @description `figures/{name}`: relative to the results, as Markdown and LaTeX name it
+             */
+            path: string;
+            /** Width Px */
+            width_px: number;
         };
         /** KeyCreate */
         KeyCreate: {
@@ -1835,10 +1917,21 @@ export interface operations {
                      */
                     do_not_cache?: boolean;
                     /**
+                     * @description false: keep no figure images (figures stay placeholders in the results)
+                     * @default true
+                     */
+                    figures?: boolean;
+                    /**
                      * Format: binary
                      * @description PDF, PNG, JPEG, TIFF or WebP, recognised by its bytes (not its name or Content-Type); larger than the size limit (`x-max-bytes`; a tenant's own limit may be lower): 413 file_too_large
                      */
                     file: string;
+                    /**
+                     * @description keep: page headers, footers and page numbers stay in the Markdown, HTML, LaTeX and chunks, marked as such (drop: only the JSON has them)
+                     * @default drop
+                     * @enum {string}
+                     */
+                    furniture?: "drop" | "keep";
                     /** @description a JSON object (≤ 16 KiB, ≤ 32 levels, finite numbers), returned untouched */
                     metadata?: string;
                     /** @enum {string} */
@@ -2169,6 +2262,106 @@ export interface operations {
                     "application/json": unknown;
                     "text/event-stream": unknown;
                 };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    get_figure_v1_documents__document_id__figures__name__get: {
+        parameters: {
+            query?: {
+                /** @description 307 to a presigned object-store URL (S3 store only) */
+                redirect?: boolean;
+            };
+            header?: never;
+            path: {
+                document_id: string;
+                /** @description `p3-e5.png`: the figure element's id and type, as the JSON's `figures[].path` names it */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the figure's image */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/jpeg": unknown;
+                    "image/png": unknown;
+                };
+            };
+            /** @description redirect=true with the S3 store */
+            307: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad request */
             400: {

@@ -41,6 +41,7 @@ from services.core.storage import (
     ObjectStore,
     document_prefix,
     document_result_key,
+    figure_key,
     source_key,
 )
 from services.core.tenants import TenantLimits, lock_tenant, pages_finished_recently, pages_in_flight
@@ -55,6 +56,8 @@ class SubmitOptions:
     do_not_cache: bool = False  # never let this document answer a later upload
     webhook_url: str | None = None
     idempotency_key: str | None = None
+    figures: bool = True  # keep the figures' images
+    furniture: str = "drop"  # "keep": headers and footers in every format, marked
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,8 @@ def request_hash(upload: Upload, options: SubmitOptions) -> str:
     fields = {"file": upload.sha256, "filename": upload.filename, "pages": upload.pages,
               "metadata": upload.metadata, "mode": upload.mode, "cache": options.cache,
               "do_not_cache": options.do_not_cache, "webhook_url": options.webhook_url,
-              "task": upload.task, "target_language": upload.target_language, "schema": upload.schema}
+              "task": upload.task, "target_language": upload.target_language, "schema": upload.schema,
+              "figures": options.figures, "furniture": options.furniture}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
@@ -122,6 +126,11 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
         doc_options["cache"] = False
     if options.do_not_cache:
         doc_options["do_not_cache"] = True
+    # What the results hold is part of the cache key; the defaults are left out, so earlier keys still match.
+    if not options.figures:
+        doc_options["figures"] = False
+    if options.furniture == "keep":
+        doc_options["furniture"] = "keep"
     # A model task's answer is part of what a cached copy hands back: the task is part of the key.
     keyed = doc_options if accepted.task.kind is TaskKind.PARSE else {
         **doc_options, "task": accepted.task.kind.value, "task_params": accepted.task.params}
@@ -227,6 +236,9 @@ def _copy_objects(store: ObjectStore, upload: Upload, accepted: Accepted, source
                   json.dumps({**chunks, "document_id": document_id}, ensure_ascii=False).encode(),
                   content_type="application/json")
     body = json.loads(store.get(document_result_key(source.id, "json")))
+    for figure in body.get("figures") or []:  # the images the results name, under the copy's own prefix
+        name = str(figure["path"]).removeprefix("figures/")
+        store.copy(figure_key(source.id, name), figure_key(document_id, name))
     body.update(id=document_id, filename=upload.filename[:512], metadata=accepted.metadata,
                 created_at=utcnow().isoformat().replace("+00:00", "Z"))
     store.put(document_result_key(document_id, "json"), json.dumps(body, ensure_ascii=False).encode(),

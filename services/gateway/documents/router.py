@@ -94,6 +94,15 @@ def form_bool(fields: dict[str, str], name: str, default: bool) -> bool:
     return value in FORM_TRUE
 
 
+def form_choice(fields: dict[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = (fields.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw not in choices:
+        raise ValidationFailed(f"{name}: must be one of {', '.join(choices)}")
+    return raw
+
+
 @router.post("", status_code=202, response_model=DocumentCreated, responses=UPLOAD_ERRORS,
              openapi_extra={"requestBody": UPLOAD_REQUEST_BODY})
 async def create_document(
@@ -128,7 +137,9 @@ async def create_document(
                                 target_language=fields.get("target_language"), schema=fields.get("schema"))
         options = intake.SubmitOptions(cache=form_bool(fields, "cache", True),
                                        do_not_cache=form_bool(fields, "do_not_cache", False),
-                                       webhook_url=fields.get("webhook_url") or None, idempotency_key=key)
+                                       webhook_url=fields.get("webhook_url") or None, idempotency_key=key,
+                                       figures=form_bool(fields, "figures", True),
+                                       furniture=form_choice(fields, "furniture", ("drop", "keep"), "drop"))
         # The split job goes out after the commit (the request's outbox): before it, it would find no rows.
         submitted = await run_in_threadpool(
             lambda: intake.submit(settings.resolved_database_url(), store, settings, tenant, limits, upload, options,

@@ -43,6 +43,13 @@ UPLOAD_REQUEST_BODY: dict[str, Any] = {
                                  "description": "true: never answer later uploads with this one"},
                 "webhook_url": {"type": "string", "format": "uri", "maxLength": MAX_WEBHOOK_URL_CHARS,
                                 "pattern": "^https?://", "description": "receives this document's events, signed"},
+                "figures": {"type": "boolean", "default": True,
+                            "description": "false: keep no figure images (figures stay placeholders in the "
+                                           "results)"},
+                "furniture": {"type": "string", "enum": ["drop", "keep"], "default": "drop",
+                              "description": "keep: page headers, footers and page numbers stay in the Markdown, "
+                                             "HTML, LaTeX and chunks, marked as such (drop: only the JSON has "
+                                             "them)"},
                 "task": {"type": "string", "enum": [k.value for k in TaskKind], "default": "parse",
                          "description": "parse; or parse, then a model answer: translate (target_language), "
                                         "extract (schema), summarize. Without a vLLM engine: 422 "

@@ -63,10 +63,14 @@ class Chunk:
         }
         if self.table_part is not None:
             body["table_part"] = self.table_part
+        if furniture := [e.id for e in self.elements if e.type in FURNITURE]:
+            body["furniture"] = furniture
         return body
 
 
 def _element_text(element: Element) -> str:
+    if element.type in FURNITURE:  # kept furniture: its words (a heading's marks would make it a section)
+        return element.text.strip()
     if element.type is ElementType.TABLE:  # the sanitized table, like its parts when it is split
         table = parse_table(element.html or element.markdown)
         return table.to_html() if table.rows else element.text.strip()
@@ -171,11 +175,13 @@ class _Builder:
 
 
 def render_chunks(pages: list[RenderPage], *, max_tokens: int = 512, tokenizer: str = "cl100k_base",
-                  split_tables: bool = True) -> dict[str, Any]:
+                  split_tables: bool = True, keep_furniture: bool = False) -> dict[str, Any]:
+    """`keep_furniture`: page headers and footers are chunked too, in reading order, their ids listed in the
+    chunk's `furniture` (`furniture=keep`)."""
     builder = _Builder(max_tokens, tokenizer, split_tables)
     for page in pages:
         for element in page.elements:
-            if element.type not in FURNITURE and _element_text(element):
+            if (keep_furniture or element.type not in FURNITURE) and _element_text(element):
                 builder.add(element)
     builder.flush()
     return {"tokenizer": tokenizer, "max_tokens": max_tokens,

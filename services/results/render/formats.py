@@ -38,9 +38,12 @@ def wanted(settings: Settings, only: list[str] | None = None) -> list[OutputForm
 
 
 def render_document(entries: list[dict[str, Any]], body: dict[str, Any], settings: Settings,
-                    only: list[str] | None = None, extra: dict[str, bytes] | None = None) -> Rendered:
+                    only: list[str] | None = None, extra: dict[str, bytes] | None = None,
+                    figures: dict[str, bytes] | None = None, keep_furniture: bool = False) -> Rendered:
     """`entries`: the page entries (assemble.page_entry); `body`: the document JSON, which gets `formats`;
-    `extra`: bodies made elsewhere (a model task's answer), stored and listed with the rest."""
+    `extra`: bodies made elsewhere (a model task's answer), stored and listed with the rest; `figures`: the
+    figures' images by path (`figures/p3-e5.png`), inlined in the HTML within `outputs.figure_html_inline_mb`;
+    `keep_furniture`: page headers and footers stay in LaTeX and chunks, marked (the HTML always has them)."""
     formats = wanted(settings, only)
     out = Rendered()
     clock = time.perf_counter()
@@ -50,7 +53,7 @@ def render_document(entries: list[dict[str, Any]], body: dict[str, Any], setting
     for fmt in formats:
         started = time.perf_counter()
         try:
-            data = _render(fmt, entries, pages, body, title, settings)
+            data = _render(fmt, entries, pages, body, title, settings, figures or {}, keep_furniture)
         except Exception as exc:  # a renderer's bug must not hold the Markdown and JSON back
             if fmt in ALWAYS:
                 raise
@@ -70,16 +73,17 @@ def render_document(entries: list[dict[str, Any]], body: dict[str, Any], setting
 
 
 def _render(fmt: OutputFormat, entries: list[dict[str, Any]], pages: list[RenderPage], body: dict[str, Any],
-            title: str, settings: Settings) -> bytes | None:
+            title: str, settings: Settings, figures: dict[str, bytes], keep_furniture: bool) -> bytes | None:
     if fmt is OutputFormat.MARKDOWN:
         return render_markdown(entries).encode()
     if fmt is OutputFormat.HTML:
-        return render_html(pages, title=title).encode()
+        budget = int(settings.outputs.figure_html_inline_mb * 1024 * 1024)
+        return render_html(pages, title=title, figures=figures, inline_budget=budget).encode()
     if fmt is OutputFormat.LATEX:
-        return render_latex(pages, title=title).encode()
+        return render_latex(pages, title=title, keep_furniture=keep_furniture).encode()
     if fmt is OutputFormat.CHUNKS:
         cfg = settings.outputs
         chunks = render_chunks(pages, max_tokens=cfg.chunk_max_tokens, tokenizer=cfg.chunk_tokenizer.value,
-                               split_tables=cfg.chunk_split_tables)
+                               split_tables=cfg.chunk_split_tables, keep_furniture=keep_furniture)
         return json.dumps({"document_id": body.get("id"), **chunks}, ensure_ascii=False).encode()
     return None  # json: written last, with the list of formats

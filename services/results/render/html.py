@@ -7,6 +7,7 @@ a Content-Security-Policy with no script source at all, so even a sanitizer bug 
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -32,10 +33,26 @@ pre{background:#f6f6f6;padding:0.6rem;overflow-x:auto}
 .page-header,.page-footer{font-size:0.8rem;color:#777}
 .footnote,.caption{font-size:0.9rem}
 .figure-placeholder{border:1px dashed #aaa;padding:1rem;color:#666;text-align:center}
+figure>img{max-width:100%;height:auto}
 .math-source{color:#555}
 p,h1,h2,h3,h4,h5,h6,li,td,th,aside,header,footer{unicode-bidi:plaintext;text-align:start}
 """
 _FENCE_LANGUAGE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([\w+#.-]+)")
+
+
+class _Figures:
+    """The figures' images by path, inlined as `data:` URLs in reading order while `budget` bytes last."""
+
+    def __init__(self, images: dict[str, bytes], budget: int) -> None:
+        self.images, self.left = images, budget
+
+    def data_url(self, path: str) -> str | None:
+        data = self.images.get(path)
+        if data is None or len(data) > self.left:
+            return None
+        self.left -= len(data)
+        media = "image/jpeg" if path.endswith(".jpg") else "image/png"
+        return f"data:{media};base64,{base64.b64encode(data).decode()}"
 
 
 class _Math:
@@ -85,7 +102,19 @@ def _math_text(math: _Math) -> object:
     return hook
 
 
-def element_html(element: Element, math: _Math) -> str:
+def _figure_html(element: Element, figures: _Figures | None) -> str:
+    label = element.text or "figure"
+    if element.image and figures is not None and (url := figures.data_url(element.image)):
+        alt = html.escape(element.markdown[2:element.markdown.find("](")] if element.markdown.startswith("![")
+                          else label, quote=True)
+        return f'<figure{_attrs(element)}><img src="{url}" alt="{alt}"></figure>'
+    if element.image:  # kept, but over the inline budget: named, fetched beside the document
+        return (f'<figure{_attrs(element)}><div class="figure-placeholder">[{html.escape(label)}: '
+                f'{html.escape(element.image)}]</div></figure>')
+    return f'<figure{_attrs(element)}><div class="figure-placeholder">[{html.escape(label)}]</div></figure>'
+
+
+def element_html(element: Element, math: _Math, figures: _Figures | None = None) -> str:
     kind = element.type
     if kind in (ElementType.TITLE, ElementType.HEADING):
         level = 1 if kind is ElementType.TITLE else max(1, min(6, element.level or 2))
@@ -118,9 +147,7 @@ def element_html(element: Element, math: _Math) -> str:
         lang = f' class="language-{html.escape(language.group(1), quote=True)}"' if language else ""
         return f"<pre{_attrs(element)}><code{lang}>{html.escape(element.text)}</code></pre>"
     if kind is ElementType.FIGURE:
-        label = element.text or "figure"
-        return (f'<figure{_attrs(element)}><div class="figure-placeholder">[{html.escape(label)}]</div>'
-                "</figure>")
+        return _figure_html(element, figures)
     if kind in (ElementType.PAGE_HEADER, ElementType.PAGE_FOOTER):
         tag = "header" if kind is ElementType.PAGE_HEADER else "footer"
         return f"<{tag}{_attrs(element, kind.value.replace('_', '-'))}>{inline_html(element.text, math)}</{tag}>"
@@ -129,7 +156,7 @@ def element_html(element: Element, math: _Math) -> str:
     return f"<{tag}{_attrs(element, css)}>{inline_html(element.markdown or element.text, math)}</{tag}>"
 
 
-def _page_html(page: RenderPage, math: _Math) -> str:
+def _page_html(page: RenderPage, math: _Math, figures: _Figures) -> str:
     size = ""
     if page.width and page.height:
         size = f' data-width="{page.width:g}" data-height="{page.height:g}"'
@@ -138,13 +165,16 @@ def _page_html(page: RenderPage, math: _Math) -> str:
         error = page.error or {}
         note = html.escape(f"{page.status}: {error.get('code', 'unknown')} {error.get('message', '')}".strip())
         return (f'<section class="page failed" data-page="{page.number}"{size}>{label}<p>{note}</p></section>')
-    body = "\n".join(element_html(e, math) for e in page.elements)
+    body = "\n".join(element_html(e, math, figures) for e in page.elements)
     return f'<section class="page" data-page="{page.number}"{size}>{label}\n{body}\n</section>'
 
 
-def render_html(pages: list[RenderPage], *, title: str = "document", lang: str = "") -> str:
+def render_html(pages: list[RenderPage], *, title: str = "document", lang: str = "",
+                figures: dict[str, bytes] | None = None, inline_budget: int = 8 * 1024 * 1024) -> str:
+    """`figures`: the figures' images by path; inlined up to `inline_budget` bytes, in reading order."""
     math = _Math()
-    body = "\n".join(_page_html(page, math) for page in pages)
+    kept = _Figures(figures or {}, inline_budget)
+    body = "\n".join(_page_html(page, math, kept) for page in pages)
     body, unrendered = math.fill(body)
     css = katex.inline_css(body)
     lang_attr = f' lang="{html.escape(lang, quote=True)}"' if lang else ""

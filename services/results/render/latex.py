@@ -203,6 +203,20 @@ def _code(element: Element) -> str:
         "\n\\end{flushleft}"
 
 
+_FIGURE_PATH = re.compile(r"^figures/p[0-9]+-e[0-9]+\.(?:png|jpg)$")
+
+
+def _figure(element: Element) -> str:
+    """A kept figure's image from `figures/` beside the .tex (the result endpoint serves each one); without it
+    there (the .tex alone) the document still compiles, with a framed note naming the file."""
+    label = _wrap_scripts(tex_escape(element.text or "figure"))
+    if element.image and _FIGURE_PATH.match(element.image):
+        missing = "\\fbox{" + label + " (" + tex_escape(element.image) + ")}"
+        return (f"\\begin{{center}}\\IfFileExists{{{element.image}}}{{\\includegraphics[width=\\linewidth,"
+                f"height=0.45\\textheight,keepaspectratio]{{{element.image}}}}}{{{missing}}}\\end{{center}}")
+    return "\\begin{center}\\fbox{" + label + "}\\end{center}"
+
+
 def element_latex(element: Element, math: _Math) -> str:
     kind = element.type
 
@@ -236,7 +250,7 @@ def element_latex(element: Element, math: _Math) -> str:
     if kind is ElementType.CODE:
         return _code(element)
     if kind is ElementType.FIGURE:
-        return "\\begin{center}\\fbox{" + _wrap_scripts(tex_escape(element.text or "figure")) + "}\\end{center}"
+        return _figure(element)
     if kind is ElementType.CAPTION:
         return r"{\small\itshape " + inline(element.markdown or element.text) + r"\par}"
     if kind is ElementType.FOOTNOTE:
@@ -315,7 +329,8 @@ def preamble(all_text: str, title: str, formulas: list[str] | None = None) -> st
     return "\n".join([
         r"% Made by pagemill from the document's element tree. Compile with: latexmk -xelatex document.tex",
         r"% or latexmk -lualatex document.tex (or xelatex/lualatex twice: longtable settles its column widths on the",
-        r"% second run). Noto fonts where installed, else Latin Modern.",
+        r"% second run). Noto fonts where installed, else Latin Modern. Figures: figures/*.png beside this file",
+        r"% (GET /v1/documents/{id}/figures/{name}); without them each figure is a framed note.",
         r"\documentclass[11pt]{article}",
         r"\usepackage[a4paper,margin=2cm]{geometry}",
         r"\usepackage{amsmath,amssymb}",
@@ -332,6 +347,7 @@ def preamble(all_text: str, title: str, formulas: list[str] | None = None) -> st
         r"\fi",
         *fonts,
         r"\usepackage{longtable,multirow,array}",
+        r"\usepackage{graphicx}",
         r"\usepackage[normalem]{ulem}",
         r"\setlength{\parindent}{0pt}\setlength{\parskip}{0.6em}",
         PROVIDED,
@@ -340,7 +356,8 @@ def preamble(all_text: str, title: str, formulas: list[str] | None = None) -> st
     ])
 
 
-def render_latex(pages: list[RenderPage], *, title: str = "document") -> str:
+def render_latex(pages: list[RenderPage], *, title: str = "document", keep_furniture: bool = False) -> str:
+    """`keep_furniture`: page headers and footers kept, small and labelled (`furniture=keep`)."""
     math = _Math(_formulas(pages))
     body: list[str] = []
     # The title (the filename) is not shown in the LaTeX, so it picks no font either: a cached copy's LaTeX,
@@ -355,6 +372,11 @@ def render_latex(pages: list[RenderPage], *, title: str = "document") -> str:
             continue
         for element in page.elements:
             if element.type in FURNITURE:
+                if keep_furniture and element.text.strip():
+                    label = "page header" if element.type is ElementType.PAGE_HEADER else "page footer"
+                    body.append(r"{\footnotesize\textit{" + label + r":} " + _wrap_scripts(tex_escape(element.text))
+                                + r"\par}")
+                    words.append(element.text)
                 continue
             words.append(element.text)
             if rendered := element_latex(element, math):

@@ -1,0 +1,72 @@
+"""Figures through the running platform (gateway, worker, cpu engine): the JSON lists the kept image, the
+figure route serves it, Markdown names it and the HTML inlines it; `figures=false` keeps none; a cached copy
+serves its own copy of the images; DELETE takes them with the rest. `furniture=keep` puts the running heads
+and feet in the Markdown, marked."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from services.core.storage import figure_key, get_store
+from tests.conftest import PlatformFactory
+from tests.integration.test_running_furniture_pdf import TITLE, running_pdf
+from tests.pdfs import FIGURE_CAPTION, figure_pdf
+
+pytestmark = pytest.mark.slow
+
+
+def test_figures_are_kept_served_cached_turned_off_and_deleted(platform_factory: PlatformFactory,
+                                                               sqlite_url: str, tmp_path: Path) -> None:
+    api = platform_factory(sqlite_url, engine="cpu").start(concurrency=1)
+    pdf = tmp_path / "figure.pdf"
+    pdf.write_bytes(figure_pdf())
+    first = api.upload(pdf)
+    assert api.wait_done(first["id"])["status"] == "succeeded"
+    [asset] = api.result(first["id"], "json")["figures"]
+    assert asset["caption"] == FIGURE_CAPTION and asset["media_type"] == "image/png"
+    name = asset["path"].removeprefix("figures/")
+    with api.client() as client:
+        response = client.get(f"/v1/documents/{first['id']}/figures/{name}")
+        assert response.status_code == 200 and response.headers["content-type"] == "image/png"
+        image = Image.open(io.BytesIO(response.content)).convert("RGB")
+        assert image.size == (asset["width_px"], asset["height_px"]) and image.getpixel((20, 20))[0] > 150
+        assert client.get(f"/v1/documents/{first['id']}/figures/p9-e9.png").json()["error"]["code"] == "not_found"
+        assert client.get(f"/v1/documents/{first['id']}/figures/..%2Fsource.pdf").status_code in (404, 422)
+    assert f"]({asset['path']})" in api.result(first["id"])
+    assert "data:image/png;base64," in api.result(first["id"], "html")
+
+    off = api.upload(pdf, figures="false")  # another cache key: parsed again (its pages from the page cache)
+    assert api.wait_done(off["id"])["status"] == "succeeded"
+    assert api.result(off["id"], "json")["figures"] == [] and "](figures/" not in api.result(off["id"])
+
+    copy = api.upload(pdf)  # answered from the cache: the images are copied under its own id
+    assert copy["cached"] is True and copy["id"] != first["id"]
+    with api.client() as client:
+        assert client.delete(f"/v1/documents/{first['id']}").status_code == 200
+        served = client.get(f"/v1/documents/{copy['id']}/figures/{name}")
+        assert served.status_code == 200 and served.content == response.content
+        gone = client.get(f"/v1/documents/{first['id']}/figures/{name}")
+        assert gone.status_code == 404
+    store = get_store(api.settings())
+    assert not store.exists(figure_key(first["id"], name)) and store.exists(figure_key(copy["id"], name))
+    with api.client() as client:
+        refused = client.post("/v1/documents", files={"file": ("f.pdf", pdf.read_bytes())},
+                              data={"furniture": "sometimes"})
+        assert refused.status_code == 422 and "furniture" in refused.json()["error"]["message"]
+
+
+def test_furniture_kept_at_upload(platform_factory: PlatformFactory, sqlite_url: str, tmp_path: Path) -> None:
+    api = platform_factory(sqlite_url, engine="cpu").start(concurrency=1)
+    pdf = tmp_path / "running.pdf"
+    pdf.write_bytes(running_pdf(2))
+    dropped, kept = api.upload(pdf), api.upload(pdf, furniture="keep")
+    assert kept["cached"] is False  # another result: another cache key
+    for created in (dropped, kept):
+        assert api.wait_done(created["id"])["status"] == "succeeded"
+    assert TITLE not in api.result(dropped["id"])
+    markdown = api.result(kept["id"])
+    assert markdown.count(f"<!-- page_header -->\n{TITLE}") == 2 and "<!-- page_footer -->\nPage 2 of 2" in markdown
