@@ -6,12 +6,13 @@ One module per command group, each registering on the root group of `services.cl
     components.py  pagemill gateway | worker | reconcile | migrate | vllm-command | config
     admin.py       pagemill admin tenant … | key … | seal-secrets
     parse.py       pagemill parse
+    mcp.py         pagemill mcp (the MCP tools over stdio)
     eval.py        pagemill eval | specsim (pagemill_eval, the `[eval]` extra)
 """
 
 from __future__ import annotations
 
-from services.cli import admin, components, eval, parse, serve  # noqa: F401 - each registers its commands
+from services.cli import admin, components, eval, mcp, parse, serve  # noqa: F401 - each registers its commands
 from services.cli.root import main
 
 __all__ = ["main"]

@@ -351,6 +351,19 @@ class TaskSettings(SettingsSection):
     """Extra fields of every task request as a JSON object (tests steer random-weight models with it)."""
 
 
+class McpSettings(SettingsSection):
+    """The MCP server: `/mcp` on the gateway (streamable HTTP, the tenant's API key) and `pagemill mcp` (stdio),
+    docs/mcp.md."""
+
+    enabled: bool = True
+    """Serve the MCP tools at `/mcp` on the gateway."""
+    roots: list[Path] = []
+    """Folders on the gateway's host whose files `parse_document` may read by path (a JSON list); empty: none, an
+    agent sends a URL or base64 content."""
+    fetch_timeout_s: float = Field(default=60.0, gt=0)
+    """`parse_document` with a URL: the longest the download may take."""
+
+
 class ReconcilerSettings(SettingsSection):
     """The reconciler, which puts back on the queue whatever the queue lost."""
 
@@ -411,6 +424,7 @@ class Settings(BaseSettings):
     convert: ConvertSettings = ConvertSettings()
     outputs: OutputSettings = OutputSettings()
     tasks: TaskSettings = TaskSettings()
+    mcp: McpSettings = McpSettings()
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -43,6 +43,8 @@ from services.gateway.docs import install_docs
 from services.gateway.documents.figures import router as figures_router
 from services.gateway.documents.images import router as page_images_router
 from services.gateway.documents.router import router as documents_router
+from services.gateway.mcp.mount import PATH as MCP_PATH
+from services.gateway.mcp.mount import McpEndpoint
 from services.gateway.middleware import HeadAsGet, RefuseOversizedUploads, RequestRecord, error_response
 from services.gateway.tenants.router import router as tenant_router
 from services.gateway.usage.router import router as usage_router
@@ -155,9 +157,12 @@ class OutboxMiddleware:
 
 
 @contextlib.asynccontextmanager
-async def close_feeds_on_shutdown(app: FastAPI) -> AsyncIterator[None]:
-    """The document feeds (`deps.get_feeds`) start with the first stream; their subscription ends with the app."""
-    yield
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """`/mcp` handles requests while the app runs. The document feeds (`deps.get_feeds`) start with the first
+    stream; their subscription ends with the app."""
+    endpoint: McpEndpoint | None = getattr(app.state, "mcp", None)
+    async with endpoint.run() if endpoint is not None else contextlib.nullcontext():
+        yield
     feeds = getattr(app.state, "feeds", None)
     if feeds is not None:
         await feeds.close()
@@ -167,7 +172,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(json=settings.log_json, level=settings.log_level)
     app = FastAPI(title="pagemill", version="1.0", summary="PDFs and page images in, Markdown out.",
-                  docs_url=None, redoc_url=None, lifespan=close_feeds_on_shutdown,  # docs: install_docs
+                  docs_url=None, redoc_url=None, lifespan=lifespan,  # docs: install_docs
                   dependencies=[Depends(check_query)])
     app.state.settings = settings
     install_error_handlers(app)
@@ -178,6 +183,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                    tenant_router, admin_router):
         app.include_router(router)
     install_docs(app)
+    if settings.mcp.enabled:  # the MCP tools; they call the routes above in-process, with the caller's key
+        app.state.mcp = McpEndpoint(settings, app)
+        app.add_route(MCP_PATH, app.state.mcp, include_in_schema=False)
     if KATEX_DIST.is_dir():  # `make katex`; the same build document.html inlines, for clients typesetting LaTeX
         app.mount("/assets/katex", StaticFiles(directory=KATEX_DIST), name="katex")
     app.add_middleware(OutboxMiddleware, celery=lambda: get_celery(settings))
