@@ -66,7 +66,7 @@ def test_unknown_or_repeated_query_parameters_are_refused_by_name(api: Api) -> N
         assert client.get("/metrics", params=[("name[]", "a"), ("name[]", "b")]).status_code == 200
 
 
-@pytest.mark.parametrize("fields", [{"furniture": "bogus"}, {"webhookurl": "https://example.com/hook"},
+@pytest.mark.parametrize("fields", [{"furnishing": "bogus"}, {"webhookurl": "https://example.com/hook"},
                                     {"pages": "1", "Pages": "2"}])
 def test_an_upload_with_an_unknown_form_field_is_refused_and_names_the_fields(api: Api, fields: dict[str, str]
                                                                               ) -> None:
@@ -76,6 +76,14 @@ def test_an_upload_with_an_unknown_form_field_is_refused_and_names_the_fields(ap
         message = response.json()["error"]["message"]
         assert "unknown form field" in message and "webhook_url" in message and "do_not_cache" in message
         assert client.get("/v1/documents").json()["data"] == []  # nothing was accepted
+
+
+def test_a_known_form_field_with_a_bad_value_names_its_values(api: Api) -> None:
+    with api.client() as client:
+        response = client.post("/v1/documents", files={"file": ("a.pdf", text_pages(1))},
+                               data={"furniture": "bogus"})
+        assert error_of(response) == (422, "validation_error")
+        assert response.json()["error"]["message"] == "furniture: must be one of drop, keep"
 
 
 def test_a_form_field_given_twice_is_refused(api: Api) -> None:
