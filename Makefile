@@ -185,8 +185,9 @@ office-tools: ## install LibreOffice (Debian packages) for office, web and e-mai
 # ... with the fonts every conversion is pinned to (services/worker/convert/fonts.py; the worker image has them).
 OFFICE_FONTS := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core fonts-opensymbol
 
-bench-office: $(STAMP) ## office conversion time per page (LibreOffice), into docs/benchmarks.md
-	$(BIN)/python -m bench.office $(PAGEMILL_CORPUS)/office --write docs/benchmarks.md
+bench-office: $(STAMP) ## office documents: native reading beside LibreOffice (time, quality), and through pagemill serve
+	$(BIN)/python -m bench.office $(PAGEMILL_CORPUS)/office --write docs/benchmarks.md --quality docs/evaluation.md
+	$(BIN)/python -m bench.office_serve $(PAGEMILL_CORPUS)/office --write docs/benchmarks.md
 
 bench: $(STAMP) ## control plane (fake engine vs raw Celery), event streams, webhook latency: into docs/benchmarks.md
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md

@@ -281,7 +281,8 @@ class CacheSettings(SettingsSection):
 
 
 class ConvertSettings(SettingsSection):
-    """Office, web and e-mail documents: converted to PDF by LibreOffice in the worker, then parsed as pages."""
+    """Office, web and e-mail documents: DOCX, HTML, EPUB and e-mail read natively in the worker; the others (or
+    all, with `native` off) converted to PDF by LibreOffice, then parsed as pages."""
 
     enabled: str = Field(default="auto", pattern="^(auto|true|false)$")
     """`auto`: accept office documents when LibreOffice (`soffice`) is installed on this host; `true` when it is
