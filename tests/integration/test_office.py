@@ -193,3 +193,20 @@ def test_opendocument_rtf_and_legacy_files_convert_and_keep_their_words(
         assert len(document["conversion"]["slides"]) == state["pages_total"]
     if target in ("ods", "xls"):  # read natively too, through LibreOffice's own xlsx
         assert [s["name"] for s in document["conversion"]["sheets"]][:1] == ["Sheet1"]
+
+
+def test_a_docx_the_native_reader_refuses_is_converted_by_libreoffice(office_platform: Platform,
+                                                                       tmp_path: Path) -> None:
+    """Strict OOXML (ISO 29500's own namespaces) is not what the native reader reads; LibreOffice opens it."""
+    strict = 'xmlns:w="http://purl.oclc.org/ooxml/wordprocessingml/main"'
+    document = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {strict} '
+                'w:conformance="strict"><w:body><w:p><w:r><w:t>Strict words survive</w:t></w:r></w:p></w:body>'
+                "</w:document>")
+    path = office_files.write(tmp_path, "strict.docx", office_files.docx(document.encode()))
+    created = office_platform.upload(path)
+    state = office_platform.wait_done(created["id"], timeout=300)
+    assert state["status"] == "succeeded", state
+    result = office_platform.result(created["id"], "json")
+    assert result["conversion"]["warnings"] == ["native_reader_refused"]
+    assert result["pages"][0]["engine"] != "native"
+    assert "Strict words survive" in office_platform.result(created["id"])
