@@ -155,6 +155,8 @@ def test_epub_reads_its_spine_in_order_and_eml_its_headers_body_and_attachments(
     elements, _ = read_native(_epub(["<h2>Second</h2><p>Later words.</p>", "<h1>First</h1><p>Early words.</p>"]),
                               EPUB)
     assert [e.markdown for e in elements] == ["# First", "Early words.", "## Second", "Later words."]
+    book, _ = read_native(_epub(["<h1>Two</h1>", "<h1>One</h1>"]), EPUB)
+    assert [e.type for e in book] == [ElementType.TITLE, ElementType.HEADING]  # one title per book
     assert [e.id for e in elements] == ["p1-e1", "p1-e2", "p1-e3", "p1-e4"]
     mail = (b"From: Alice <alice@example.com>\r\nTo: Bob <bob@example.com>\r\nSubject: Ducks\r\nMIME-Version: 1.0\r\n"
             b'Content-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n'

@@ -12,7 +12,7 @@ any of these a native reader refuses) go through LibreOffice.
 
 from __future__ import annotations
 
-from services.core.elements import Element, renumber
+from services.core.elements import Element, ElementType, renumber
 from services.core.formats import DOCX, EML, EPUB, HTML, NATIVE_TYPES
 from services.worker.convert.docx import read_docx
 from services.worker.convert.epub import epub_chapters
@@ -31,8 +31,15 @@ def read_native(data: bytes, media_type: str) -> tuple[list[Element], list[Attac
         return read_html(data), []
     if media_type == EPUB:
         elements = [e for chapter in epub_chapters(data) for e in read_html(chapter, title_heading=False)]
-        return renumber(elements, 1), []
+        return renumber(_one_title(elements), 1), []
     if media_type == EML:
         mail = read_mail(data)
         return read_html(mail.html), mail.attachments
     raise ValueError(f"{media_type} has no native reader")
+
+
+def _one_title(elements: list[Element]) -> list[Element]:
+    """The book's first title stays its title; each chapter's own is a heading of level 1."""
+    first = next((i for i, e in enumerate(elements) if e.type == ElementType.TITLE), None)
+    return [e.model_copy(update={"type": ElementType.HEADING}) if e.type == ElementType.TITLE and i != first else e
+            for i, e in enumerate(elements)]
