@@ -188,3 +188,12 @@ def test_lists_inside_html_table_cells_keep_their_markers() -> None:
     [table] = read_html(b"<table><tr><td><ul><li>Pond</li><li>Marsh</li></ul></td>"
                         b"<td><ol><li>Fly</li><li>Nest</li></ol></td></tr></table>")
     assert table.html == "<table><tr><td>- Pond - Marsh</td><td>1. Fly 2. Nest</td></tr></table>"
+
+
+def test_sub_and_superscripts_keep_their_tags_in_markdown_and_tables_not_in_text() -> None:
+    elements = read_html(b"<p>H<sub>2</sub>O and 10<sup>6</sup></p><table><tr><td>x<sup>2</sup></td></tr></table>")
+    assert elements[0].markdown == "H<sub>2</sub>O and 10<sup>6</sup>" and elements[0].text == "H2O and 106"
+    assert elements[1].html == "<table><tr><td>x<sup>2</sup></td></tr></table>" and elements[1].text == "x2"
+    sup = '<w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr><w:t>6</w:t></w:r>'
+    [paragraph] = read_docx(_word(_p(_r("10") + sup)))
+    assert paragraph.markdown == "10<sup>6</sup>" and paragraph.text == "106"

@@ -212,6 +212,10 @@ class _Reader:
                 label = f"{kind[0]}{child.get(f'{W}id', '')}"
                 self.footnotes.append(label)
                 found.pieces.append(f"[^{label}]")
+            elif tag == f"{W}r" and (script := _script(child)):
+                run = _Paragraph(figures=found.figures, formulas=found.formulas)
+                self.walk(child, run)
+                found.pieces.append(f"<{script}>{''.join(run.pieces)}</{script}>")
             elif tag == f"{_MC}AlternateContent":
                 choice = child.find(f"{_MC}Choice")  # the choices say the same thing: read one
                 self.walk(choice if choice is not None else child, found)
@@ -277,6 +281,15 @@ class _Reader:
         for label in dict.fromkeys(self.footnotes):
             if label in texts:
                 self.tree.footnote(label, texts[label])
+
+
+def _script(run: ElementTree.Element) -> str | None:
+    """"sub" or "sup" for a run set in sub- or superscript (a note's reference mark is written as `[^n]`)."""
+    align = _val(run.find(f"{W}rPr/{W}vertAlign"))
+    if align not in ("subscript", "superscript") or run.find(f"{W}footnoteReference") is not None \
+            or run.find(f"{W}endnoteReference") is not None:
+        return None
+    return "sub" if align == "subscript" else "sup"
 
 
 def archive_uses(archive: zipfile.ZipFile, style_id: str) -> bool:

@@ -35,6 +35,17 @@ class _Item:
     ordered: bool
 
 
+# Sub- and superscripts are the one markup a text keeps (H<sub>2</sub>O, 10<sup>6</sup>): flattened they would
+# read as other words ("H2O" may pass, "106" does not). Markdown and table HTML carry the tags; `text` does not.
+_SCRIPTS = re.compile(r"</?su[bp]>")
+_ESCAPED_SCRIPTS = re.compile(r"&lt;(/?su[bp])&gt;")
+
+
+def plain(text: str) -> str:
+    """The text without its sub- and superscript tags."""
+    return _SCRIPTS.sub("", text)
+
+
 def clean(text: str) -> str:
     """Runs of whitespace (tabs, line breaks, non-breaking spaces) as one space, the ends trimmed."""
     return " ".join(text.split())
@@ -53,7 +64,8 @@ def table_html(rows: list[list[Cell]]) -> str:
             tag = "th" if cell.header else "td"
             spans = "".join(f' {name}="{min(value, MAX_SPAN)}"' for name, value in
                             (("colspan", cell.colspan), ("rowspan", cell.rowspan)) if value > 1)
-            cells.append(f"<{tag}{spans}>{html.escape(cell.text)}</{tag}>")
+            text = _ESCAPED_SCRIPTS.sub(r"<\1>", html.escape(cell.text))
+            cells.append(f"<{tag}{spans}>{text}</{tag}>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return "<table>" + "".join(body) + "</table>"
 
@@ -68,7 +80,7 @@ class TreeBuilder:
     def _add(self, kind: ElementType, text: str, markdown: str, **extra: object) -> None:
         self.end_list()
         self.elements.append(Element.model_validate({
-            "id": "", "type": kind, "page": 1, "bbox": None, "text": text, "markdown": markdown, **extra}))
+            "id": "", "type": kind, "page": 1, "bbox": None, "text": plain(text), "markdown": markdown, **extra}))
 
     def heading(self, text: str, level: int) -> None:
         text = clean(text)
@@ -135,7 +147,7 @@ class TreeBuilder:
             mark = f"{counters[item.level]}." if item.ordered else "-"
             lines.append(f"{'    ' * item.level}{mark} {item.text}")
         self.elements.append(Element(
-            id="", type=ElementType.LIST, page=1, bbox=None, text="\n".join(i.text for i in items),
+            id="", type=ElementType.LIST, page=1, bbox=None, text="\n".join(plain(i.text) for i in items),
             markdown="\n".join(lines), items=[i.text for i in items], ordered=items[0].ordered))
 
     def finish(self) -> list[Element]:

@@ -54,9 +54,12 @@ def text_of(node: etree._Element, *, skip: frozenset[str] = frozenset()) -> str:
                 ordered = parent is not None and _tag(parent) == "ol"
                 number = sum(1 for s in element.itersiblings(preceding=True) if _tag(s) == "li") + 1
                 pieces.append(f"{number}. " if ordered else "- ")
+            script = tag in ("sub", "sup") and element is not node
+            pieces.append(f"<{tag}>" if script else "")
             pieces.append(element.text or "")
             for child in element:
                 walk(child)
+            pieces.append(f"</{tag}>" if script else "")
             if spaced:
                 pieces.append(" ")
         if element is not node:
@@ -93,7 +96,7 @@ class _Reader:
             elif tag == "img":
                 inline.append(f" {child.get('alt') or ''} ")  # an image among words: its alt text is one of them
             elif tag:
-                inline.append(text_of(child) if tag not in ("sub", "sup") else f" {text_of(child)} ")
+                inline.append(text_of(child) if tag not in ("sub", "sup") else f"<{tag}>{text_of(child)}</{tag}>")
                 inline.append(" " if tag in _SPACED else "")
             inline.append(child.tail or "")
         flush()
