@@ -1,7 +1,7 @@
 """Figures through the running platform (gateway, worker, cpu engine): the JSON lists the kept image, the
 figure route serves it, Markdown names it and the HTML inlines it; `figures=false` keeps none; a cached copy
 serves its own copy of the images; DELETE takes them with the rest. `furniture=keep` puts the running heads
-and feet in the Markdown, marked."""
+and feet in the Markdown, marked; a PDF's form fields are listed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from PIL import Image
 from services.core.storage import figure_key, get_store
 from tests.conftest import PlatformFactory
 from tests.integration.test_running_furniture_pdf import TITLE, running_pdf
-from tests.pdfs import FIGURE_CAPTION, figure_pdf
+from tests.pdfs import FIGURE_CAPTION, figure_pdf, form_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -72,5 +72,13 @@ def test_furniture_kept_at_upload(platform_factory: PlatformFactory, sqlite_url:
     with Client(api.url, api.api_key) as sdk:  # another result: another cache key
         kept = sdk.parse(pdf, furniture="keep", timeout=120)
     assert kept.state.cached is False and TITLE not in api.result(dropped["id"])
+    form = tmp_path / "form.pdf"  # and a PDF's own form fields, in the JSON and the Markdown
+    form.write_bytes(form_pdf())
+    created = api.upload(form)
+    assert api.wait_done(created["id"])["status"] == "succeeded"
+    fields = api.result(created["id"], "json")["fields"]
+    assert [(f["name"], f["checked"]) for f in fields if f["type"] == "checkbox"] == [("agree", True),
+                                                                                     ("newsletter", False)]
+    assert "[x] agree" in api.result(created["id"])
     markdown = kept.results["markdown"]
     assert markdown.count(f"<!-- page_header -->\n{TITLE}") == 2 and "<!-- page_footer -->\nPage 2 of 2" in markdown

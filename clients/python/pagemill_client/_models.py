@@ -222,6 +222,10 @@ class Element(Model):
     alignment: float | None = None
     image: str | None = None
     caption_id: str | None = None
+    field_name: str | None = None
+    field_type: str | None = None
+    value: str | None = None
+    checked: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
