@@ -110,3 +110,13 @@ def test_pagemill_parse_saves_the_images_beside_the_files_that_link_them(tmp_pat
     assert parse_files([source], tmp_path / "none", server=None, api_key=None, mode=None, engine="cpu",
                        settings=Settings(), formats=["markdown"], task=TaskRequest(figures=False))
     assert not (tmp_path / "none" / "report one.figures").exists()
+
+
+def test_a_blank_crop_is_not_kept() -> None:
+    entry = {"page": 1, "page_number": 1, "status": "succeeded", "width": 100.0, "height": 100.0, "markdown": "",
+             "elements": [Element(id="p1-e1", type=ElementType.FIGURE, page=1, bbox=(0, 0, 50, 50)
+                                  ).model_dump(mode="json")]}
+    white = Image.new("RGB", (200, 200), "white")
+    assert crop_figures([entry], lambda _: white).assets == []
+    white.paste((0, 0, 0), (10, 10, 60, 60))  # something drawn: kept
+    assert len(crop_figures([entry], lambda _: white).assets) == 1
