@@ -70,12 +70,29 @@ def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = 
     return LocalResult(render_markdown(entries), entries, time.perf_counter() - started)
 
 
-def render_local(result: LocalResult, settings: Settings, formats: list[str], *, filename: str) -> dict[str, bytes]:
-    """The requested output formats of a document parsed in this process (`pagemill parse --format`)."""
+def render_local(result: LocalResult, settings: Settings, formats: list[str], *, filename: str,
+                 source: bytes | None = None, keep_furniture: bool = False,
+                 figures: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    """The requested output formats of a document parsed in this process (`pagemill parse --format`).
+    `source`: the file, to crop its figures from (their images are put in `figures`, by path);
+    `keep_furniture`: `furniture=keep`. Both change `result.pages` as the platform's assembly does."""
+    from services.results.figures import KeptFigures, crop_figures, page_image
+    from services.results.furniture import keep_furniture as keep_heads_and_feet
     from services.results.render.formats import render_document
 
+    kept = KeptFigures()
+    if source is not None:
+        _, pages = page_inputs(source, [int(page["page_number"]) for page in result.pages])
+        by_position = {index + 1: page for index, page in enumerate(pages)}
+        kept = crop_figures(result.pages, lambda entry: page_image(
+            by_position[int(entry["page"])][2], float(entry["width"]), float(entry["height"]), settings))
+        if figures is not None:
+            figures.update(kept.images)
+    if keep_furniture:
+        keep_heads_and_feet(result.pages)
     status = "succeeded" if result.failed == 0 else ("failed" if result.failed == len(result.pages) else "partial")
     body: dict[str, Any] = {"filename": filename, "status": status, "pages_total": len(result.pages),
                             "pages_done": len(result.pages) - result.failed, "pages_failed": result.failed,
-                            "pages": result.pages}
-    return render_document(result.pages, body, settings, only=formats).bodies
+                            "pages": result.pages, "figures": kept.assets}
+    return render_document(result.pages, body, settings, only=formats, figures=kept.images,
+                           keep_furniture=keep_furniture).bodies

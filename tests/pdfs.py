@@ -253,3 +253,63 @@ def figure_pdf() -> bytes:
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
+
+
+def form_pdf() -> bytes:
+    """A US-letter page with a title line and an AcroForm: text fields `name` ("Ada Lovelace", tooltip "Full
+    name") and `city` (empty), check boxes `agree` (on) and `newsletter` (off), a radio group `plan` ("yearly"
+    of monthly/yearly). Widget boxes in PDF points, bottom-left origin, as `FORM_WIDGETS` lists them."""
+    from pypdf import PdfWriter
+    from pypdf.generic import (
+        ArrayObject,
+        DictionaryObject,
+        FloatObject,
+        NameObject,
+        NumberObject,
+        TextStringObject,
+    )
+    base = placed_text_pdf([("Application form", 72, 740, 16)])
+    writer = PdfWriter(clone_from=io.BytesIO(base))
+    page = writer.pages[0]
+
+    def rect(box: tuple[float, float, float, float]) -> ArrayObject:
+        return ArrayObject([FloatObject(v) for v in box])
+
+    def widget(**entries: Any) -> Any:
+        body = DictionaryObject({NameObject("/Type"): NameObject("/Annot"),
+                                 NameObject("/Subtype"): NameObject("/Widget"), NameObject("/F"): NumberObject(4)})
+        body.update({NameObject(f"/{k}"): v for k, v in entries.items()})
+        return writer._add_object(body)
+
+    fields = [
+        widget(FT=NameObject("/Tx"), T=TextStringObject("name"), TU=TextStringObject("Full name"),
+               V=TextStringObject("Ada Lovelace"), Rect=rect(FORM_WIDGETS["name"])),
+        widget(FT=NameObject("/Tx"), T=TextStringObject("city"), Rect=rect(FORM_WIDGETS["city"])),
+        widget(FT=NameObject("/Btn"), T=TextStringObject("agree"), V=NameObject("/Yes"), AS=NameObject("/Yes"),
+               Rect=rect(FORM_WIDGETS["agree"])),
+        widget(FT=NameObject("/Btn"), T=TextStringObject("newsletter"), V=NameObject("/Off"),
+               AS=NameObject("/Off"), Rect=rect(FORM_WIDGETS["newsletter"])),
+    ]
+    radio = writer._add_object(DictionaryObject({
+        NameObject("/FT"): NameObject("/Btn"), NameObject("/T"): TextStringObject("plan"),
+        NameObject("/Ff"): NumberObject(1 << 15), NameObject("/V"): NameObject("/yearly")}))
+    kids = []
+    for option in ("monthly", "yearly"):
+        kid = widget(Parent=radio, Rect=rect(FORM_WIDGETS[f"plan.{option}"]),
+                     AS=NameObject(f"/{option}" if option == "yearly" else "/Off"),
+                     AP=DictionaryObject({NameObject("/N"): DictionaryObject({
+                         NameObject(f"/{option}"): writer._add_object(DictionaryObject()),
+                         NameObject("/Off"): writer._add_object(DictionaryObject())})}))
+        kids.append(kid)
+    radio.get_object()[NameObject("/Kids")] = ArrayObject(kids)
+    page[NameObject("/Annots")] = ArrayObject([*fields, *kids])
+    writer._root_object[NameObject("/AcroForm")] = DictionaryObject({
+        NameObject("/Fields"): ArrayObject([*fields, radio])})
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+FORM_WIDGETS = {"name": (150.0, 680.0, 400.0, 700.0), "city": (150.0, 640.0, 400.0, 660.0),
+                "agree": (72.0, 600.0, 84.0, 612.0), "newsletter": (72.0, 580.0, 84.0, 592.0),
+                "plan.monthly": (72.0, 540.0, 84.0, 552.0), "plan.yearly": (150.0, 540.0, 162.0, 552.0)}

@@ -4,6 +4,7 @@ process, a progress bar per file."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,10 +50,15 @@ def _formats(_: click.Context, __: click.Parameter, value: str) -> list[str]:
 @click.option("--target-language", default=None, help="--task translate: the language to translate into")
 @click.option("--schema", "schema_file", default=None, type=click.Path(exists=True, dir_okay=False),
               help="--task extract: a file holding the JSON Schema to extract")
+@click.option("--figures/--no-figures", default=True, show_default=True,
+              help="keep the figures' images, in NAME.figures/ (Markdown and LaTeX link them there)")
+@click.option("--furniture", default="drop", show_default=True, type=click.Choice(["drop", "keep"]),
+              help="keep: page headers, footers and page numbers stay in Markdown, LaTeX and chunks, marked")
 def parse(files: tuple[str, ...], output_dir: str, server: str | None, api_key: str | None, mode: str | None,
           engine: str | None, formats: list[str], task: str, target_language: str | None,
-          schema_file: str | None) -> None:
-    """Parse FILES into OUTPUT_DIR (NAME.md, .html, .tex, .json, .chunks.json), a progress bar per file."""
+          schema_file: str | None, figures: bool, furniture: str) -> None:
+    """Parse FILES into OUTPUT_DIR (NAME.md, .html, .tex, .json, .chunks.json, NAME.figures/), a progress bar
+    per file."""
     if task != "parse" and not server:
         raise click.UsageError("--task needs --server: model tasks run on a pagemill server with a vLLM engine")
     try:
@@ -61,7 +67,7 @@ def parse(files: tuple[str, ...], output_dir: str, server: str | None, api_key: 
         raise click.BadParameter(f"not JSON: {exc}", param_hint="--schema") from None
     ok = parse_files([Path(f) for f in files], Path(output_dir), server=server, api_key=api_key, mode=mode,
                      engine=engine, settings=get_settings(), formats=formats,
-                     task=TaskRequest(task, target_language, schema))
+                     task=TaskRequest(task, target_language, schema, figures, furniture))
     sys.exit(0 if ok else 1)
 
 
@@ -72,6 +78,8 @@ class TaskRequest:
     kind: str = "parse"
     target_language: str | None = None
     schema: dict[str, Any] | None = None
+    figures: bool = True  # and, beside parsing, what the results keep
+    furniture: str = "drop"
 
 
 def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_key: str | None,
@@ -84,25 +92,43 @@ def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_
     for path in files:
         try:
             if server:
-                bodies, status = _parse_remote(path, server.rstrip("/"), api_key, mode, formats, task)
+                bodies, status, images = _parse_remote(path, server.rstrip("/"), api_key, mode, formats, task)
             else:
-                bodies, status = _parse_local(path, settings, engine, formats)
+                bodies, status, images = _parse_local(path, settings, engine, formats, task)
         except (PagemillError, RemoteError) as exc:
             click.echo(f"{path.name}: {getattr(exc, 'code', 'error')}: {exc}", err=True)
             ok = False
             continue
         targets = []
+        folder = f"{path.stem}.figures"
+        for name, image in images.items():
+            (output_dir / folder).mkdir(exist_ok=True)
+            (output_dir / folder / name.removeprefix("figures/")).write_bytes(image)
         for fmt in formats:
             target = output_dir / f"{path.stem}{SUFFIXES[fmt]}"
-            target.write_bytes(bodies[fmt])
+            target.write_bytes(relinked(bodies[fmt], fmt, folder) if images else bodies[fmt])
             targets.append(str(target))
         click.echo(f"{path.name}: {status} -> {', '.join(targets)}")
         ok = ok and status == "succeeded"
     return ok
 
 
-def _parse_local(path: Path, settings: Settings, engine: str | None,
-                 formats: list[str]) -> tuple[dict[str, bytes], str]:
+_FIGURE_LINK = re.compile(rb"(\]\(|\{)figures/(p[0-9]+-e[0-9]+\.(?:png|jpg))")
+_TEX_SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def relinked(body: bytes, fmt: str, folder: str) -> bytes:
+    """Markdown and LaTeX with their `figures/…` links pointing at NAME.figures/, where the images were saved
+    (one folder per file: every document's figures are named p1-e2.png …). A name LaTeX cannot take as a path
+    leaves the .tex as it is (it compiles, with a framed note per figure)."""
+    if fmt not in ("markdown", "latex") or (fmt == "latex" and not _TEX_SAFE.match(folder)):
+        return body
+    target = folder.encode() if fmt == "latex" else folder.replace(" ", "%20").encode()
+    return _FIGURE_LINK.sub(lambda m: m.group(1) + target + b"/" + m.group(2), body)
+
+
+def _parse_local(path: Path, settings: Settings, engine: str | None, formats: list[str],
+                 task: TaskRequest) -> tuple[dict[str, bytes], str, dict[str, bytes]]:
     from services.runner import page_inputs, parse_locally, render_local  # the engines: imported only here
 
     data = path.read_bytes()
@@ -110,7 +136,10 @@ def _parse_local(path: Path, settings: Settings, engine: str | None,
     with click.progressbar(length=len(pages), label=path.name, show_pos=True) as bar:
         result = parse_locally(data, settings, engine_name=engine, on_page=lambda _: bar.update(1))
     status = "succeeded" if result.failed == 0 else ("failed" if result.failed == len(result.pages) else "partial")
-    return render_local(result, settings, formats, filename=path.name), status
+    images: dict[str, bytes] = {}
+    bodies = render_local(result, settings, formats, filename=path.name, source=data if task.figures else None,
+                          keep_furniture=task.furniture == "keep", figures=images)
+    return bodies, status, images
 
 
 def _as_bytes(body: Any) -> bytes:
@@ -123,7 +152,7 @@ def _as_bytes(body: Any) -> bytes:
 
 
 def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None,
-                  formats: list[str], task: TaskRequest) -> tuple[dict[str, bytes], str]:
+                  formats: list[str], task: TaskRequest) -> tuple[dict[str, bytes], str, dict[str, bytes]]:
     """Through the Python SDK (clients/python): retries, an idempotent upload, progress over SSE."""
     try:  # only here: parsing in this process needs no SDK (server images do not ship it)
         import pagemill_client
@@ -135,7 +164,8 @@ def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None
         with pagemill_client.Client(server, api_key, timeout=120) as client:
             created = client.submit(path, mode=cast("pagemill_client.Mode | None", mode),  # the server checks them
                                     task=cast("pagemill_client.Task", task.kind) if task.kind != "parse" else None,
-                                    target_language=task.target_language, schema=task.schema)
+                                    target_language=task.target_language, schema=task.schema,
+                                    **_result_options(task))
             with click.progressbar(length=created.pages_total, label=path.name, show_pos=True) as bar:
                 shown = [0]
 
@@ -149,9 +179,16 @@ def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None
                 raise RemoteError("cancelled", "the document was cancelled")
             bodies = {fmt: _as_bytes(client.result(created.id, cast("pagemill_client.Format", fmt)))
                       for fmt in formats}
-            return bodies, state.status
+            images = client.figures(created.id) if task.figures and state.status != "failed" else {}
+            return bodies, state.status, images
     except pagemill_client.PagemillError as exc:
         raise RemoteError(getattr(exc, "code", "error"), str(exc)) from exc
+
+
+def _result_options(task: TaskRequest) -> dict[str, Any]:
+    """figures and furniture for the SDK's submit, only when not the defaults (an older SDK takes neither)."""
+    return {**({"figures": False} if not task.figures else {}),
+            **({"furniture": task.furniture} if task.furniture != "drop" else {})}
 
 
 class RemoteError(Exception):

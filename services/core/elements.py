@@ -31,6 +31,8 @@ class ElementType(StrEnum):
     PAGE_HEADER = "page_header"
     PAGE_FOOTER = "page_footer"
     FOOTNOTE = "footnote"
+    FORM_FIELD = "form_field"
+    CHECKBOX = "checkbox"
 
 
 # Furniture: typed in the tree, left out of the page's Markdown.
@@ -61,6 +63,11 @@ class Element(BaseModel):
         default=None, description="figures: the image's path beside the document's results (`figures/p3-e5.png`), "
                                   "served by `GET /v1/documents/{id}/figures/{name}`")
     caption_id: str | None = Field(default=None, description="figures and tables: the id of their caption element")
+    field_name: str | None = Field(default=None, description="form fields: the AcroForm field's full name")
+    field_type: str | None = Field(
+        default=None, description="form fields: text, checkbox, radio, combobox, listbox, signature, button")
+    value: str | None = Field(default=None, description="form fields: the value (a radio button: its option)")
+    checked: bool | None = Field(default=None, description="checkboxes, radio buttons: ticked or not")
 
 
 def element_id(page: int, n: int) -> str:

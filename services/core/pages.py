@@ -104,6 +104,21 @@ class FigureAsset(BaseModel):
     caption: str = Field(default="", description="the caption's text")
 
 
+class FormFieldRead(BaseModel):
+    """One widget of the PDF's own form (AcroForm), as its `form_field` element holds it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    element_id: str
+    page: int = Field(description="1-based page number in the uploaded file")
+    name: str = Field(description="the field's full name")
+    type: str = Field(description="text, checkbox, radio, combobox, listbox, signature, button")
+    value: str = Field(description="the field's value; a radio button: its own option")
+    checked: bool | None = Field(description="checkboxes and radio buttons: ticked or not")
+    label: str = Field(description="the field's tooltip (/TU), else its name")
+    bbox: tuple[float, float, float, float] | None = Field(description="the widget, PDF points, top-left origin")
+
+
 class DocumentResult(BaseModel):
     """`result?format=json` (`document.json`): the document and every page in order."""
 
@@ -128,6 +143,9 @@ class DocumentResult(BaseModel):
     figures: list[FigureAsset] = Field(
         default_factory=list, description="the figures' images, each served by `GET /v1/documents/{id}/figures/{name}`"
                                           " (none when the upload said `figures=false`)")
+    fields: list[FormFieldRead] = Field(
+        default_factory=list, description="a PDF's own form fields (AcroForm), page by page, each also a "
+                                          "`form_field` element")
     attachments: list[AttachmentRead] = Field(
         default_factory=list, description="an e-mail's attachments, each a child document or refused with a reason; "
                                           "statuses as they were when the e-mail finished")

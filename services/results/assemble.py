@@ -28,6 +28,7 @@ from services.core.storage import (
 )
 from services.results.document_task import TaskFailed, run_document_task
 from services.results.figures import KeptFigures, figures_wanted, keep_figures
+from services.results.forms import document_form_fields
 from services.results.furniture import keep_furniture, mark_running_furniture
 from services.results.render.formats import render_document
 from services.results.render.markdown import render_charts, render_sheets, render_slides
@@ -107,6 +108,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     mark_running_furniture(entries)
     figures = keep_figures(document, pages, entries, settings, store) if figures_wanted(document, settings) \
         else KeptFigures()
+    form_fields = document_form_fields(document, entries, store)
     kept_furniture = (document.options or {}).get("furniture") == "keep"
     if kept_furniture:
         keep_furniture(entries)
@@ -121,7 +123,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         "pages_total": document.pages_total, "pages_done": done, "pages_failed": failed,
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
         "pages": entries, "conversion": _conversion(document, store), "parent_id": document.parent_id,
-        "attachments": attachments, "figures": figures.assets,
+        "attachments": attachments, "figures": figures.assets, "fields": form_fields,
     }).model_dump(mode="json")
     rendered = render_document(entries, body, settings, extra=answer, figures=figures.images,
                                keep_furniture=kept_furniture)

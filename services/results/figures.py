@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from PIL import Image
+from PIL import Image, ImageStat
 
 from services.core.db.models import Document, Page
 from services.core.elements import Element, ElementType, page_markdown
@@ -35,6 +35,9 @@ PNG_MAX_BYTES = 1_500_000
 JPEG_GAIN = 2.0
 # A caption this many elements before or after a figure in reading order is its caption.
 CAPTION_REACH = 2
+# A crop whose grey levels spread less than this (standard deviation, 0-255) is blank: a white image used as a
+# mask or a page corner, nothing to show. The figure stays, without an image.
+BLANK_STDDEV = 2.0
 
 
 @dataclass(slots=True)
@@ -64,6 +67,10 @@ def caption_of(elements: list[Element], index: int) -> Element | None:
 def figure_markdown(alt: str, path: str) -> str:
     clean = " ".join(alt.replace("[", "(").replace("]", ")").split())[:300]
     return f"![{clean}]({path})"
+
+
+def blank(image: Image.Image) -> bool:
+    return float(ImageStat.Stat(image.convert("L")).stddev[0]) < BLANK_STDDEV
 
 
 def encode(image: Image.Image) -> tuple[bytes, str]:
@@ -159,7 +166,7 @@ def crop_figures(entries: list[dict[str, Any]], pixels: PagePixels, *, document_
             element = elements[index]
             assert element.bbox is not None
             image = crop(image_of_page, element.bbox, width_pt, height_pt)
-            if image is None:
+            if image is None or blank(image):
                 continue
             data, extension = encode(image)
             path = f"figures/{element.id}.{extension}"

@@ -1,7 +1,7 @@
 """Figures through the running platform (gateway, worker, cpu engine): the JSON lists the kept image, the
 figure route serves it, Markdown names it and the HTML inlines it; `figures=false` keeps none; a cached copy
 serves its own copy of the images; DELETE takes them with the rest. `furniture=keep` puts the running heads
-and feet in the Markdown, marked."""
+and feet in the Markdown, marked; a PDF's form fields are listed."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import io
 from pathlib import Path
 
 import pytest
+from pagemill_client import Client
 from PIL import Image
 
 from services.core.storage import figure_key, get_store
 from tests.conftest import PlatformFactory
 from tests.integration.test_running_furniture_pdf import TITLE, running_pdf
-from tests.pdfs import FIGURE_CAPTION, figure_pdf
+from tests.pdfs import FIGURE_CAPTION, figure_pdf, form_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -36,12 +37,15 @@ def test_figures_are_kept_served_cached_turned_off_and_deleted(platform_factory:
         assert image.size == (asset["width_px"], asset["height_px"]) and image.getpixel((20, 20))[0] > 150
         assert client.get(f"/v1/documents/{first['id']}/figures/p9-e9.png").json()["error"]["code"] == "not_found"
         assert client.get(f"/v1/documents/{first['id']}/figures/..%2Fsource.pdf").status_code in (404, 422)
+    with Client(api.url, api.api_key) as sdk:  # the SDKs: each image by its path, and all of them
+        assert sdk.figure(first["id"], asset["path"]) == response.content
+        assert sdk.figures(first["id"]) == {asset["path"]: response.content}
     assert f"]({asset['path']})" in api.result(first["id"])
     assert "data:image/png;base64," in api.result(first["id"], "html")
 
-    off = api.upload(pdf, figures="false")  # another cache key: parsed again (its pages from the page cache)
-    assert api.wait_done(off["id"])["status"] == "succeeded"
-    assert api.result(off["id"], "json")["figures"] == [] and "](figures/" not in api.result(off["id"])
+    with Client(api.url, api.api_key) as sdk:  # another cache key: parsed again (its pages from the page cache)
+        off = sdk.parse(pdf, figures=False, formats=["markdown", "json"], timeout=120)
+    assert off.results["json"]["figures"] == [] and "](figures/" not in off.results["markdown"]
 
     copy = api.upload(pdf)  # answered from the cache: the images are copied under its own id
     assert copy["cached"] is True and copy["id"] != first["id"]
@@ -63,10 +67,18 @@ def test_furniture_kept_at_upload(platform_factory: PlatformFactory, sqlite_url:
     api = platform_factory(sqlite_url, engine="cpu").start(concurrency=1)
     pdf = tmp_path / "running.pdf"
     pdf.write_bytes(running_pdf(2))
-    dropped, kept = api.upload(pdf), api.upload(pdf, furniture="keep")
-    assert kept["cached"] is False  # another result: another cache key
-    for created in (dropped, kept):
-        assert api.wait_done(created["id"])["status"] == "succeeded"
-    assert TITLE not in api.result(dropped["id"])
-    markdown = api.result(kept["id"])
+    dropped = api.upload(pdf)
+    assert api.wait_done(dropped["id"])["status"] == "succeeded"
+    with Client(api.url, api.api_key) as sdk:  # another result: another cache key
+        kept = sdk.parse(pdf, furniture="keep", timeout=120)
+    assert kept.state.cached is False and TITLE not in api.result(dropped["id"])
+    form = tmp_path / "form.pdf"  # and a PDF's own form fields, in the JSON and the Markdown
+    form.write_bytes(form_pdf())
+    created = api.upload(form)
+    assert api.wait_done(created["id"])["status"] == "succeeded"
+    fields = api.result(created["id"], "json")["fields"]
+    assert [(f["name"], f["checked"]) for f in fields if f["type"] == "checkbox"] == [("agree", True),
+                                                                                     ("newsletter", False)]
+    assert "[x] agree" in api.result(created["id"])
+    markdown = kept.results["markdown"]
     assert markdown.count(f"<!-- page_header -->\n{TITLE}") == 2 and "<!-- page_footer -->\nPage 2 of 2" in markdown

@@ -5,10 +5,13 @@ LaTeX name or show it; over the HTML's inline budget a figure is named, not inli
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from services.cli.parse import TaskRequest, parse_files
 from services.core.elements import Element, ElementType
 from services.core.settings import Settings
 from services.results.figures import KeptFigures, caption_of, crop_figures, page_image
@@ -90,3 +93,30 @@ def test_a_page_that_cannot_be_read_keeps_its_figure_as_a_placeholder() -> None:
 
     kept = crop_figures([entry], gone)
     assert kept.assets == [] and entry["elements"][0].get("image") is None  # type: ignore[index]
+
+
+def test_pagemill_parse_saves_the_images_beside_the_files_that_link_them(tmp_path: Path) -> None:
+    source = tmp_path / "report one.pdf"
+    source.write_bytes(figure_pdf())
+    out = tmp_path / "out"
+    assert parse_files([source], out, server=None, api_key=None, mode=None, engine="cpu", settings=Settings(),
+                       formats=["markdown", "latex", "json"])
+    [image] = (out / "report one.figures").iterdir()
+    assert image.name.endswith(".png") and Image.open(image).size == (600, 450)
+    assert f"![{FIGURE_CAPTION}](report%20one.figures/{image.name})" in (out / "report one.md").read_text()
+    assert json.loads((out / "report one.json").read_text())["figures"][0]["path"] == f"figures/{image.name}"
+    # a folder name TeX cannot take as a path: the .tex keeps figures/ (it compiles with a framed note)
+    assert f"\\IfFileExists{{figures/{image.name}}}" in (out / "report one.tex").read_text()
+    assert parse_files([source], tmp_path / "none", server=None, api_key=None, mode=None, engine="cpu",
+                       settings=Settings(), formats=["markdown"], task=TaskRequest(figures=False))
+    assert not (tmp_path / "none" / "report one.figures").exists()
+
+
+def test_a_blank_crop_is_not_kept() -> None:
+    entry = {"page": 1, "page_number": 1, "status": "succeeded", "width": 100.0, "height": 100.0, "markdown": "",
+             "elements": [Element(id="p1-e1", type=ElementType.FIGURE, page=1, bbox=(0, 0, 50, 50)
+                                  ).model_dump(mode="json")]}
+    white = Image.new("RGB", (200, 200), "white")
+    assert crop_figures([entry], lambda _: white).assets == []
+    white.paste((0, 0, 0), (10, 10, 60, 60))  # something drawn: kept
+    assert len(crop_figures([entry], lambda _: white).assets) == 1

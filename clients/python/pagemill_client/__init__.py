@@ -38,6 +38,7 @@ from pagemill_client._models import (
     Element,
     ErrorBody,
     Format,
+    Furniture,
     Mode,
     PageRead,
     Progress,
@@ -52,8 +53,9 @@ __version__ = "0.1.0"
 __all__ = [
     "FORMATS", "APIConnectionError", "APIError", "AsyncClient", "AttachmentRead", "Client", "CorruptDocument",
     "Document", "DocumentCreated", "DocumentDeleted", "DocumentFailed", "DocumentRead", "Element", "EmptyDocument",
-    "EncryptedPdf", "EngineUnavailable", "ErrorBody", "FileTooLarge", "Forbidden", "Format", "IdempotencyConflict",
-    "InternalError", "Mode", "NotFound", "PageRead", "PagemillError", "Progress", "RateLimited", "ResultExpired",
-    "ResultNotReady", "RetryPolicy", "Task", "TooManyPages", "Unauthorized", "UnsupportedMediaType", "UsageLine",
-    "UsageRead", "ValidationError", "WaitTimeout", "WebhookVerificationError", "verify_webhook",
+    "EncryptedPdf", "EngineUnavailable", "ErrorBody", "FileTooLarge", "Forbidden", "Format", "Furniture",
+    "IdempotencyConflict", "InternalError", "Mode", "NotFound", "PageRead", "PagemillError", "Progress",
+    "RateLimited", "ResultExpired", "ResultNotReady", "RetryPolicy", "Task", "TooManyPages", "Unauthorized",
+    "UnsupportedMediaType", "UsageLine", "UsageRead", "ValidationError", "WaitTimeout", "WebhookVerificationError",
+    "verify_webhook",
 ]

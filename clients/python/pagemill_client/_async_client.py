@@ -21,6 +21,7 @@ from pagemill_client._base import (
     check,
     created_from,
     decode_result,
+    figure_path,
     progress_of,
     resolve_api_key,
     resolve_base_url,
@@ -35,6 +36,7 @@ from pagemill_client._models import (
     DocumentDeleted,
     DocumentRead,
     Format,
+    Furniture,
     Mode,
     PageRead,
     Progress,
@@ -90,11 +92,13 @@ class AsyncClient:
                      mode: Mode | None = None, metadata: dict[str, Any] | None = None,
                      webhook_url: str | None = None, cache: bool = True, do_not_cache: bool = False,
                      idempotency_key: str | None = None, task: Task | None = None,
-                     target_language: str | None = None, schema: dict[str, Any] | None = None) -> DocumentCreated:
+                     target_language: str | None = None, schema: dict[str, Any] | None = None, figures: bool = True,
+               furniture: Furniture = "drop") -> DocumentCreated:
         upload = build_upload(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
                               webhook_url=webhook_url, cache=cache, do_not_cache=do_not_cache,
                               idempotency_key=idempotency_key, task=task,
-                              target_language=target_language, schema=schema)
+                              target_language=target_language, schema=schema, figures=figures,
+                              furniture=furniture)
         response = await self._request("POST", "/v1/documents", files=upload.files, data=upload.fields,
                                        headers={"Idempotency-Key": upload.idempotency_key})
         return created_from(response)
@@ -179,6 +183,17 @@ class AsyncClient:
 
         return list(await asyncio.gather(*(one(n) for n in range(1, total + 1))))
 
+    async def figure(self, document_id: str, name: str) -> bytes:
+        """One figure's image: `name` as the JSON result's `figures[].path` gives it (`figures/p3-e5.png`) or
+        without the folder."""
+        return (await self._request("GET", f"/v1/documents/{document_id}/figures/{figure_path(name)}")).content
+
+    async def figures(self, document_id: str) -> dict[str, bytes]:
+        """Every figure image of a finished document, by path (`figures/p3-e5.png`): save each at its path
+        beside the Markdown or LaTeX result and their links work."""
+        listed = (await self.result(document_id, "json")).get("figures") or []
+        return {figure["path"]: await self.figure(document_id, figure["path"]) for figure in listed}
+
     async def delete(self, document_id: str) -> DocumentDeleted:
         return DocumentDeleted.from_json((await self._request("DELETE", f"/v1/documents/{document_id}")).json())
 
@@ -187,11 +202,12 @@ class AsyncClient:
                     metadata: dict[str, Any] | None = None, webhook_url: str | None = None,
                     on_progress: AsyncProgressCallback | None = None, timeout: float | None = None,
                     task: Task | None = None, target_language: str | None = None,
-                    schema: dict[str, Any] | None = None) -> Document:
+                    schema: dict[str, Any] | None = None, figures: bool = True,
+              furniture: Furniture = "drop") -> Document:
         formats = formats_for(formats, task)
         created = await self.submit(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
                                     webhook_url=webhook_url, task=task, target_language=target_language,
-                                    schema=schema)
+                                    schema=schema, figures=figures, furniture=furniture)
         state = await self.wait(created.id, timeout=timeout, on_progress=on_progress)
         if state.status in ("failed", "cancelled"):
             raise DocumentFailed(Document(state))

@@ -107,7 +107,8 @@ class Upload:
 def build_upload(file: FileInput, *, filename: str | None, pages: str | None, mode: str | None,
                  metadata: dict[str, Any] | None, webhook_url: str | None, cache: bool, do_not_cache: bool,
                  idempotency_key: str | None, task: str | None = None, target_language: str | None = None,
-                 schema: dict[str, Any] | None = None) -> Upload:
+                 schema: dict[str, Any] | None = None, figures: bool = True,
+                 furniture: str = "drop") -> Upload:
     if isinstance(file, bytes):
         data, name = file, filename or "document"
     elif isinstance(file, str | os.PathLike):
@@ -134,6 +135,10 @@ def build_upload(file: FileInput, *, filename: str | None, pages: str | None, mo
         fields["target_language"] = target_language
     if schema is not None:
         fields["schema"] = json.dumps(schema)
+    if not figures:
+        fields["figures"] = "false"
+    if furniture != "drop":
+        fields["furniture"] = furniture
     return Upload(name, data, fields, idempotency_key or f"pmc-{uuid.uuid4().hex}")
 
 
@@ -143,6 +148,11 @@ def created_from(response: httpx.Response) -> DocumentCreated:
         created = DocumentCreated(**{**{f: getattr(created, f) for f in created.__dataclass_fields__},
                                      "replayed": True})
     return created
+
+
+def figure_path(name: str) -> str:
+    """`figures/p3-e5.png` or `p3-e5.png` -> the route's name, `p3-e5.png`."""
+    return name.removeprefix("figures/")
 
 
 def decode_result(response: httpx.Response, fmt: str) -> Any:

@@ -20,6 +20,7 @@ from pagemill_client._base import (
     check,
     created_from,
     decode_result,
+    figure_path,
     progress_of,
     resolve_api_key,
     resolve_base_url,
@@ -33,6 +34,7 @@ from pagemill_client._models import (
     DocumentDeleted,
     DocumentRead,
     Format,
+    Furniture,
     Mode,
     PageRead,
     Progress,
@@ -90,7 +92,8 @@ class Client:
                mode: Mode | None = None, metadata: dict[str, Any] | None = None, webhook_url: str | None = None,
                cache: bool = True, do_not_cache: bool = False, idempotency_key: str | None = None,
                task: Task | None = None, target_language: str | None = None,
-               schema: dict[str, Any] | None = None) -> DocumentCreated:
+               schema: dict[str, Any] | None = None, figures: bool = True,
+               furniture: Furniture = "drop") -> DocumentCreated:
         """Uploads a file (a path, bytes or a binary file object). Every retry carries the same Idempotency-Key
         (made here unless given), so a retried upload never makes a second document. `task`: parse (default),
         translate (`target_language`), extract (a JSON Schema in `schema`) or summarize; the answer is the
@@ -98,7 +101,8 @@ class Client:
         upload = build_upload(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
                               webhook_url=webhook_url, cache=cache, do_not_cache=do_not_cache,
                               idempotency_key=idempotency_key, task=task,
-                              target_language=target_language, schema=schema)
+                              target_language=target_language, schema=schema, figures=figures,
+                              furniture=furniture)
         response = self._request("POST", "/v1/documents", files=upload.files, data=upload.fields,
                                  headers={"Idempotency-Key": upload.idempotency_key})
         return created_from(response)
@@ -179,6 +183,17 @@ class Client:
         total = self.get(document_id).pages_total
         return [self.page(document_id, n) for n in range(1, total + 1)]
 
+    def figure(self, document_id: str, name: str) -> bytes:
+        """One figure's image: `name` as the JSON result's `figures[].path` gives it (`figures/p3-e5.png`) or
+        without the folder."""
+        return (self._request("GET", f"/v1/documents/{document_id}/figures/{figure_path(name)}")).content
+
+    def figures(self, document_id: str) -> dict[str, bytes]:
+        """Every figure image of a finished document, by path (`figures/p3-e5.png`): save each at its path
+        beside the Markdown or LaTeX result and their links work."""
+        listed = (self.result(document_id, "json")).get("figures") or []
+        return {figure["path"]: self.figure(document_id, figure["path"]) for figure in listed}
+
     def delete(self, document_id: str) -> DocumentDeleted:
         """Cancels what is pending and erases the document's stored data."""
         return DocumentDeleted.from_json(self._request("DELETE", f"/v1/documents/{document_id}").json())
@@ -188,12 +203,14 @@ class Client:
               metadata: dict[str, Any] | None = None, webhook_url: str | None = None,
               on_progress: ProgressCallback | None = None, timeout: float | None = None,
               task: Task | None = None, target_language: str | None = None,
-              schema: dict[str, Any] | None = None) -> Document:
+              schema: dict[str, Any] | None = None, figures: bool = True,
+              furniture: Furniture = "drop") -> Document:
         """Upload, wait, fetch `formats` (default: Markdown, and the task's answer for a model task). Raises
         DocumentFailed when the document ends failed or cancelled."""
         formats = formats_for(formats, task)
         created = self.submit(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
-                              webhook_url=webhook_url, task=task, target_language=target_language, schema=schema)
+                              webhook_url=webhook_url, task=task, target_language=target_language, schema=schema,
+                              figures=figures, furniture=furniture)
         state = self.wait(created.id, timeout=timeout, on_progress=on_progress)
         if state.status in ("failed", "cancelled"):
             raise DocumentFailed(Document(state))

@@ -18,6 +18,7 @@ Format = Literal["markdown", "html", "latex", "json", "chunks", "extraction", "t
 FORMATS: tuple[Format, ...] = typing.get_args(Format)
 Mode = Literal["fast", "balanced", "accurate"]
 Task = Literal["parse", "translate", "extract", "summarize"]
+Furniture = Literal["drop", "keep"]  # keep: page headers and footers stay in Markdown, LaTeX and chunks
 Status = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
 FINAL_STATUSES = frozenset({"succeeded", "partial", "failed", "cancelled"})
 # Formats whose body is JSON (the others are text).
@@ -219,6 +220,12 @@ class Element(Model):
     items: list[str] | None = None
     ordered: bool | None = None
     alignment: float | None = None
+    image: str | None = None
+    caption_id: str | None = None
+    field_name: str | None = None
+    field_type: str | None = None
+    value: str | None = None
+    checked: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,9 @@ export const FORMATS = ["markdown", "html", "latex", "json", "chunks", "extracti
 export type Format = (typeof FORMATS)[number];
 export type Mode = "fast" | "balanced" | "accurate";
 export type Task = "parse" | "translate" | "extract" | "summarize";
+/** keep: page headers and footers stay in Markdown, LaTeX and chunks, marked */
+export type Furniture = "drop" | "keep";
+export type FigureAsset = Schemas["FigureAsset"];
 const FINAL = new Set(["succeeded", "partial", "failed", "cancelled"]);
 const JSON_FORMATS = new Set<Format>(["json", "chunks", "extraction"]);
 const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
@@ -54,6 +57,9 @@ export interface SubmitOptions {
   task?: Task;
   targetLanguage?: string;
   schema?: Record<string, unknown>;
+  /** false: keep no figure images */
+  figures?: boolean;
+  furniture?: Furniture;
 }
 
 export interface WaitOptions { timeoutMs?: number; onProgress?: (progress: Progress) => void; sse?: boolean }
@@ -138,6 +144,8 @@ export class PagemillClient {
     if (options.targetLanguage) form.append("target_language", options.targetLanguage);
     if (options.schema) form.append("schema", JSON.stringify(options.schema));
     if (options.cache === false) form.append("cache", "false");
+    if (options.figures === false) form.append("figures", "false");
+    if (options.furniture && options.furniture !== "drop") form.append("furniture", options.furniture);
     return this.unwrap(this.api.POST("/v1/documents", {
       body: form as never, bodySerializer: (body: unknown) => body as FormData,
       params: { header: { "Idempotency-Key": options.idempotencyKey ?? `pmc-${crypto.randomUUID()}` } },
@@ -215,6 +223,23 @@ export class PagemillClient {
     return (await this.unwrap(this.api.GET("/v1/documents/{document_id}/pages/{n}", {
       params: { path: { document_id: documentId, n } },
     }))) as PageRead;
+  }
+
+  /** One figure's image: `name` as the JSON result's `figures[].path` gives it (`figures/p3-e5.png`) or bare. */
+  async figure(documentId: string, name: string): Promise<Uint8Array> {
+    const bare = name.replace(/^figures\//, "");
+    const response = await this.fetch(`${this.baseUrl}/v1/documents/${documentId}/figures/${encodeURIComponent(bare)}`,
+                                      { headers: this.headers });
+    if (!response.ok) throw await errorOf(response);
+    return new Uint8Array(await response.arrayBuffer());
+  }
+
+  /** Every figure image of a finished document, by path: save each at its path beside the Markdown or LaTeX. */
+  async figures(documentId: string): Promise<Map<string, Uint8Array>> {
+    const body = (await this.result(documentId, "json")) as { figures?: FigureAsset[] };
+    const images = new Map<string, Uint8Array>();
+    for (const asset of body.figures ?? []) images.set(asset.path, await this.figure(documentId, asset.path));
+    return images;
   }
 
   async delete(documentId: string): Promise<DocumentDeleted> {

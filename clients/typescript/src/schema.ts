@@ -619,6 +619,11 @@ export interface components {
              */
             created_at: string | null;
             /**
+             * Fields
+             * @description a PDF's own form fields (AcroForm), page by page, each also a `form_field` element
+             */
+            fields?: components["schemas"]["FormFieldRead"][];
+            /**
              * Figures
              * @description the figures' images, each served by `GET /v1/documents/{id}/figures/{name}` (none when the upload said `figures=false`)
              */
@@ -685,6 +690,21 @@ export interface components {
              */
             caption_id?: string | null;
             /**
+             * Checked
+             * @description checkboxes, radio buttons: ticked or not
+             */
+            checked?: boolean | null;
+            /**
+             * Field Name
+             * @description form fields: the AcroForm field's full name
+             */
+            field_name?: string | null;
+            /**
+             * Field Type
+             * @description form fields: text, checkbox, radio, combobox, listbox, signature, button
+             */
+            field_type?: string | null;
+            /**
              * Html
              * @description tables: the table as HTML
              */
@@ -735,12 +755,17 @@ export interface components {
              */
             text: string;
             type: components["schemas"]["ElementType"];
+            /**
+             * Value
+             * @description form fields: the value (a radio button: its option)
+             */
+            value?: string | null;
         };
         /**
          * ElementType
          * @enum {string}
          */
-        ElementType: "title" | "heading" | "paragraph" | "list" | "table" | "formula" | "figure" | "caption" | "code" | "page_header" | "page_footer" | "footnote";
+        ElementType: "title" | "heading" | "paragraph" | "list" | "table" | "formula" | "figure" | "caption" | "code" | "page_header" | "page_footer" | "footnote" | "form_field" | "checkbox";
         /** ErrorBody */
         ErrorBody: {
             /** Code */
@@ -801,6 +826,54 @@ export interface components {
             path: string;
             /** Width Px */
             width_px: number;
+        };
+        /**
+         * FormFieldRead
+         * @description One widget of the PDF's own form (AcroForm), as its `form_field` element holds it.
+         */
+        FormFieldRead: {
+            /**
+             * Bbox
+             * @description the widget, PDF points, top-left origin
+             */
+            bbox: [
+                number,
+                number,
+                number,
+                number
+            ] | null;
+            /**
+             * Checked
+             * @description checkboxes and radio buttons: ticked or not
+             */
+            checked: boolean | null;
+            /** Element Id */
+            element_id: string;
+            /**
+             * Label
+             * @description the field's tooltip (/TU), else its name
+             */
+            label: string;
+            /**
+             * Name
+             * @description the field's full name
+             */
+            name: string;
+            /**
+             * Page
+             * @description 1-based page number in the uploaded file
+             */
+            page: number;
+            /**
+             * Type
+             * @description text, checkbox, radio, combobox, listbox, signature, button
+             */
+            type: string;
+            /**
+             * Value
+             * @description the field's value; a radio button: its own option
+             */
+            value: string;
         };
         /** KeyCreate */
         KeyCreate: {

@@ -124,3 +124,13 @@ test("the Standard Webhooks test vector verifies", () => {
   assert.deepEqual(verifyWebhook('{"test": 2432232314}', headers, secret, { now: 1614265340 }), { test: 2432232314 });
   assert.throws(() => verifyWebhook('{"test": 2432232314}', headers, secret, { now: 1614265330 + 301 }), WebhookVerificationError);
 });
+
+test("figures and furniture are upload options; figures are fetched by their path", async () => {
+  const { document, results } = await client.parse(pdf, { filename: "a.pdf", pages: "1", figures: false,
+    furniture: "keep", formats: ["json"], timeoutMs: 120_000 });
+  assert.equal(document.status, "succeeded");
+  assert.deepEqual(results.json.figures, []);
+  assert.equal((await client.figures(document.id)).size, 0);
+  await assert.rejects(client.figure(document.id, "figures/p1-e1.png"),
+    (error) => error instanceof PagemillError && error.code === "not_found");
+});

@@ -34,6 +34,7 @@ pre{background:#f6f6f6;padding:0.6rem;overflow-x:auto}
 .footnote,.caption{font-size:0.9rem}
 .figure-placeholder{border:1px dashed #aaa;padding:1rem;color:#666;text-align:center}
 figure>img{max-width:100%;height:auto}
+.form-field input[type=text]{min-width:12rem}
 .math-source{color:#555}
 p,h1,h2,h3,h4,h5,h6,li,td,th,aside,header,footer{unicode-bidi:plaintext;text-align:start}
 """
@@ -114,6 +115,21 @@ def _figure_html(element: Element, figures: _Figures | None) -> str:
     return f'<figure{_attrs(element)}><div class="figure-placeholder">[{html.escape(label)}]</div></figure>'
 
 
+def _field_html(element: Element) -> str:
+    """A form field or a printed checkbox as a disabled control: shown, never sent (the CSP forbids it too)."""
+    markdown = element.markdown or element.text
+    if element.checked is not None:  # a checkbox or radio button: its label is its Markdown after the box
+        label = re.sub(r"^\[[ xX]\]\s*", "", markdown)
+        mark = " checked" if element.checked else ""
+        kind = "radio" if element.field_type == "radio" else "checkbox"
+        return (f'<p{_attrs(element, "form-field")}><label><input type="{kind}" disabled{mark}> '
+                f"{html.escape(label)}</label></p>")
+    label, _, _ = markdown.partition(": ")
+    value = html.escape(element.value or "", quote=True)
+    return (f'<p{_attrs(element, "form-field")}><label>{html.escape(label)} '
+            f'<input type="text" value="{value}" disabled></label></p>')
+
+
 def element_html(element: Element, math: _Math, figures: _Figures | None = None) -> str:
     kind = element.type
     if kind in (ElementType.TITLE, ElementType.HEADING):
@@ -148,6 +164,8 @@ def element_html(element: Element, math: _Math, figures: _Figures | None = None)
         return f"<pre{_attrs(element)}><code{lang}>{html.escape(element.text)}</code></pre>"
     if kind is ElementType.FIGURE:
         return _figure_html(element, figures)
+    if kind in (ElementType.FORM_FIELD, ElementType.CHECKBOX):
+        return _field_html(element)
     if kind in (ElementType.PAGE_HEADER, ElementType.PAGE_FOOTER):
         tag = "header" if kind is ElementType.PAGE_HEADER else "footer"
         return f"<{tag}{_attrs(element, kind.value.replace('_', '-'))}>{inline_html(element.text, math)}</{tag}>"

@@ -251,6 +251,9 @@ def element_latex(element: Element, math: _Math) -> str:
         return _code(element)
     if kind is ElementType.FIGURE:
         return _figure(element)
+    if kind in (ElementType.FORM_FIELD, ElementType.CHECKBOX) and element.checked is not None:
+        box = r"$\boxtimes$" if element.checked else r"$\square$"
+        return box + " " + _wrap_scripts(tex_escape(re.sub(r"^\[[ xX]\]\s*", "", element.markdown or element.text)))
     if kind is ElementType.CAPTION:
         return r"{\small\itshape " + inline(element.markdown or element.text) + r"\par}"
     if kind is ElementType.FOOTNOTE:

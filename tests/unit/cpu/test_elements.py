@@ -82,3 +82,13 @@ def test_running_heads_open_the_reading_order_and_feet_close_it() -> None:
     elements = to_elements(blocks, page=4, height=792, body_size=10)
     assert [e.type for e in elements] == [ElementType.PAGE_HEADER, ElementType.PARAGRAPH, ElementType.PAGE_FOOTER]
     assert [e.id for e in elements] == ["p4-e1", "p4-e2", "p4-e3"] and page_markdown(elements) == "Body text here."
+
+
+def test_a_picture_under_the_pages_text_is_a_background_not_a_figure() -> None:
+    """A shaded box behind an abstract, a banner behind a heading: drawn as images, read as text."""
+    blocks = [block("Abstract text set on a grey box, line one", 100), block("and line two of it", 112),
+              block("Body text under the chart", 400)]
+    images = [Box(40, 95, 400, 130),  # the grey box: its lines cover most of it
+              Box(50, 200, 560, 380)]  # a chart: no text of the page on it
+    elements = to_elements(blocks, page=1, height=792, body_size=10, images=images, width=612)
+    assert [e.bbox for e in elements if e.type is ElementType.FIGURE] == [(50, 200, 560, 380)]

@@ -115,7 +115,8 @@ def to_elements(blocks: list[Block], *, page: int, height: float, body_size: flo
             add(_paragraph_type(block, text, markdown, height, body_size), block.box, text, markdown,
                 **_formula_fields(markdown))
     close_list()
-    for figure in _figures(images or [], width, height):
+    lines = [line.box for block in blocks for line in block.lines]
+    for figure in _figures(images or [], width, height, lines):
         _insert_in_reading_order(elements, Element(id="", type=ElementType.FIGURE, page=page, bbox=to_page(figure)))
     # Running heads open the page's reading order and running feet close it.
     ordered = ([e for e in elements if e.type == ElementType.PAGE_HEADER]
@@ -124,8 +125,14 @@ def to_elements(blocks: list[Block], *, page: int, height: float, body_size: flo
     return [e.model_copy(update={"id": element_id(page, n)}) for n, e in enumerate(ordered, 1)]
 
 
-def _figures(images: list[Box], width: float, height: float) -> list[Box]:
-    """Pictures big enough to be figures (not rules, bullets or logos, not a whole-page scan), tiles merged."""
+# A picture this much of whose area is under the page's own text lines is a background (a shaded box, a banner
+# behind a heading), not a figure: a figure's labels, when they are text, cover far less of it.
+BACKGROUND_TEXT_SHARE = 0.1
+
+
+def _figures(images: list[Box], width: float, height: float, lines: list[Box] | None = None) -> list[Box]:
+    """Pictures big enough to be figures (not rules, bullets or logos, not a whole-page scan, not a background
+    under text), tiles merged."""
     page_area = max(1.0, width * height)
     merged: list[Box] = []
     for box in sorted(images, key=lambda b: (b.y0, b.x0)):
@@ -137,7 +144,12 @@ def _figures(images: list[Box], width: float, height: float) -> list[Box]:
         else:
             merged.append(Box(box.x0, box.y0, box.x1, box.y1))
     return [b for b in merged if min(b.width, b.height) >= 24 and 0.01 * page_area <= b.width * b.height
-            <= 0.8 * page_area]
+            <= 0.8 * page_area and not _under_text(b, lines or [])]
+
+
+def _under_text(picture: Box, lines: list[Box]) -> bool:
+    inside = sum(line.width * line.height for line in lines if picture.contains_point(line.cx, line.cy))
+    return inside >= BACKGROUND_TEXT_SHARE * max(1.0, picture.width * picture.height)
 
 
 def _insert_in_reading_order(elements: list[Element], figure: Element) -> None:
