@@ -176,6 +176,10 @@ def test_errors_carry_pagemill_codes_and_tenants_stay_apart(platform: Platform, 
     assert error_of(over_http(platform, other.key), "get_result", {"document_id": mine})["code"] == "not_found"
     bad = error_of(over_http(platform), "get_result", {"document_id": mine, "format": "html", "pages": "1"})
     assert bad["code"] == "validation_error"
+    # the upload's own refusal, as the REST API gives it
+    words = base64.b64encode(b"plain words").decode()
+    text = error_of(over_http(platform), "parse_document", {"content_base64": words})
+    assert text["code"] == "unsupported_media_type" and text["status"] == 415
     neither = error_of(over_http(platform), "parse_document", {"mode": "fast"})
     assert neither["code"] == "validation_error" and "exactly one" in neither["message"]
 
