@@ -210,6 +210,18 @@ def test_stdio_server(platform: Platform, pdf: Path, tmp_path: Path) -> None:
     names, result = run(Client(params), session)
     assert names == TOOLS
     assert result.content[0].text.startswith("<!-- page 1 -->") and "<!-- page 2 -->" in result.content[0].text
-    # loopback URLs are refused as they are for webhooks, unless --allow-private-urls
-    data = error_of(Client(params), "parse_document", {"url": f"{platform.url}/healthz"})
-    assert data["code"] == "validation_error" and "private" in data["message"]
+    # without --api-key: the key `pagemill serve` saved in its data dir; loopback URLs are refused as they are for
+    # webhooks, unless --allow-private-urls
+    (tmp_path / "api_key").write_text(f"{platform.api_key}\n")
+    saved = StdioServerParameters(command=sys.executable, args=["-m", "services.cli", "mcp", "--server", platform.url],
+                                  env={"PAGEMILL_DATA_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}, cwd=str(tmp_path))
+
+    async def saved_key_session(client: Client) -> tuple[Any, MCPError]:
+        listed = await client.call_tool("list_documents", {"limit": 200})
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("parse_document", {"url": f"{platform.url}/healthz"})
+        return listed, refused.value
+
+    listed, refused = run(Client(saved), saved_key_session)
+    assert result.structured_content["id"] in [d["id"] for d in listed.structured_content["data"]]
+    assert refused.data["code"] == "validation_error" and "private" in refused.data["message"]
