@@ -33,10 +33,13 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/drip":  # a byte at a time, each well within httpx's read timeout
             self.send_response(200)
             self.end_headers()
-            for _ in range(100):
-                self.wfile.write(b"x")
-                self.wfile.flush()
-                time.sleep(0.05)
+            try:
+                for _ in range(100):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up at its deadline, as it should
         else:
             self.send_response(404)
             self.end_headers()
