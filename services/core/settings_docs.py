@@ -37,7 +37,9 @@ SUMMARY = (
 GENERAL = "Where pagemill keeps its state, how it logs, who may administer it."
 # Variables read outside `Settings` (command-line tools and tests), listed so the reference is complete.
 OTHER_VARIABLES = {
-    "PAGEMILL_API_KEY": "`pagemill parse --server`: the bearer key sent to a running pagemill.",
+    "PAGEMILL_API_KEY": "`pagemill parse --server`, `pagemill mcp` and the Python SDK: the bearer key sent to a "
+                        "running pagemill.",
+    "PAGEMILL_BASE_URL": "`pagemill mcp` and the Python SDK: the pagemill to call (default http://127.0.0.1:8000).",
     "PAGEMILL_CORPUS": "tests and `make` targets: where the shared evaluation corpus is.",
     "PAGEMILL_VLLM_VENV": "`make test-vllm`: the venv with `vllm serve` and the tiny model.",
     "PAGEMILL_PYTHON_IMAGE": "`make images`: the Dockerfiles' base image (default Docker Hub's "

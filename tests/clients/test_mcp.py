@@ -46,10 +46,11 @@ def pdf(corpus: Path) -> Path:
     return corpus / "dev" / "docling_multi_page" / "multi_page.pdf"
 
 
-def over_http(platform: Platform, key: str | None = None) -> Client:
+def over_http(platform: Platform, key: str | None = None, *, mode: str = "auto") -> Client:
+    """`mode="legacy"`: the 2025 protocol's initialize handshake, which most agents of the day still speak."""
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key or platform.api_key}"},
                               timeout=httpx2.Timeout(30, read=300))
-    return Client(streamable_http_client(f"{platform.url}/mcp", http_client=http))
+    return Client(streamable_http_client(f"{platform.url}/mcp", http_client=http), mode=mode)
 
 
 def run(session: Client, work: Callable[[Client], Awaitable[T]]) -> T:
@@ -85,7 +86,8 @@ def test_tools_are_listed(platform: Platform) -> None:
         "markdown", "html", "latex", "json", "chunks"]
 
 
-def test_parse_reports_progress_and_returns_markdown(platform: Platform, pdf: Path) -> None:
+@pytest.mark.parametrize(("mode", "first"), [("auto", 1), ("legacy", 2)])  # other pages: not the result cache's
+def test_parse_reports_progress_and_returns_markdown(platform: Platform, pdf: Path, mode: str, first: int) -> None:
     progress: list[tuple[float, float | None, str | None]] = []
 
     async def note(done: float, total: float | None, message: str | None) -> None:
@@ -93,34 +95,35 @@ def test_parse_reports_progress_and_returns_markdown(platform: Platform, pdf: Pa
 
     async def parse(client: Client) -> Any:
         return await client.call_tool("parse_document", {
-            "content_base64": base64.b64encode(pdf.read_bytes()).decode(), "filename": pdf.name, "pages": "1-3"},
-            progress_callback=note)
+            "content_base64": base64.b64encode(pdf.read_bytes()).decode(), "filename": pdf.name,
+            "pages": f"{first}-{first + 2}"}, progress_callback=note)
 
-    result = run(over_http(platform), parse)
+    result = run(over_http(platform, mode=mode), parse)
     assert not result.is_error
     markdown = result.content[0].text
     assert [line for line in markdown.splitlines() if line.startswith("<!-- page")] == [
-        "<!-- page 1 -->", "<!-- page 2 -->", "<!-- page 3 -->"]
-    assert "## Page 1" in markdown
+        f"<!-- page {n} -->" for n in range(first, first + 3)]
+    assert "fake engine output" in markdown
     assert result.structured_content["status"] == "succeeded" and result.structured_content["pages_done"] == 3
     # notifications as pages ended: counts never go back, and the last one is the whole document
-    assert progress and progress[-1][:2] == (3, 3) and progress[-1][2].startswith("succeeded")
+    assert len(progress) >= 2 and progress[-1][:2] == (3, 3) and progress[-1][2].startswith("succeeded")
     assert [p[0] for p in progress] == sorted(p[0] for p in progress)
 
     document_id = result.structured_content["id"]
 
     async def read_back(client: Client) -> tuple[Any, Any, Any]:
         state = await client.call_tool("get_document", {"document_id": document_id})
-        page_two = await client.call_tool("get_result", {"document_id": document_id, "pages": "2"})
+        middle = await client.call_tool("get_result", {"document_id": document_id, "pages": str(first + 1)})
         chunks = await client.call_tool("get_result", {"document_id": document_id, "format": "chunks",
-                                                       "pages": "3"})
-        return state, page_two, chunks
+                                                       "pages": str(first + 2)})
+        return state, middle, chunks
 
-    state, page_two, chunks = run(over_http(platform), read_back)
+    state, middle, chunks = run(over_http(platform, mode=mode), read_back)
     assert state.structured_content["id"] == document_id and "markdown" in state.structured_content["formats"]
-    assert page_two.content[0].text.startswith("<!-- page 2 -->") and "<!-- page 3" not in page_two.content[0].text
+    text = middle.content[0].text
+    assert text.startswith(f"<!-- page {first + 1} -->") and text.count("<!-- page") == 1
     selected = json.loads(chunks.content[0].text)["chunks"]
-    assert selected and all(3 in chunk["pages"] for chunk in selected)
+    assert selected and all(first + 2 in chunk["pages"] for chunk in selected)
 
 
 def test_parse_by_path_without_waiting_then_list(platform: Platform, pdf: Path) -> None:
@@ -173,6 +176,10 @@ def test_errors_carry_pagemill_codes_and_tenants_stay_apart(platform: Platform, 
     assert error_of(over_http(platform, other.key), "get_result", {"document_id": mine})["code"] == "not_found"
     bad = error_of(over_http(platform), "get_result", {"document_id": mine, "format": "html", "pages": "1"})
     assert bad["code"] == "validation_error"
+    # the upload's own refusal, as the REST API gives it
+    words = base64.b64encode(b"plain words").decode()
+    text = error_of(over_http(platform), "parse_document", {"content_base64": words})
+    assert text["code"] == "unsupported_media_type" and text["status"] == 415
     neither = error_of(over_http(platform), "parse_document", {"mode": "fast"})
     assert neither["code"] == "validation_error" and "exactly one" in neither["message"]
 
@@ -203,6 +210,18 @@ def test_stdio_server(platform: Platform, pdf: Path, tmp_path: Path) -> None:
     names, result = run(Client(params), session)
     assert names == TOOLS
     assert result.content[0].text.startswith("<!-- page 1 -->") and "<!-- page 2 -->" in result.content[0].text
-    # loopback URLs are refused as they are for webhooks, unless --allow-private-urls
-    data = error_of(Client(params), "parse_document", {"url": f"{platform.url}/healthz"})
-    assert data["code"] == "validation_error" and "private" in data["message"]
+    # without --api-key: the key `pagemill serve` saved in its data dir; loopback URLs are refused as they are for
+    # webhooks, unless --allow-private-urls
+    (tmp_path / "api_key").write_text(f"{platform.api_key}\n")
+    saved = StdioServerParameters(command=sys.executable, args=["-m", "services.cli", "mcp", "--server", platform.url],
+                                  env={"PAGEMILL_DATA_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}, cwd=str(tmp_path))
+
+    async def saved_key_session(client: Client) -> tuple[Any, MCPError]:
+        listed = await client.call_tool("list_documents", {"limit": 200})
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("parse_document", {"url": f"{platform.url}/healthz"})
+        return listed, refused.value
+
+    listed, refused = run(Client(saved), saved_key_session)
+    assert result.structured_content["id"] in [d["id"] for d in listed.structured_content["data"]]
+    assert refused.data["code"] == "validation_error" and "private" in refused.data["message"]

@@ -24,11 +24,10 @@ from services.gateway.deps import tenant_of_key
 from services.gateway.mcp.api import PagemillApi
 from services.gateway.mcp.sources import SourcePolicy
 from services.gateway.mcp.tools import build_server
-from services.gateway.middleware import error_response
+from services.gateway.middleware import FORM_ALLOWANCE_BYTES, error_response
 
 PATH = "/mcp"
 INTERNAL_BASE_URL = "http://pagemill.internal"
-FORM_ALLOWANCE_BYTES = 1024 * 1024
 
 
 def bearer_key(headers: Mapping[str, str] | None) -> str:
@@ -64,7 +63,8 @@ class McpEndpoint:
         # A manager runs once: each lifespan (a test may enter an app's twice) gets a new one.
         self.server.streamable_http_app(
             streamable_http_path=PATH, stateless_http=True,
-            max_request_body_size=self.settings.limits.max_file_bytes * 4 // 3 + FORM_ALLOWANCE_BYTES,
+            # as an upload's body (RefuseOversizedUploads says so first): base64 carries 3/4 of it
+            max_request_body_size=self.settings.limits.max_file_bytes + FORM_ALLOWANCE_BYTES,
             # The bearer key, not the Host header, is what guards this endpoint (a browser page cannot send it).
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         manager = self.server.session_manager

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
+import anyio
 import httpx
 
 from services.core.errors import FileTooLarge, NotFound, ValidationFailed
@@ -66,7 +67,16 @@ def read_base64(policy: SourcePolicy, content: str, filename: str | None) -> Upl
 
 
 async def fetch_url(policy: SourcePolicy, url: str, filename: str | None) -> Upload:
-    """GET `url`, following at most five redirects, each to an address a webhook could be sent to."""
+    """GET `url`, following at most five redirects, each to an address a webhook could be sent to, all within
+    `fetch_timeout_s` (httpx's timeouts bound each read, not a server that drips the file out)."""
+    try:
+        with anyio.fail_after(policy.fetch_timeout_s):
+            return await _fetch(policy, url, filename)
+    except TimeoutError as exc:
+        raise ValidationFailed(f"url: not fetched within {policy.fetch_timeout_s:g} s") from exc
+
+
+async def _fetch(policy: SourcePolicy, url: str, filename: str | None) -> Upload:
     async with httpx.AsyncClient(follow_redirects=False, timeout=policy.fetch_timeout_s) as client:
         for _ in range(MAX_REDIRECTS + 1):
             url = check_url(url, allow_private=policy.allow_private_urls)

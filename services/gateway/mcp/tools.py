@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any, Literal
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
@@ -181,7 +182,29 @@ def build_server(open_api: ApiOpener, policy: sources.SourcePolicy) -> MCPServer
         except ApiError as exc:
             raise _as_mcp_error(exc) from exc
 
+    server.middleware.append(_KnownArguments(server))
     return server
+
+
+class _KnownArguments:
+    """A tool call naming an argument the tool does not take is refused (`validation_error`), not run without it:
+    the SDK would drop it silently, and a misspelt `pags` would parse every page."""
+
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+        self.takes: dict[str, frozenset[str]] | None = None
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        params = ctx.params
+        if ctx.method == "tools/call" and isinstance(params, Mapping) and isinstance(params.get("arguments"), Mapping):
+            if self.takes is None:
+                self.takes = {tool.name: frozenset(tool.input_schema.get("properties", {}))
+                              for tool in await self.server.list_tools()}
+            allowed = self.takes.get(str(params.get("name")))
+            if allowed is not None and (unknown := sorted(set(params["arguments"]) - allowed)):
+                raise mcp_error(422, "validation_error", f"{', '.join(unknown)}: unknown argument of "
+                                                         f"{params['name']}; it takes {', '.join(sorted(allowed))}")
+        return await call_next(ctx)
 
 
 def _summary(document: dict[str, Any]) -> dict[str, Any]:
