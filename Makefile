@@ -83,6 +83,7 @@ soak: $(STAMP) ## load and soak (not in CI): locust against `pagemill serve` on 
 
 vllm-env: ## build the vLLM-on-CPU venv and the tiny test model (cached in VLLM_VENV)
 	VLLM_VENV=$(abspath $(VLLM_VENV)) scripts/vllm/setup.sh
+	$(abspath $(VLLM_VENV))/bin/python scripts/vllm/build_tiny_presets.py $(abspath $(VLLM_VENV))/models/presets
 
 test-vllm: $(STAMP) vllm-env ## the real-vLLM tier: `vllm serve` on 127.0.0.1 (tiny model, CPU), pages through the workers
 	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m vllm $(PYTEST_ARGS)

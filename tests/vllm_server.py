@@ -66,24 +66,28 @@ def engine_env(settings: dict[str, Any], prefix: str = "PAGEMILL_ENGINE__") -> d
 
 
 class VllmServer:
-    def __init__(self, venv: Path, workdir: Path, preset: str = "generic", **serve: Any) -> None:
+    def __init__(self, venv: Path, workdir: Path, preset: str = "generic", command: list[str] | None = None,
+                 **serve: Any) -> None:
         self.venv = venv
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.engine = engine_settings(venv, self.port, preset, **serve)
         self.settings = Settings(engine=self.engine)
         self.log_path = workdir / "vllm-server.log"
+        self.command = command  # a whole `vllm serve` argv, instead of the one built from the settings
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_s = 0.0
-        with open(venv / "models" / "tiny-vlm" / "tokenizer.json") as handle:
-            vocab = json.load(handle)["added_tokens"]
-        self.eos_id = next(token["id"] for token in vocab if token["content"] == "<|im_end|>")
+        if command is None:
+            with open(venv / "models" / "tiny-vlm" / "tokenizer.json") as handle:
+                vocab = json.load(handle)["added_tokens"]
+            self.eos_id = next(token["id"] for token in vocab if token["content"] == "<|im_end|>")
 
     @property
     def argv(self) -> list[str]:
         # --enable-log-requests: the server logs "Added request <id>." when a request enters its engine, a signal
         # the tests wait on instead of sampling vLLM's gauges (a short request is over between two samples).
-        return [*vllm_command(self.settings, executable=str(self.venv / "bin" / "vllm")), "--enable-log-requests"]
+        command = self.command or vllm_command(self.settings, executable=str(self.venv / "bin" / "vllm"))
+        return [*command, "--enable-log-requests"]
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_")}
