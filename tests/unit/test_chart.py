@@ -302,7 +302,7 @@ def test_the_vllm_sidecar_runs_pagemills_command() -> None:
         pytest.skip("`pagemill vllm-command` arrives with the vLLM engine (issue 3)")
     env = {**chart_env(render(GPU)), "PATH": "/usr/bin:/bin"}
     result = subprocess.run([sys.executable, "-m", "services.cli", "vllm-command"], env=env, capture_output=True,
-                            text=True, cwd=Path(__file__).resolve().parents[2], timeout=60, check=False)
+                            text=True, cwd=Path(__file__).resolve().parents[2], timeout=600, check=False)
     assert result.returncode == 0, result.stderr
     argv = shlex.split(result.stdout.strip())
     assert argv[:2] == ["vllm", "serve"], argv
