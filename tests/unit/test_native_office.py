@@ -221,3 +221,12 @@ def test_links_keep_absolute_web_and_mail_targets_only() -> None:
 
 
 _RELS_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+@pytest.mark.parametrize("page", [
+    "<p>café – naïve 日本</p>".encode(),  # no declaration: UTF-8, not libxml2's Latin-1
+    '<meta charset="iso-8859-1"><p>café – naïve</p>'.encode("latin-1", errors="replace"),
+    b"\xef\xbb\xbf<p>caf\xc3\xa9 \xe2\x80\x93 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac</p>",
+])
+def test_html_text_is_decoded_as_the_page_says_or_as_utf8(page: bytes) -> None:
+    assert read_html(page)[0].text.startswith("café")

@@ -12,6 +12,8 @@ body already starts with it. The guard has refused nesting deeper than 256 eleme
 
 from __future__ import annotations
 
+import re
+
 from lxml import etree, html
 
 from services.core.elements import Element
@@ -186,10 +188,26 @@ def _span(value: str | None) -> int:
         return 1
 
 
+_DECLARED = re.compile(rb"""charset\s*=|<\?xml[^>]*encoding\s*=""", re.IGNORECASE)
+
+
+def _undeclared_utf8(data: bytes) -> str | None:
+    """"utf-8" for a page that names no encoding (in its first 1,024 bytes, where browsers look) and is valid
+    UTF-8: libxml2 would read it as Latin-1. None leaves the choice to the page (BOM, `<meta charset>`)."""
+    if data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) or _DECLARED.search(data[:1024]):
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return "utf-8"
+
+
 def read_html(data: bytes, *, title_heading: bool = True) -> list[Element]:
     """The page's element tree. Raises `CorruptDocument` when nothing can be parsed out of the bytes."""
     try:
-        document = html.document_fromstring(data, parser=html.HTMLParser(no_network=True, huge_tree=False))
+        document = html.document_fromstring(data, parser=html.HTMLParser(
+            no_network=True, huge_tree=False, encoding=_undeclared_utf8(data)))
     except (etree.ParserError, ValueError) as exc:
         raise CorruptDocument(f"the HTML cannot be read ({exc})") from exc
     reader = _Reader()
