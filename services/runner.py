@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.core.elements import renumber
+from services.core.elements import page_markdown, renumber
 from services.core.errors import PagemillError
+from services.core.formats import NATIVE_TYPES, sniff_office
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
 from services.results.furniture import mark_running_furniture
@@ -68,6 +69,28 @@ def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = 
             on_page(entry)
     mark_running_furniture(entries)  # as the platform's assembly does
     return LocalResult(render_markdown(entries), entries, time.perf_counter() - started)
+
+
+def parse_natively(data: bytes, settings: Settings) -> LocalResult | None:
+    """A DOCX, HTML, EPUB or e-mail read from its own structure, as the worker reads it (one page, no boxes);
+    None for any other file. One the native reader refuses is converted by LibreOffice and its pages parsed.
+    Raises `PagemillError` for a file the guard refuses (or LibreOffice cannot open)."""
+    media_type = sniff_office(data)
+    if media_type not in NATIVE_TYPES or not settings.convert.native:
+        return None
+    from services.worker.convert import convert_document  # the readers: imported only here
+
+    started = time.perf_counter()
+    converted = convert_document(data, media_type, settings)
+    if converted.elements is None:
+        return parse_locally(converted.pdf, settings)
+    seconds = time.perf_counter() - started
+    entry: dict[str, Any] = {
+        "page": 1, "page_number": 1, "status": "succeeded", "markdown": page_markdown(converted.elements),
+        "engine": "native", "model": None, "latency_ms": round(seconds * 1000), "confidence": 1.0,
+        "is_fallback": False, "signals": {}, "warnings": [], "width": None, "height": None,
+        "elements": [e.model_dump(mode="json") for e in converted.elements]}
+    return LocalResult(render_markdown([entry]), [entry], seconds)
 
 
 def render_local(result: LocalResult, settings: Settings, formats: list[str], *, filename: str,

@@ -129,9 +129,14 @@ def relinked(body: bytes, fmt: str, folder: str) -> bytes:
 
 def _parse_local(path: Path, settings: Settings, engine: str | None, formats: list[str],
                  task: TaskRequest) -> tuple[dict[str, bytes], str, dict[str, bytes]]:
-    from services.runner import page_inputs, parse_locally, render_local  # the engines: imported only here
+    from services.runner import page_inputs, parse_locally, parse_natively, render_local  # imported only here
 
     data = path.read_bytes()
+    native = parse_natively(data, settings)  # DOCX, HTML, EPUB, e-mail: no engine, no pages to crop figures from
+    if native is not None:
+        status = "succeeded" if native.failed == 0 else "failed"
+        return render_local(native, settings, formats, filename=path.name, keep_furniture=task.furniture == "keep",
+                            figures={}), status, {}
     _, pages = page_inputs(data)  # validates first, so a bad file fails before the bar appears
     with click.progressbar(length=len(pages), label=path.name, show_pos=True) as bar:
         result = parse_locally(data, settings, engine_name=engine, on_page=lambda _: bar.update(1))

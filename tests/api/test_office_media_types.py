@@ -41,3 +41,20 @@ def test_word_html_epub_and_mail_need_no_libreoffice_where_they_are_read_nativel
         converted = api_factory(convert={"enabled": "auto", "native": False})
         converted.upload(page, filename="ducks.html", expect=415)
     api_factory(convert={"enabled": "false"}).upload(page, filename="ducks.html", expect=415)
+
+
+def test_a_document_read_natively_is_not_answered_by_a_converted_ones_cache(api_factory: ApiFactory) -> None:
+    """The two routes make different results (one page without boxes, or rendered pages): different keys."""
+    import sqlalchemy as sa
+
+    from services.core.db.models import Document
+    from services.core.db.session import session_scope
+
+    api = api_factory(convert={"enabled": "true"})
+    keys = []
+    for native in (True, False, True):  # one app, its setting switched between uploads
+        api.settings.convert.native = native
+        document_id = api.upload(plain_docx(), filename="report.docx", cache="false")["id"]
+        with session_scope(api.settings.resolved_database_url()) as session:
+            keys.append(session.execute(sa.select(Document.cache_key).where(Document.id == document_id)).scalar())
+    assert keys[0] == keys[2] != keys[1] and keys[0] is not None

@@ -15,7 +15,7 @@ import pytest
 
 from tests.harness import REPO
 from tests.servers import free_port, wait_for
-from tests.textmatch import word_recall
+from tests.textmatch import word_recall, words
 
 pytestmark = pytest.mark.slow
 
@@ -96,3 +96,24 @@ def test_parse_in_process_writes_markdown_and_reports_bad_files(corpus: Path, tm
                              "summarize"], cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=60,
                             check=False)
     assert tasked.returncode == 2 and "--task needs --server" in tasked.stderr
+
+
+def test_parse_in_process_reads_word_and_web_documents_natively(corpus: Path, tmp_path: Path) -> None:
+    """No server and no LibreOffice needed: a DOCX and an HTML page are read from their own structure."""
+    office = corpus / "office"
+    if not office.is_dir():
+        pytest.skip("no corpus/office")
+    sources = [office / "docx_word_tables" / "word_tables.docx", office / "html_table_06" / "table_06.html"]
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "services.cli", "parse", *map(str, sources), "-o", str(out),
+                             "--format", "markdown,json"], cwd=REPO, env=clean_env(), capture_output=True,
+                            text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    for source in sources:
+        truth = source.with_name(source.name + ".md").read_text()
+        # distinct words: the reference repeats a merged cell's text in each cell it covers, the output spans it
+        wanted, found = set(words(truth)), set(words((out / f"{source.stem}.md").read_text()))
+        assert len(wanted & found) / len(wanted) >= 0.98, sorted(wanted - found)
+        [page] = json.loads((out / f"{source.stem}.json").read_text())["pages"]
+        assert page["engine"] == "native" and all(e.get("bbox") is None for e in page["elements"])
+    assert '<td colspan="2">Merged Cell 1.1 1.2</td>' in (out / "word_tables.md").read_text()

@@ -80,7 +80,9 @@ def test_each_office_sample_converts_and_keeps_its_words(office_platform: Platfo
     if reference is not None:
         score, missing = recall(reference.read_text(), markdown)
         print(f"{source.name}: recall {score:.3f}, missing {missing}")
-        assert score >= KNOWN_GAPS.get(source.name, 0.95), \
+        # read natively, a document keeps what it says: the issue-31 goal, 0.98 on each (0.95 through LibreOffice)
+        floor = 0.98 if source.suffix in (".docx", ".html", ".epub", ".eml") else 0.95
+        assert score >= KNOWN_GAPS.get(source.name, floor), \
             f"{source.name}: recall {score:.3f}, missing {missing}\n--- markdown ---\n{markdown}"
     if "<table" in (reference.read_text() if reference else "") or source.suffix == ".xlsx":
         sheets = (document.get("conversion") or {}).get("sheets") or []

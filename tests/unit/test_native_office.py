@@ -197,3 +197,36 @@ def test_sub_and_superscripts_keep_their_tags_in_markdown_and_tables_not_in_text
     sup = '<w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr><w:t>6</w:t></w:r>'
     [paragraph] = read_docx(_word(_p(_r("10") + sup)))
     assert paragraph.markdown == "10<sup>6</sup>" and paragraph.text == "106"
+
+
+def test_a_docx_nested_past_the_readers_depth_is_refused_not_crashed_on() -> None:
+    deep = "<w:sdt><w:sdtContent>" * 3000 + _p(_r("deep")) + "</w:sdtContent></w:sdt>" * 3000
+    with pytest.raises(CorruptDocument):
+        read_docx(_word(deep))
+
+
+def test_links_keep_absolute_web_and_mail_targets_only() -> None:
+    [paragraph] = read_html(b'<p>See <a href="https://example.org/a b(1)">the [docs]</a>, <a href="/wiki/Duck">Duck</a>'
+                            b' and <a href="javascript:alert(1)">this</a>; <a href="mailto:a@b.org">mail</a>.</p>')
+    assert paragraph.markdown == ("See [the (docs)](https://example.org/a%20b%281%29), Duck and this; "
+                                  "[mail](mailto:a@b.org).")
+    assert paragraph.text == "See the (docs), Duck and this; mail."
+    rels = ('<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            'hyperlink" Target="https://example.org/" TargetMode="External"/></Relationships>')
+    body = _p(_r("Go to ") + f'<w:hyperlink xmlns:r="{_RELS_NS}" r:id="rId9">{_r("the site")}</w:hyperlink>')
+    document = f'<?xml version="1.0" encoding="UTF-8"?><w:document {_NS}><w:body>{body}</w:body></w:document>'
+    [linked] = read_docx(docx(document.encode(), {"word/_rels/document.xml.rels": rels.encode()}))
+    assert linked.markdown == "Go to [the site](https://example.org/)" and linked.text == "Go to the site"
+
+
+_RELS_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+@pytest.mark.parametrize("page", [
+    "<p>café – naïve 日本</p>".encode(),  # no declaration: UTF-8, not libxml2's Latin-1
+    '<meta charset="iso-8859-1"><p>café – naïve</p>'.encode("latin-1", errors="replace"),
+    b"\xef\xbb\xbf<p>caf\xc3\xa9 \xe2\x80\x93 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac</p>",
+])
+def test_html_text_is_decoded_as_the_page_says_or_as_utf8(page: bytes) -> None:
+    assert read_html(page)[0].text.startswith("café")

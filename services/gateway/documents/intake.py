@@ -31,7 +31,7 @@ from services.core.db.session import session_scope
 from services.core.document_tasks import TaskKind
 from services.core.errors import IdempotencyConflict, RateLimited, TooManyPages, ValidationFailed
 from services.core.fairness import priority_for
-from services.core.formats import EML
+from services.core.formats import EML, NATIVE_TYPES
 from services.core.metrics import CACHE_LOOKUPS, DOCUMENTS_TOTAL, RATE_LIMITED
 from services.core.pdf import EXTENSIONS
 from services.core.settings import Settings
@@ -134,6 +134,8 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
     # A model task's answer is part of what a cached copy hands back: the task is part of the key.
     keyed = doc_options if accepted.task.kind is TaskKind.PARSE else {
         **doc_options, "task": accepted.task.kind.value, "task_params": accepted.task.params}
+    if accepted.info.media_type in NATIVE_TYPES and settings.convert.native:
+        keyed = {**keyed, "reader": "native"}  # read natively, not the pages LibreOffice rendered: another result
     cache_key = cache.document_key(sha256=accepted.sha256, page_numbers=accepted.page_numbers, mode=accepted.mode,
                                    engine=accepted.engine, options=keyed, settings=settings)
     # An e-mail is never answered from the document cache: its attachments are documents of their own, which a

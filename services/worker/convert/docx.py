@@ -4,7 +4,7 @@
                          numbering → list items with their level and bullet/number; runs' text with
                          tracked insertions kept and deletions dropped (the current text); inline OMML as
                          `$…$`, a display equation as a formula; images as figures with their alt text;
-                         footnote references as `[^n]`
+                         footnote references as `[^n]`; hyperlinks to web or mail addresses as links
                        ─▶ tables: cells with `gridSpan` as colspan and `vMerge` as rowspan
     word/footnotes.xml, endnotes.xml ─▶ footnotes at the end
 
@@ -24,12 +24,14 @@ from xml.etree import ElementTree
 from services.core.elements import Element
 from services.core.errors import CorruptDocument
 from services.worker.convert.omml import M, omml_latex
-from services.worker.convert.tree import MAX_SPAN, Cell, TreeBuilder, clean
+from services.worker.convert.tree import MAX_SPAN, Cell, TreeBuilder, clean, link
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _WP = "{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _V = "{urn:schemas-microsoft-com:vml}"
+_R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 MAX_PART_BYTES = 64 << 20
 _HEADING_NAME = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 # What a paragraph's text never includes: deleted and moved-away runs (tracked changes), field codes, properties.
@@ -72,6 +74,7 @@ class _Reader:
         self.styles = self._styles()
         self.ordered = self._numbering()
         self.tree = TreeBuilder()
+        self.targets = self._link_targets()
         self.footnotes: list[str] = []  # ids referenced, in order
         self.list_id: str | None = None
         # Word's Title style sits above its `heading 1`: a document with a title has its sections one level down
@@ -87,6 +90,13 @@ class _Reader:
         if len(raw) > MAX_PART_BYTES:
             raise CorruptDocument(f"the DOCX part {name} is larger than {MAX_PART_BYTES >> 20} MiB")
         return ElementTree.fromstring(raw)
+
+    def _link_targets(self) -> dict[str, str]:
+        """The body's external relationships (hyperlink targets) by id."""
+        root = self.part("word/_rels/document.xml.rels")
+        return {rel.get("Id", ""): rel.get("Target", "") for rel in (root.iter(f"{_REL}Relationship")
+                                                                    if root is not None else ())
+                if rel.get("TargetMode") == "External"}
 
     def _styles(self) -> dict[str, _Style]:
         root = self.part("word/styles.xml")
@@ -216,6 +226,10 @@ class _Reader:
                 run = _Paragraph(figures=found.figures, formulas=found.formulas)
                 self.walk(child, run)
                 found.pieces.append(f"<{script}>{''.join(run.pieces)}</{script}>")
+            elif tag == f"{W}hyperlink":
+                words = _Paragraph(figures=found.figures, formulas=found.formulas)
+                self.walk(child, words)
+                found.pieces.append(link("".join(words.pieces), self.targets.get(child.get(f"{_R}id", ""))))
             elif tag == f"{_MC}AlternateContent":
                 choice = child.find(f"{_MC}Choice")  # the choices say the same thing: read one
                 self.walk(choice if choice is not None else child, found)

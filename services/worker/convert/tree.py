@@ -41,9 +41,30 @@ _SCRIPTS = re.compile(r"</?su[bp]>")
 _ESCAPED_SCRIPTS = re.compile(r"&lt;(/?su[bp])&gt;")
 
 
+# Links the document states keep their target when it is an absolute web or mail address (`link`): nothing
+# relative (there is no page to resolve it against), no other scheme.
+_LINK = re.compile(r"\[([^\[\]]*)\]\((?:https?|mailto):[^()\s]*\)")
+_SAFE_TARGET = re.compile(r"^(?:https?://|mailto:)[^\s<>\"'`]+$", re.IGNORECASE)
+
+
+def link(text: str, target: str | None) -> str:
+    """`[text](target)` for a safe target, else the text alone (brackets and parentheses in either quoted away)."""
+    target = (target or "").strip().replace(" ", "%20")
+    if not text.strip() or not _SAFE_TARGET.match(target):
+        return text
+    label = " ".join(text.replace("[", "(").replace("]", ")").split())
+    lead, trail = text[:len(text) - len(text.lstrip())], text[len(text.rstrip()):]
+    return f"{lead}[{label}]({target.replace('(', '%28').replace(')', '%29')}){trail}"
+
+
+def unlinked(text: str) -> str:
+    """The text with its links reduced to their words (table cells, whose HTML holds text only)."""
+    return _LINK.sub(r"\1", text)
+
+
 def plain(text: str) -> str:
-    """The text without its sub- and superscript tags."""
-    return _SCRIPTS.sub("", text)
+    """The text without its links' targets and its sub- and superscript tags."""
+    return _SCRIPTS.sub("", unlinked(text))
 
 
 def clean(text: str) -> str:
@@ -64,7 +85,7 @@ def table_html(rows: list[list[Cell]]) -> str:
             tag = "th" if cell.header else "td"
             spans = "".join(f' {name}="{min(value, MAX_SPAN)}"' for name, value in
                             (("colspan", cell.colspan), ("rowspan", cell.rowspan)) if value > 1)
-            text = _ESCAPED_SCRIPTS.sub(r"<\1>", html.escape(cell.text))
+            text = _ESCAPED_SCRIPTS.sub(r"<\1>", html.escape(unlinked(cell.text)))
             cells.append(f"<{tag}{spans}>{text}</{tag}>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return "<table>" + "".join(body) + "</table>"
@@ -126,7 +147,7 @@ class TreeBuilder:
         if not rows:
             return
         markup = table_html(rows)
-        text = "\n".join(" ".join(cell.text for cell in row if cell.text) for row in rows)
+        text = "\n".join(" ".join(plain(cell.text) for cell in row if cell.text) for row in rows)
         self._add(ElementType.TABLE, text, markup, html=markup)
 
     def list_item(self, text: str, level: int, *, ordered: bool) -> None:

@@ -4,18 +4,21 @@ figures with their alt text and captions, preformatted code.
 lxml's HTML parser (libxml2, the one browsers' quirks are modelled on) builds the tree; nothing of it is
 fetched or run: scripts, styles, templates, frames, embedded objects and form fields are dropped with what
 they hold, and only text reaches the elements — escaped wherever it goes into HTML (services/worker/convert/
-tree.py) — so the outputs carry none of the page's markup, attributes or links. A table inside a table cell is
-that cell's text. The document's `<title>` opens it as a heading unless the body already starts with it.
-The guard has refused nesting deeper than 256 elements before this runs.
+tree.py) — so the outputs carry none of the page's markup or attributes. A link keeps its target only when
+that is an absolute http(s) or mailto address, as a Markdown link (the outputs' sanitizer checks it again).
+A table inside a table cell is that cell's text. The document's `<title>` opens it as a heading unless the
+body already starts with it. The guard has refused nesting deeper than 256 elements before this runs.
 """
 
 from __future__ import annotations
+
+import re
 
 from lxml import etree, html
 
 from services.core.elements import Element
 from services.core.errors import CorruptDocument
-from services.worker.convert.tree import Cell, TreeBuilder, clean
+from services.worker.convert.tree import Cell, TreeBuilder, clean, link
 
 # Dropped with everything inside them: they are code, chrome or controls, not the document's text.
 DROPPED = frozenset({"script", "style", "noscript", "template", "head", "iframe", "frame", "frameset", "object",
@@ -56,9 +59,12 @@ def text_of(node: etree._Element, *, skip: frozenset[str] = frozenset()) -> str:
                 pieces.append(f"{number}. " if ordered else "- ")
             script = tag in ("sub", "sup") and element is not node
             pieces.append(f"<{tag}>" if script else "")
+            start = len(pieces)
             pieces.append(element.text or "")
             for child in element:
                 walk(child)
+            if tag == "a" and element is not node and element.get("href"):  # a link where the target is safe
+                pieces[start:] = [link("".join(pieces[start:]), element.get("href"))]
             pieces.append(f"</{tag}>" if script else "")
             if spaced:
                 pieces.append(" ")
@@ -95,6 +101,8 @@ class _Reader:
                 self.tree.figure(child.get("alt") or "")  # an image on its own: a figure
             elif tag == "img":
                 inline.append(f" {child.get('alt') or ''} ")  # an image among words: its alt text is one of them
+            elif tag == "a":
+                inline.append(link(text_of(child), child.get("href")))
             elif tag:
                 inline.append(text_of(child) if tag not in ("sub", "sup") else f"<{tag}>{text_of(child)}</{tag}>")
                 inline.append(" " if tag in _SPACED else "")
@@ -180,10 +188,26 @@ def _span(value: str | None) -> int:
         return 1
 
 
+_DECLARED = re.compile(rb"""charset\s*=|<\?xml[^>]*encoding\s*=""", re.IGNORECASE)
+
+
+def _undeclared_utf8(data: bytes) -> str | None:
+    """"utf-8" for a page that names no encoding (in its first 1,024 bytes, where browsers look) and is valid
+    UTF-8: libxml2 would read it as Latin-1. None leaves the choice to the page (BOM, `<meta charset>`)."""
+    if data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) or _DECLARED.search(data[:1024]):
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return "utf-8"
+
+
 def read_html(data: bytes, *, title_heading: bool = True) -> list[Element]:
     """The page's element tree. Raises `CorruptDocument` when nothing can be parsed out of the bytes."""
     try:
-        document = html.document_fromstring(data, parser=html.HTMLParser(no_network=True, huge_tree=False))
+        document = html.document_fromstring(data, parser=html.HTMLParser(
+            no_network=True, huge_tree=False, encoding=_undeclared_utf8(data)))
     except (etree.ParserError, ValueError) as exc:
         raise CorruptDocument(f"the HTML cannot be read ({exc})") from exc
     reader = _Reader()
