@@ -26,6 +26,7 @@ from services.core.storage import (
     document_result_key,
     load_page_result,
 )
+from services.results.checkboxes import mark_checkboxes
 from services.results.document_task import TaskFailed, run_document_task
 from services.results.figures import KeptFigures, figures_wanted, keep_figures
 from services.results.forms import document_form_fields
@@ -112,6 +113,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     figures = keep_figures(document, pages, entries, settings, store) if figures_wanted(document, settings) \
         else KeptFigures()
     form_fields = document_form_fields(document, entries, store)
+    mark_checkboxes(entries)  # boxes printed as ☐ ☒ glyphs
     kept_furniture = (document.options or {}).get("furniture") == "keep"
     if kept_furniture:
         keep_furniture(entries)

@@ -8,6 +8,7 @@ from typing import Any
 from services.core.elements import Element, ElementType, page_markdown
 from services.results.render.derive import document_pages
 from services.results.render.html import render_html
+from services.results.render.latex import render_latex
 from services.results.render.sanitize import parse_table
 from services.results.tables import merge_tables
 
@@ -75,6 +76,9 @@ def test_a_long_table_over_three_pages_keeps_every_row_in_order() -> None:
         assert entries[2]["markdown"] == "Totals follow.\n" and "item 90" in entries[0]["markdown"]
         html = render_html(document_pages(entries))
         assert html.count('<tr data-page="2">') == 1 and html.count('<tr data-page="3">') == 1
+        latex = render_latex(document_pages(entries))
+        assert latex.index("% table continues from page 2") < latex.index("item 41 &") < \
+            latex.index("% table continues from page 3") < latex.index("item 86 &")
 
 
 def test_tables_that_do_not_line_up_stay_apart() -> None:
