@@ -1,14 +1,15 @@
 """Tables that run across pages, merged into one logical table at assembly (`merge_tables`, on by default).
 
 A page's last table (nothing but a caption, footnote or furniture after it) and the next page's first table
-(at most a heading or caption before it) are one table when they have the same number of columns and, when
-both are boxed, the same left and right edges (within `EDGE_SHARE` of the page width). The continuation's
-repeated header rows (the same text as the first part's header rows, or its first row the same as the first
-part's first row) are dropped; every other row is kept, in order. The first part becomes the one element: its
-`html` the merged table, its `parts` each page's part (`page`, `bbox`, `rows` [first, end) of the merged rows,
-the part's own `source_id` and `html` as read, so the merge can be undone), its Markdown the merged table with a
-`<!-- table continues from page N -->` comment before each later part's first row. The continuation leaves its
-page's tree and Markdown. A table that fills a page and goes on over the next one is followed page after page.
+(before it at most one heading or caption that says it goes on — "continued", "cont." — or repeats the first
+part's title: any other heading starts a new section's table) are one table when they have the same number
+of columns and, when both are boxed, the same left and right edges (within `EDGE_SHARE` of the page width).
+The continuation's repeated header rows (the same text as the first part's header rows, or its first row the
+same as the first part's first row) are dropped; every other row is kept, in order. The first part becomes
+the one element: its `html` the merged table, its `parts` each page's part (`page`, `bbox`, `rows` [first, end)
+of the merged rows, the part's own `source_id` and `html` as read, so the merge can be undone), its Markdown
+the merged table with a `<!-- table continues from page N -->` comment before each later part's first row.
+The continuation leaves its page's tree and Markdown. A table that fills a page is followed page after page.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ EDGE_SHARE = 0.05  # left and right edges of the two parts this close (share of 
 _AFTER_TABLE = frozenset({ElementType.CAPTION, ElementType.FOOTNOTE}) | FURNITURE
 _BEFORE_TABLE = frozenset({ElementType.CAPTION, ElementType.HEADING}) | FURNITURE
 _ROW = re.compile(r"<tr>")
+_CONTINUED = re.compile(r"\bcontinu|\(cont\.?\)|\bcont'd|\bfortsetzung|\bsuite\b|\bcontinuación")
 
 
 def _elements(entry: dict[str, Any]) -> list[Element]:
@@ -38,17 +40,34 @@ def _last_table(elements: list[Element]) -> int | None:
     return None
 
 
-def _first_table(elements: list[Element]) -> int | None:
+def _first_table(elements: list[Element], titles: set[str]) -> int | None:
+    """The next page's first table, when nothing but furniture stands before it, or one heading or caption
+    that says the table goes on ("Table 4 (continued)") or repeats the first part's own title. Any other heading
+    opens a new table (a new section's table with the same columns is not a continuation)."""
     leading = 0
     for index, element in enumerate(elements):
         if element.type is ElementType.TABLE:
             return index
-        if element.type not in _BEFORE_TABLE:
+        if element.type in FURNITURE:
+            continue
+        if element.type not in _BEFORE_TABLE or leading or not _goes_on(element.text, titles):
             return None
-        leading += element.type not in FURNITURE
-        if leading > 1:
-            return None
+        leading += 1
     return None
+
+
+def _goes_on(text: str, titles: set[str]) -> bool:
+    words = " ".join(text.lower().split())
+    return bool(_CONTINUED.search(words)) or words in titles
+
+
+def _title_of(elements: list[Element], index: int) -> set[str]:
+    """The heading or caption right before a table (furniture aside), as `_goes_on` compares it."""
+    for element in reversed(elements[:index]):
+        if element.type in FURNITURE:
+            continue
+        return {" ".join(element.text.lower().split())} if element.type in _BEFORE_TABLE else set()
+    return set()
 
 
 def _texts(row: list[Cell]) -> list[str]:
@@ -91,6 +110,7 @@ def merge_tables(entries: list[dict[str, Any]]) -> int:
     how many continuations were merged."""
     merged = 0
     open_table: tuple[int, int, Table] | None = None  # (entry index, element index, merged table so far)
+    titles: set[str] = set()  # the open table's own heading or caption
     trees = {i: _elements(e) for i, e in enumerate(entries) if e.get("status") == "succeeded"}
     consistent = {i: (entries[i].get("markdown") or "").strip() == page_markdown(tree).strip()
                   for i, tree in trees.items()}
@@ -104,7 +124,7 @@ def merge_tables(entries: list[dict[str, Any]]) -> int:
                 int(entries[open_table[0]]["page_number"]) + _pages_since(entries, open_table[0], index):
             start_entry, start_element, table = open_table
             head = trees[start_entry][start_element]
-            position = _first_table(tree)
+            position = _first_table(tree, titles)
             if position is not None:
                 candidate = tree[position]
                 following = parse_table(candidate.html or candidate.markdown)
@@ -134,6 +154,7 @@ def merge_tables(entries: list[dict[str, Any]]) -> int:
                         continue
         last = _last_table(tree)
         open_table = (index, last, parse_table(tree[last].html or tree[last].markdown)) if last is not None else None
+        titles = _title_of(tree, last) if last is not None else set()
     for index in changed:
         entries[index]["elements"] = [e.model_dump(mode="json") for e in trees[index]]
         if consistent[index]:

@@ -94,6 +94,11 @@ def test_tables_that_do_not_line_up_stay_apart() -> None:
     entries[1]["elements"].insert(1, text)  # text before the next page's table: a new table (going on to page 3)
     assert merge_tables(entries) == 1 and entries[0]["elements"][1].get("parts") is None
     assert [p["page"] for p in entries[1]["elements"][2]["parts"]] == [2, 3]
+    for heading, merges in (("Pesticides", 1), ("Table 1 (continued)", 2), ("Orders of the quarter.", 2)):
+        entries = long_document(repeat_header=True)  # a heading before the next part: a new table unless it
+        entries[0]["elements"][0]["type"] = "heading"  # says the table goes on or repeats the table's title
+        entries[1]["elements"].insert(1, element(2, 3, ElementType.HEADING, heading).model_dump(mode="json"))
+        assert merge_tables(entries) == merges, heading
     entries = long_document(repeat_header=True)
     entries[1]["status"] = "failed"  # a failed page between: nothing to join across
     assert merge_tables(entries) == 0
