@@ -99,6 +99,7 @@ def render_local(result: LocalResult, settings: Settings, formats: list[str], *,
     """The requested output formats of a document parsed in this process (`pagemill parse --format`).
     `source`: the file, to crop its figures from (their images are put in `figures`, by path);
     `keep_furniture`: `furniture=keep`. Both change `result.pages` as the platform's assembly does."""
+    from services.results.checkboxes import mark_checkboxes
     from services.results.figures import KeptFigures, crop_figures, page_image
     from services.results.furniture import keep_furniture as keep_heads_and_feet
     from services.results.render.formats import render_document
@@ -111,6 +112,7 @@ def render_local(result: LocalResult, settings: Settings, formats: list[str], *,
             by_position[int(entry["page"])][2], float(entry["width"]), float(entry["height"]), settings))
         if figures is not None:
             figures.update(kept.images)
+    mark_checkboxes(result.pages)
     if keep_furniture:
         keep_heads_and_feet(result.pages)
     status = "succeeded" if result.failed == 0 else ("failed" if result.failed == len(result.pages) else "partial")

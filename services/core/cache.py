@@ -70,7 +70,7 @@ NO_OUTPUT_EFFECT = frozenset({
 CONTROL_OPTIONS = frozenset({"cache", "do_not_cache", "webhook_id", "cached_from", "formats"})
 # Options that change only what assembly writes (figure images, kept furniture): part of the document key, not
 # of a page's, so the same page's result serves both.
-ASSEMBLY_OPTIONS = frozenset({"figures", "furniture"})
+ASSEMBLY_OPTIONS = frozenset({"figures", "furniture", "merge_tables"})
 # What the splitter writes differently into two copies of the same page: a random trailer /ID and the time.
 # The document's title in its HTML (services/results/render/html.py writes it escaped, so it holds no `<`).
 _HTML_TITLE = re.compile(rb"<title>[^<]*</title>")

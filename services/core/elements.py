@@ -41,6 +41,18 @@ FURNITURE = frozenset({ElementType.PAGE_HEADER, ElementType.PAGE_FOOTER})
 BBox = tuple[float, float, float, float]
 
 
+class TablePart(BaseModel):
+    """One page's part of a table that runs across pages: where it was and which of the merged rows it holds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    page: int = Field(description="1-based page number in the uploaded file")
+    bbox: BBox | None = Field(description="the part on its page, PDF points, top-left origin")
+    rows: tuple[int, int] = Field(description="[first, end) of the merged table's rows (header rows count)")
+    source_id: str = Field(description="the id the part had as a table of its own page")
+    html: str = Field(description="the part as its page read it (its repeated header included): to undo the merge")
+
+
 class Element(BaseModel):
     """One block of a page. `markdown` is its canonical rendering; `text` its plain words."""
 
@@ -68,6 +80,8 @@ class Element(BaseModel):
         default=None, description="form fields: text, checkbox, radio, combobox, listbox, signature, button")
     value: str | None = Field(default=None, description="form fields: the value (a radio button: its option)")
     checked: bool | None = Field(default=None, description="checkboxes, radio buttons: ticked or not")
+    parts: list[TablePart] | None = Field(
+        default=None, description="a table merged across pages: each page's part, in order (one logical table)")
 
 
 def element_id(page: int, n: int) -> str:

@@ -327,6 +327,9 @@ class OutputSettings(SettingsSection):
     chunk_split_tables: bool = True
     """`chunks.json`: a table larger than the limit is split between rows, its header rows repeated in each part
     (false: it stays whole, one chunk over the limit)."""
+    merge_tables: bool = True
+    """Merge a table that goes on over the next page (same columns, same edges) into one table with `parts`; an
+    upload's `merge_tables=false` keeps them apart."""
     figures: bool = True
     """Keep each figure's image (cropped from the page) beside the results; an upload's `figures=false` turns it off."""
     figure_dpi: int = Field(default=144, ge=36, le=600)

@@ -26,12 +26,14 @@ from services.core.storage import (
     document_result_key,
     load_page_result,
 )
+from services.results.checkboxes import mark_checkboxes
 from services.results.document_task import TaskFailed, run_document_task
 from services.results.figures import KeptFigures, figures_wanted, keep_figures
 from services.results.forms import document_form_fields
 from services.results.furniture import keep_furniture, mark_running_furniture
 from services.results.render.formats import render_document
 from services.results.render.markdown import render_charts, render_sheets, render_slides
+from services.results.tables import merge_tables
 
 log = get_logger(__name__)
 
@@ -106,9 +108,12 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         entries.append(page_entry(page, result))
     # Running heads and feet repeat across pages: only here, where the pages meet, can that be seen.
     mark_running_furniture(entries)
+    if settings.outputs.merge_tables and (document.options or {}).get("merge_tables", True) is not False:
+        merge_tables(entries)  # after the furniture is known: a running foot must not hide a table's end
     figures = keep_figures(document, pages, entries, settings, store) if figures_wanted(document, settings) \
         else KeptFigures()
     form_fields = document_form_fields(document, entries, store)
+    mark_checkboxes(entries)  # boxes printed as ☐ ☒ glyphs
     kept_furniture = (document.options or {}).get("furniture") == "keep"
     if kept_furniture:
         keep_furniture(entries)

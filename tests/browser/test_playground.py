@@ -14,7 +14,7 @@ import pytest
 
 from tests.browser.conftest import ARTIFACTS, Watched
 from tests.harness import Platform
-from tests.pdfs import make_pdf, repeat_pages
+from tests.pdfs import FIGURE_CAPTION, figure_pdf, form_pdf, make_pdf, repeat_pages
 
 pytestmark = pytest.mark.slow
 
@@ -203,4 +203,30 @@ def test_entities_in_a_documents_markdown_show_as_the_characters_they_stand_for(
     assert "Tags like <script> and <b> stay text, said AT&T & co." in shown, shown
     assert "&lt;" not in shown and page.locator("#view-html script, #view-html b").count() == 0
     assert page.locator("#view-markdown").inner_text().strip() == markdown.strip()  # the source, as written
+    watched.assert_clean()
+
+
+def test_a_kept_figure_is_shown_and_form_checkboxes_are_visible(platform: Platform, watched: Watched,
+                                                                tmp_path: Path) -> None:
+    figure, form = tmp_path / "figure.pdf", tmp_path / "form.pdf"
+    figure.write_bytes(figure_pdf())
+    form.write_bytes(form_pdf())
+    figure_id, form_id = platform.upload(figure)["id"], platform.upload(form)["id"]
+    for document_id in (figure_id, form_id):
+        assert platform.wait_done(document_id)["status"] == "succeeded"
+    page: Any = watched.page
+    page.goto(f"{platform.url}/playground/")
+    page.fill("#api-key", platform.api_key or "")
+    page.click("#save-key")
+    page.locator(f'#documents tbody tr[data-id="{figure_id}"] button.open').click()
+    page.wait_for_selector("#viewer:not([hidden])")
+    image = page.locator("#view-html figure.pm-figure img")
+    image.wait_for(timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#view-html figure.pm-figure img').naturalWidth > 0")
+    assert page.evaluate("() => document.querySelector('#view-html figure.pm-figure img').naturalWidth") == 600
+    assert FIGURE_CAPTION in page.locator("#view-html figure.pm-figure figcaption").inner_text()
+    page.locator(f'#documents tbody tr[data-id="{form_id}"] button.open').click()
+    page.locator("#view-html .pm-check", has_text="newsletter").wait_for(timeout=30_000)
+    shown = page.locator("#view-html").inner_text()
+    assert "\u2612 agree" in shown and "\u2610 newsletter" in shown, shown
     watched.assert_clean()

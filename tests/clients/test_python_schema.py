@@ -72,7 +72,7 @@ def test_the_upload_sends_exactly_the_form_fields_the_api_declares(openapi: dict
     upload = build_upload(b"%PDF-", filename="a.pdf", pages="1", mode="fast", metadata={"a": 1},
                           webhook_url="https://example.com/h", cache=False, do_not_cache=True, idempotency_key=None,
                           task="extract", target_language="German", schema={"type": "object"}, figures=False,
-                          furniture="keep")
+                          furniture="keep", merge_tables=False)
     body = openapi["paths"]["/v1/documents"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
     assert {"file", *upload.fields} == set(body["properties"])
 

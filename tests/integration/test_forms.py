@@ -67,3 +67,12 @@ def test_fields_reach_markdown_html_and_latex(
 
 def test_a_pdf_without_a_form_has_no_fields() -> None:
     assert read_form_fields(figure_pdf(), [1]) == {}
+
+
+def test_the_eval_harness_scores_the_fields_against_pypdfs_reading() -> None:
+    from pagemill_eval.figures import _forms
+    scored = _forms(form_pdf(), 1)
+    assert (scored["truth_fields"], scored["fields_found"]) == (5, 5)
+    assert (scored["text_values_equal"], scored["text_fields"]) == (2, 2)
+    assert (scored["checkbox_states_equal"], scored["checkboxes"]) == (2, 2)
+    assert _forms(figure_pdf(), 1)["truth_fields"] == 0

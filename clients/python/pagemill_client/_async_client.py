@@ -92,13 +92,14 @@ class AsyncClient:
                      mode: Mode | None = None, metadata: dict[str, Any] | None = None,
                      webhook_url: str | None = None, cache: bool = True, do_not_cache: bool = False,
                      idempotency_key: str | None = None, task: Task | None = None,
-                     target_language: str | None = None, schema: dict[str, Any] | None = None, figures: bool = True,
-               furniture: Furniture = "drop") -> DocumentCreated:
+                     target_language: str | None = None, schema: dict[str, Any] | None = None,
+                     figures: bool = True, furniture: Furniture = "drop",
+                     merge_tables: bool = True) -> DocumentCreated:
         upload = build_upload(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
                               webhook_url=webhook_url, cache=cache, do_not_cache=do_not_cache,
                               idempotency_key=idempotency_key, task=task,
                               target_language=target_language, schema=schema, figures=figures,
-                              furniture=furniture)
+                              furniture=furniture, merge_tables=merge_tables)
         response = await self._request("POST", "/v1/documents", files=upload.files, data=upload.fields,
                                        headers={"Idempotency-Key": upload.idempotency_key})
         return created_from(response)
@@ -203,11 +204,12 @@ class AsyncClient:
                     on_progress: AsyncProgressCallback | None = None, timeout: float | None = None,
                     task: Task | None = None, target_language: str | None = None,
                     schema: dict[str, Any] | None = None, figures: bool = True,
-              furniture: Furniture = "drop") -> Document:
+                    furniture: Furniture = "drop", merge_tables: bool = True) -> Document:
         formats = formats_for(formats, task)
         created = await self.submit(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
                                     webhook_url=webhook_url, task=task, target_language=target_language,
-                                    schema=schema, figures=figures, furniture=furniture)
+                                    schema=schema, figures=figures, furniture=furniture,
+                                    merge_tables=merge_tables)
         state = await self.wait(created.id, timeout=timeout, on_progress=on_progress)
         if state.status in ("failed", "cancelled"):
             raise DocumentFailed(Document(state))

@@ -108,7 +108,7 @@ def build_upload(file: FileInput, *, filename: str | None, pages: str | None, mo
                  metadata: dict[str, Any] | None, webhook_url: str | None, cache: bool, do_not_cache: bool,
                  idempotency_key: str | None, task: str | None = None, target_language: str | None = None,
                  schema: dict[str, Any] | None = None, figures: bool = True,
-                 furniture: str = "drop") -> Upload:
+                 furniture: str = "drop", merge_tables: bool = True) -> Upload:
     if isinstance(file, bytes):
         data, name = file, filename or "document"
     elif isinstance(file, str | os.PathLike):
@@ -139,6 +139,8 @@ def build_upload(file: FileInput, *, filename: str | None, pages: str | None, mo
         fields["figures"] = "false"
     if furniture != "drop":
         fields["furniture"] = furniture
+    if not merge_tables:
+        fields["merge_tables"] = "false"
     return Upload(name, data, fields, idempotency_key or f"pmc-{uuid.uuid4().hex}")
 
 

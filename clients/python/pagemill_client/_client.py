@@ -93,7 +93,7 @@ class Client:
                cache: bool = True, do_not_cache: bool = False, idempotency_key: str | None = None,
                task: Task | None = None, target_language: str | None = None,
                schema: dict[str, Any] | None = None, figures: bool = True,
-               furniture: Furniture = "drop") -> DocumentCreated:
+               furniture: Furniture = "drop", merge_tables: bool = True) -> DocumentCreated:
         """Uploads a file (a path, bytes or a binary file object). Every retry carries the same Idempotency-Key
         (made here unless given), so a retried upload never makes a second document. `task`: parse (default),
         translate (`target_language`), extract (a JSON Schema in `schema`) or summarize; the answer is the
@@ -102,7 +102,7 @@ class Client:
                               webhook_url=webhook_url, cache=cache, do_not_cache=do_not_cache,
                               idempotency_key=idempotency_key, task=task,
                               target_language=target_language, schema=schema, figures=figures,
-                              furniture=furniture)
+                              furniture=furniture, merge_tables=merge_tables)
         response = self._request("POST", "/v1/documents", files=upload.files, data=upload.fields,
                                  headers={"Idempotency-Key": upload.idempotency_key})
         return created_from(response)
@@ -204,13 +204,14 @@ class Client:
               on_progress: ProgressCallback | None = None, timeout: float | None = None,
               task: Task | None = None, target_language: str | None = None,
               schema: dict[str, Any] | None = None, figures: bool = True,
-              furniture: Furniture = "drop") -> Document:
+              furniture: Furniture = "drop", merge_tables: bool = True) -> Document:
         """Upload, wait, fetch `formats` (default: Markdown, and the task's answer for a model task). Raises
         DocumentFailed when the document ends failed or cancelled."""
         formats = formats_for(formats, task)
         created = self.submit(file, filename=filename, pages=pages, mode=mode, metadata=metadata,
                               webhook_url=webhook_url, task=task, target_language=target_language, schema=schema,
-                              figures=figures, furniture=furniture)
+                              figures=figures, furniture=furniture,
+                              merge_tables=merge_tables)
         state = self.wait(created.id, timeout=timeout, on_progress=on_progress)
         if state.status in ("failed", "cancelled"):
             raise DocumentFailed(Document(state))

@@ -226,6 +226,7 @@ class Element(Model):
     field_type: str | None = None
     value: str | None = None
     checked: bool | None = None
+    parts: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,8 @@ export interface SubmitOptions {
   /** false: keep no figure images */
   figures?: boolean;
   furniture?: Furniture;
+  /** false: a table that goes on over the next page stays two tables */
+  mergeTables?: boolean;
 }
 
 export interface WaitOptions { timeoutMs?: number; onProgress?: (progress: Progress) => void; sse?: boolean }
@@ -146,6 +148,7 @@ export class PagemillClient {
     if (options.cache === false) form.append("cache", "false");
     if (options.figures === false) form.append("figures", "false");
     if (options.furniture && options.furniture !== "drop") form.append("furniture", options.furniture);
+    if (options.mergeTables === false) form.append("merge_tables", "false");
     return this.unwrap(this.api.POST("/v1/documents", {
       body: form as never, bodySerializer: (body: unknown) => body as FormData,
       params: { header: { "Idempotency-Key": options.idempotencyKey ?? `pmc-${crypto.randomUUID()}` } },

@@ -750,6 +750,11 @@ export interface components {
              */
             page: number;
             /**
+             * Parts
+             * @description a table merged across pages: each page's part, in order (one logical table)
+             */
+            parts?: components["schemas"]["TablePart"][] | null;
+            /**
              * Text
              * @default
              */
@@ -1044,6 +1049,45 @@ export interface components {
              * @description seconds the previous secret keeps signing (a second signature); 0: stop at once (a leaked secret); default PAGEMILL_WEBHOOKS__SECRET_OVERLAP_S (24 h)
              */
             overlap_s?: number | null;
+        };
+        /**
+         * TablePart
+         * @description One page's part of a table that runs across pages: where it was and which of the merged rows it holds.
+         */
+        TablePart: {
+            /**
+             * Bbox
+             * @description the part on its page, PDF points, top-left origin
+             */
+            bbox: [
+                number,
+                number,
+                number,
+                number
+            ] | null;
+            /**
+             * Html
+             * @description the part as its page read it (its repeated header included): to undo the merge
+             */
+            html: string;
+            /**
+             * Page
+             * @description 1-based page number in the uploaded file
+             */
+            page: number;
+            /**
+             * Rows
+             * @description [first, end) of the merged table's rows (header rows count)
+             */
+            rows: [
+                number,
+                number
+            ];
+            /**
+             * Source Id
+             * @description the id the part had as a table of its own page
+             */
+            source_id: string;
         };
         /** TenantCreate */
         TenantCreate: {
@@ -2005,6 +2049,11 @@ export interface operations {
                      * @enum {string}
                      */
                     furniture?: "drop" | "keep";
+                    /**
+                     * @description false: a table that goes on over the next page stays two tables (true: one table with `parts`, each page's rows and box)
+                     * @default true
+                     */
+                    merge_tables?: boolean;
                     /** @description a JSON object (≤ 16 KiB, ≤ 32 levels, finite numbers), returned untouched */
                     metadata?: string;
                     /** @enum {string} */

@@ -58,6 +58,7 @@ class SubmitOptions:
     idempotency_key: str | None = None
     figures: bool = True  # keep the figures' images
     furniture: str = "drop"  # "keep": headers and footers in every format, marked
+    merge_tables: bool = True  # a table over two pages: one table with parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,7 @@ def request_hash(upload: Upload, options: SubmitOptions) -> str:
               "metadata": upload.metadata, "mode": upload.mode, "cache": options.cache,
               "do_not_cache": options.do_not_cache, "webhook_url": options.webhook_url,
               "task": upload.task, "target_language": upload.target_language, "schema": upload.schema,
-              "figures": options.figures, "furniture": options.furniture}
+              "figures": options.figures, "furniture": options.furniture, "merge_tables": options.merge_tables}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
@@ -131,6 +132,8 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
         doc_options["figures"] = False
     if options.furniture == "keep":
         doc_options["furniture"] = "keep"
+    if not options.merge_tables:
+        doc_options["merge_tables"] = False
     # A model task's answer is part of what a cached copy hands back: the task is part of the key.
     keyed = doc_options if accepted.task.kind is TaskKind.PARSE else {
         **doc_options, "task": accepted.task.kind.value, "task_params": accepted.task.params}

@@ -139,6 +139,7 @@ async def create_document(
                                        do_not_cache=form_bool(fields, "do_not_cache", False),
                                        webhook_url=fields.get("webhook_url") or None, idempotency_key=key,
                                        figures=form_bool(fields, "figures", True),
+                                       merge_tables=form_bool(fields, "merge_tables", True),
                                        furniture=form_choice(fields, "furniture", ("drop", "keep"), "drop"))
         # The split job goes out after the commit (the request's outbox): before it, it would find no rows.
         submitted = await run_in_threadpool(

@@ -46,6 +46,9 @@ UPLOAD_REQUEST_BODY: dict[str, Any] = {
                 "figures": {"type": "boolean", "default": True,
                             "description": "false: keep no figure images (figures stay placeholders in the "
                                            "results)"},
+                "merge_tables": {"type": "boolean", "default": True,
+                                 "description": "false: a table that goes on over the next page stays two tables "
+                                                "(true: one table with `parts`, each page's rows and box)"},
                 "furniture": {"type": "string", "enum": ["drop", "keep"], "default": "drop",
                               "description": "keep: page headers, footers and page numbers stay in the Markdown, "
                                              "HTML, LaTeX and chunks, marked as such (drop: only the JSON has "

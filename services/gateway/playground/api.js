@@ -48,6 +48,9 @@ export async function getDocument(id, wait = 0) {
 }
 export async function deleteDocument(id) { return (await call(`/v1/documents/${id}`, { method: "DELETE" })).json(); }
 export async function result(id, format) { return call(`/v1/documents/${id}/result?format=${format}`); }
+export async function figure(id, path) {
+  return (await call(`/v1/documents/${id}/figures/${encodeURIComponent(path.replace(/^figures\//, ""))}`)).blob();
+}
 export async function pageImage(id, n) { return (await call(`/v1/documents/${id}/pages/${n}/image`)).blob(); }
 
 // The result formats the server declares in its OpenAPI schema (public, no key needed).

@@ -128,6 +128,18 @@ async function open(id) {
   $("#viewer").scrollIntoView();
 }
 
+// Kept figures: each image fetched with the key and shown from a blob: URL (the page's CSP allows no other).
+function showFigures(id, root) {
+  for (const figure of root.querySelectorAll("figure.pm-figure[title]")) {
+    api.figure(id, figure.title).then((blob) => {
+      const image = document.createElement("img");
+      image.alt = figure.textContent;
+      image.src = URL.createObjectURL(blob);
+      figure.prepend(image);
+    }).catch(() => figure.classList.add("missing"));
+  }
+}
+
 async function showPage() {
   const { state, json, page } = viewing;
   $("#page-label").textContent = `page ${page} of ${state.pages_total}`;
@@ -136,6 +148,7 @@ async function showPage() {
   const entry = (json.pages || [])[page - 1] || {};
   const markdown = entry.markdown ?? "";
   showResult($("#view-html"), { html: entry.html ?? null, markdown });
+  showFigures(state.id, $("#view-html"));
   $("#view-markdown").textContent = markdown;
   $("#view-json").textContent = JSON.stringify(entry, null, 2);
   const image = $("#page-image");

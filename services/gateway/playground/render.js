@@ -12,6 +12,9 @@ const ATTRIBUTES = new Set(["colspan", "rowspan", "class", "data-tex", "data-dis
 const DROP = new Set(["SCRIPT", "STYLE", "IFRAME", "OBJECT", "EMBED", "LINK", "META", "TEMPLATE", "SVG", "FORM",
   "INPUT", "BUTTON", "TEXTAREA", "SELECT", "BASE", "NOSCRIPT", "ANNOTATION", "ANNOTATION-XML", "TITLE"]);
 
+// `![caption](figures/p3-e5.png)`: a figure pagemill kept (its name is an element id, nothing else passes)
+const FIGURE = /^!\[([^\]]*)\]\((figures\/p\d+-e\d+\.(?:png|jpg))\)$/;
+
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const escape = (text) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
 // Markdown text (not code): an entity reference (`&lt;`, `&#60;`, `&#x3C;`) stands for its character, as
@@ -59,6 +62,13 @@ export function markdownToHtml(markdown) {
       const rest = block.replace(/^<!--\s*page\s+(\d+)\s*-->\s*/, "");
       html.push(`<hr class="page-break" title="${escape(block.match(/\d+/)[0])}">`);
       if (rest) blocks.splice(i + 1, 0, rest);
+    } else if (FIGURE.test(block)) {  // a kept figure: its image is fetched with the key (app.js)
+      const [, alt, path] = block.match(FIGURE);
+      html.push(`<figure class="pm-figure" title="${escape(path)}"><figcaption>${inline(alt)}</figcaption></figure>`);
+    } else if (/^\[[ xX]\] /.test(block)) {  // a checkbox or form field: visible, not a control
+      const checked = block[1] !== " ";
+      html.push(`<p class="pm-check"><span class="pm-box" title="${checked ? "checked" : "not checked"}">` +
+        `${checked ? "\u2612" : "\u2610"}</span> ${inline(block.slice(4))}</p>`);
     } else if (/^(\$\$|\\\[)/.test(block)) {
       html.push(mathSpan(block.replace(/^(\$\$|\\\[)|(\$\$|\\\])$/g, "").trim(), true));
     } else if (/^#{1,6}\s/.test(block)) {

@@ -115,6 +115,18 @@ def _figure_html(element: Element, figures: _Figures | None) -> str:
     return f'<figure{_attrs(element)}><div class="figure-placeholder">[{html.escape(label)}]</div></figure>'
 
 
+def _page_breaks(table_html: str, element: Element) -> str:
+    """A table merged across pages: `data-page` on the first row of each later part (its rows are its <tr>s)."""
+    if not element.parts or len(element.parts) < 2:
+        return table_html
+    pieces = table_html.split("<tr>")
+    if len(pieces) - 1 != element.parts[-1].rows[1]:
+        return table_html
+    starts = {part.rows[0]: part.page for part in element.parts[1:]}
+    return pieces[0] + "".join((f'<tr data-page="{starts[i]}">' if i in starts else "<tr>") + piece
+                               for i, piece in enumerate(pieces[1:]))
+
+
 def _field_html(element: Element) -> str:
     """A form field or a printed checkbox as a disabled control: shown, never sent (the CSP forbids it too)."""
     markdown = element.markdown or element.text
@@ -155,7 +167,7 @@ def element_html(element: Element, math: _Math, figures: _Figures | None = None)
         return f"<{tag}{_attrs(element)}>" + "".join(lis) + f"</{tag}>"
     if kind is ElementType.TABLE:
         table = parse_table(element.html or element.markdown, on_text=_math_text(math))  # type: ignore[arg-type]
-        return re.sub(r"^<table>", f"<table{_attrs(element)}>", table.to_html())
+        return re.sub(r"^<table>", f"<table{_attrs(element)}>", _page_breaks(table.to_html(), element))
     if kind is ElementType.FORMULA:
         return f"<div{_attrs(element, 'formula')}>{math(element.latex or element.text, True)}</div>"
     if kind is ElementType.CODE:

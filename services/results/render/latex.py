@@ -123,8 +123,9 @@ def _cell_latex(text: str, math: _Math) -> str:
     return "".join(out)
 
 
-def table_latex(table: Table, math: _Math) -> str:
-    """A longtable: header rows repeat on every page, spans become \\multicolumn/\\multirow."""
+def table_latex(table: Table, math: _Math, breaks: dict[int, int] | None = None) -> str:
+    """A longtable: header rows repeat on every page, spans become \\multicolumn/\\multirow. `breaks`: row ->
+    page, where a table merged across pages goes on (a comment line there)."""
     # Place every cell on a grid first: rowspans from above push a row's cells to the right.
     covered: dict[tuple[int, int], tuple[int, int]] = {}  # (row, column) -> (origin row, origin column)
     placed: list[list[tuple[int, Cell]]] = []
@@ -146,6 +147,8 @@ def table_latex(table: Table, math: _Math) -> str:
     lines = [r"{\scriptsize" if columns > 6 else r"{\small", f"\\begin{{longtable}}{{|*{{{columns}}}{{{column}|}}}}",
              r"\hline"]
     for r in range(rows):
+        if breaks and r in breaks:
+            lines.append(f"% table continues from page {breaks[r]}")
         starts = {c: cell for c, cell in placed[r]}
         parts: list[str] = []
         c = 0
@@ -244,7 +247,8 @@ def element_latex(element: Element, math: _Math) -> str:
         return f"\\begin{{{env}}}\n{body}\n\\end{{{env}}}"
     if kind is ElementType.TABLE:
         table = parse_table(element.html or element.markdown)
-        return table_latex(table, math) if table.rows else ""
+        breaks = {part.rows[0]: part.page for part in (element.parts or [])[1:]}
+        return table_latex(table, math, breaks) if table.rows else ""
     if kind is ElementType.FORMULA:
         return math.display(element.latex or element.text)
     if kind is ElementType.CODE:
