@@ -128,7 +128,8 @@ def test_parse_reports_progress_and_returns_markdown(platform: Platform, pdf: Pa
 
 def test_parse_by_path_without_waiting_then_list(platform: Platform, pdf: Path) -> None:
     async def submit(client: Client) -> tuple[Any, Any]:
-        created = await client.call_tool("parse_document", {"path": str(pdf), "pages": "1", "wait": False})
+        created = await client.call_tool("parse_document", {"path": str(pdf), "pages": "1", "wait": False,
+                                                            "furniture": "keep", "figures": False})
         listed = await client.call_tool("list_documents", {"limit": 50})
         return created, listed
 

@@ -94,6 +94,9 @@ def build_server(open_api: ApiOpener, policy: sources.SourcePolicy) -> MCPServer
         target_language: Annotated[str | None, Field(description="task=translate: the language")] = None,
         schema: Annotated[dict[str, Any] | None, Field(description="task=extract: a JSON Schema")] = None,
         metadata: Annotated[dict[str, Any] | None, Field(description="stored with the document")] = None,
+        furniture: Annotated[Literal["drop", "keep"] | None,
+                             Field(description="keep: page headers, footers and numbers stay in the Markdown")] = None,
+        figures: Annotated[bool | None, Field(description="false: keep no figure images")] = None,
         wait: Annotated[bool, Field(description="wait for the result (progress notifications as pages end); "
                                                 "false: answer at once with the document id")] = True,
         timeout_s: Annotated[float, Field(gt=0, le=3600, description="the longest wait; then an error with "
@@ -118,7 +121,8 @@ def build_server(open_api: ApiOpener, policy: sources.SourcePolicy) -> MCPServer
             fields = {name: value for name, value in (
                 ("mode", mode), ("pages", pages), ("task", task if task != "parse" else None),
                 ("target_language", target_language), ("schema", json.dumps(schema) if schema else None),
-                ("metadata", json.dumps(metadata) if metadata else None)) if value}
+                ("metadata", json.dumps(metadata) if metadata else None), ("furniture", furniture),
+                ("figures", None if figures is None else str(figures).lower())) if value}
             async with open_api(ctx) as api:
                 created = await api.submit(upload, fields)
                 document_id = created["id"]
