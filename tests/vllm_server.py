@@ -69,6 +69,7 @@ class VllmServer:
     def __init__(self, venv: Path, workdir: Path, preset: str = "generic", command: list[str] | None = None,
                  **serve: Any) -> None:
         self.venv = venv
+        self.preset = preset
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.engine = engine_settings(venv, self.port, preset, **serve)
@@ -192,6 +193,5 @@ def hunyuan_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmSer
     """hunyuan_ocr's own serve flags: no speculation, no prefix caching, no multimodal processor cache, two
     images per request (and more, for the tier). Its greedy `top_k` 1 does not go to the n-gram server: there a
     request whose prompt was a prefix-cache hit but for a few tokens crashed vLLM 0.32's CPU engine
-    (`apply_top_k_only` on an empty tensor in the rejection sampler). The tiny Qwen2-VL has no `dflash/` drafter
-    of its own: the preset's DFlash is started on its own tiny HunYuanVL in tests/vllm/test_preset_models.py."""
-    yield from _served(tmp_path_factory, "hunyuan_ocr", speculative_method="none")
+    (`apply_top_k_only` on an empty tensor in the rejection sampler)."""
+    yield from _served(tmp_path_factory, "hunyuan_ocr")

@@ -219,9 +219,15 @@ def deepseek(out: Path, architecture: str) -> None:
                 "architectures": ["DeepseekV2ForCausalLM"]}
     config = DeepseekVLV2Config(architectures=[architecture], language_config=language,
                                 projector_config={"projector_type": "linear", "input_dim": 2048, "n_embed": 128},
-                                vision_config={}, tile_tag="2D", global_view_pos="head",
+                                # DeepSeek-OCR-2 reads its global view's size (1024) from here
+                                vision_config={"image_size": 1024} if "OCR2" in architecture else {},
+                                tile_tag="2D", global_view_pos="head",
                                 candidate_resolutions=[[1024, 1024]])
     write(out, config, tok, None, architecture, {"eos_token_id": [eos]})
+    # The checkpoints name the decoder's config `language_config`: the config class reads it under that name.
+    saved = json.loads((out / "config.json").read_text())
+    saved["language_config"] = saved.pop("text_config")
+    (out / "config.json").write_text(json.dumps(saved, indent=2))
 
 
 def paddleocr_vl(out: Path) -> None:

@@ -308,20 +308,24 @@ PRESETS: dict[str, Preset] = {
                     "formulas in the document should be represented using LaTeX format, and the parsing should be "
                     "organized according to the reading order."),
             anchor_template="", parse=parse_plain, render_longest_side=2048, max_tokens=16384,
-            max_model_len=32768, sampling={"top_k": 1, "repetition_penalty": 1.0}, speculative_method="dflash",
+            max_model_len=32768, sampling={"top_k": 1, "repetition_penalty": 1.0}, speculative_method="none",
             num_speculative_tokens=15, draft_folder="dflash", prefix_caching=False, strips_furniture=True,
             serve_args=("--mm-processor-cache-gb", "0"), pages_per_request=2,
             notes="Small end-to-end OCR experts (~1B, native-resolution encoder): HunyuanOCR's document-parsing "
                   "prompt and greedy sampling (top_k 1, repetition_penalty 1.0) from vLLM's HunyuanOCR recipe, "
                   "which also turns prefix caching and the multimodal processor cache off. Rendered at 2048 px "
                   "(the encoder takes native resolution; PAGEMILL_ENGINE__RENDER_LONGEST_SIDE up to 4096). "
-                  "Speculation: HunyuanOCR-1.5's block-diffusion drafter, which the checkpoint ships in its "
-                  "`dflash/` folder, with 15 drafted tokens, as the model card's serve_DFlash.sh runs it "
-                  "(`{\"method\": \"dflash\", \"model\": \"<checkpoint>/dflash\", \"num_speculative_tokens\": 15}`); "
-                  "the card reports it lossless (greedy output unchanged) and faster the longer the page. The "
-                  "line needs the downloaded checkpoint's folder (PAGEMILL_ENGINE__SERVE__MODEL_PATH) or the "
-                  "draft's (SERVE__DRAFT_MODEL); a checkpoint without one (HunyuanOCR 1.0) runs with "
-                  "SPECULATIVE_METHOD=none. HunYuanVLForConditionalGeneration is in the pinned vLLM's (0.32) "
+                  "Speculation: HunyuanOCR-1.5 ships a block-diffusion drafter in its `dflash/` folder, which the "
+                  "model card's serve_DFlash.sh runs with 15 drafted tokens (`{\"method\": \"dflash\", "
+                  "\"model\": \"<checkpoint>/dflash\", \"num_speculative_tokens\": 15}`; lossless, faster the "
+                  "longer the page). The pinned vLLM (0.32) refuses that line: its draft loader reads "
+                  "`image_token_index` from the target's config, which HunYuanVLConfig does not have "
+                  "(\"AttributeError: 'HunYuanVLConfig' object has no attribute 'image_token_index'\"; "
+                  "tests/vllm/test_preset_models.py pins it), so the default is no speculation. "
+                  "SPECULATIVE_METHOD=dflash points the draft at the checkpoint's dflash/ folder "
+                  "(SERVE__MODEL_PATH must then be the downloaded checkpoint, or set SERVE__DRAFT_MODEL) for a vLLM "
+                  "that takes it. "
+                  "HunYuanVLForConditionalGeneration is in the pinned vLLM's (0.32) "
                   "registry (served through its Transformers backend). "
                   "Two consecutive pages go in one request (PAGEMILL_ENGINE__PAGES_PER_REQUEST), so a sentence or "
                   "table across the break is read whole; the answer is split at page markers, and a split that "

@@ -66,21 +66,21 @@ def test_qwen35_keeps_the_checkpoints_quantization_unless_told_and_shares_a_pref
     assert preset.sampling["chat_template_kwargs"] == {"enable_thinking": False}
 
 
-def test_hunyuan_ocr_renders_large_turns_caching_off_and_drafts_with_the_checkpoints_dflash() -> None:
-    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "hunyuan_ocr",
-                                         "serve": {"model_path": "/models/HunyuanOCR/"}}))
-    assert json.loads(flag(argv, "--speculative-config")) == {
-        "method": "dflash", "num_speculative_tokens": 15, "model": "/models/HunyuanOCR/dflash"}
-    assert "--no-enable-prefix-caching" in argv
+def test_hunyuan_ocr_renders_large_turns_caching_off_and_its_dflash_draft_is_the_checkpoints_folder() -> None:
+    # No speculation by default: the pinned vLLM refuses dflash on HunYuanVL (tests/vllm/test_preset_models.py).
+    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "hunyuan_ocr"}))
+    assert "--speculative-config" not in argv and "--no-enable-prefix-caching" in argv
     preset = get_preset("hunyuan_ocr")
     assert preset.render_longest_side == 2048 and preset.strips_furniture and preset.anchor_template == ""
+    dflash = {"speculative_method": "dflash", "model_path": "/models/HunyuanOCR/"}
+    argv = vllm_command(Settings(engine={"kind": "vllm", "preset": "hunyuan_ocr", "serve": dflash}))
+    assert json.loads(flag(argv, "--speculative-config")) == {
+        "method": "dflash", "num_speculative_tokens": 15, "model": "/models/HunyuanOCR/dflash"}
     # A draft set by the settings wins; a hub id has no folder to point at, so the line asks for one.
-    own = Settings(engine={"preset": "hunyuan_ocr", "serve": {"draft_model": "/drafts/hy", "model_path": "/m"}})
+    own = Settings(engine={"preset": "hunyuan_ocr", "serve": {**dflash, "draft_model": "/drafts/hy"}})
     assert speculative_config(own) == {"method": "dflash", "num_speculative_tokens": 15, "model": "/drafts/hy"}
     with pytest.raises(ValueError, match="dflash/ folder"):
-        vllm_command(Settings(engine={"preset": "hunyuan_ocr"}))
-    off = Settings(engine={"preset": "hunyuan_ocr", "serve": {"speculative_method": "none"}})
-    assert "--speculative-config" not in vllm_command(off)
+        vllm_command(Settings(engine={"preset": "hunyuan_ocr", "serve": {"speculative_method": "dflash"}}))
 
 
 def test_lighton_ocr_sends_the_page_alone_at_its_processors_size() -> None:
