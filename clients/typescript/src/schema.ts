@@ -4,6 +4,49 @@
  */
 
 export interface paths {
+    "/general/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The partition API's probe (answers 200)
+         * @description `unstructured-client` sends this request before it splits a PDF into page ranges; it answers where the
+         *     partition route and its documentation are.
+         */
+        get: operations["partition_docs_general_docs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/general/v0/general": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Partition a document (Unstructured API)
+         * @description What `unstructured-client`'s `general.partition` calls: the file is parsed by pagemill (waiting up to 15
+         *     minutes) and answered as a list of Unstructured elements. A failed document answers 422 with its error code;
+         *     a partial one the pages that succeeded.
+         */
+        post: operations["partition_general_v0_general_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1235,6 +1278,185 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    partition_docs_general_docs_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: string;
+                    };
+                };
+            };
+        };
+    };
+    partition_general_v0_general_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * @description boxes in PixelSpace at 72 dpi
+                     * @default false
+                     */
+                    coordinates?: boolean;
+                    /**
+                     * Format: binary
+                     * @description the document (what POST /v1/documents takes)
+                     */
+                    files: string;
+                    /** @default false */
+                    include_page_breaks?: boolean;
+                    /** @description copied to the elements' metadata.languages */
+                    "languages[]"?: string[];
+                    /**
+                     * @default application/json
+                     * @enum {string}
+                     */
+                    output_format?: "application/json";
+                    /**
+                     * @description false: tables without metadata.text_as_html
+                     * @default true
+                     */
+                    pdf_infer_table_structure?: boolean;
+                    /** @default 1 */
+                    starting_page_number?: number;
+                    /**
+                     * @description fast: mode=fast; vlm: mode=accurate; auto, hi_res: the server's default mode
+                     * @default hi_res
+                     * @enum {string}
+                     */
+                    strategy?: "fast" | "auto" | "hi_res" | "vlm";
+                    /** @default false */
+                    unique_element_ids?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    }[];
+                };
+            };
+            /** @description Unstructured's error shape, with pagemill's code */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Unstructured's error shape, with pagemill's code */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Unstructured's error shape, with pagemill's code */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Unstructured's error shape, with pagemill's code */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Unstructured's error shape, with pagemill's code */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Unstructured's error shape, with pagemill's code */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Unstructured's error shape, with pagemill's code */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Unstructured's error shape, with pagemill's code */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
     healthz_healthz_get: {
         parameters: {
             query?: never;
