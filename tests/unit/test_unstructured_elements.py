@@ -27,6 +27,8 @@ RESULT = {"pages": [
          "html": "<table><tr><td>a</td><td>b</td></tr></table>"},
         {"id": "p3-e3", "type": "formula", "page": 3, "bbox": [50, 310, 550, 340], "text": "E = mc2",
          "latex": "E = mc^2"},
+        {"id": "p3-e4", "type": "form_field", "page": 3, "bbox": [50, 350, 300, 370], "text": "Name: Ada",
+         "field_name": "name", "value": "Ada"},
     ]),
 ]}
 
@@ -34,11 +36,12 @@ RESULT = {"pages": [
 def test_types_text_and_metadata() -> None:
     elements = to_elements(RESULT, Options(filename="a.pdf", filetype="application/pdf", starting_page_number=5))
     assert [e["type"] for e in elements] == ["Header", "Title", "Title", "NarrativeText", "ListItem", "ListItem",
-                                             "Title", "Table", "Formula"]
+                                             "Title", "Table", "Formula", "FormKeysValues"]
     assert [e["text"] for e in elements][4:6] == ["one", "two * three"]
-    assert [e["metadata"]["page_number"] for e in elements] == [5, 5, 5, 5, 5, 5, 7, 7, 7]
+    assert [e["metadata"]["page_number"] for e in elements] == [5, 5, 5, 5, 5, 5, 7, 7, 7, 7]
     assert elements[7]["metadata"]["text_as_html"].startswith("<table>")
     assert elements[8]["text"] == "E = mc^2"
+    assert elements[9]["metadata"]["key_value_pairs"] == [{"key": {"text": "name"}, "value": {"text": "Ada"}}]
     assert [e["metadata"].get("category_depth") for e in elements[1:3]] == [0, 1]
     assert all("coordinates" not in e["metadata"] for e in elements)
     assert len({e["element_id"] for e in elements}) == len(elements)

@@ -12,6 +12,7 @@
     page_header      ->  Header
     page_footer      ->  Footer
     footnote         ->  Footnote
+    form_field       ->  FormKeysValues          metadata.key_value_pairs: [{key: {text}, value: {text}}]
 
 Every element's `metadata.parent_id` is the nearest heading above it (Unstructured's section tree). Coordinates,
 when asked for, are pagemill's boxes in "PixelSpace" (top-left origin) at 72 dpi: one pixel is one PDF point, so
@@ -28,7 +29,8 @@ from typing import Any
 
 TYPES = {"title": "Title", "heading": "Title", "paragraph": "NarrativeText", "list": "ListItem", "table": "Table",
          "formula": "Formula", "figure": "Image", "caption": "FigureCaption", "code": "CodeSnippet",
-         "page_header": "Header", "page_footer": "Footer", "footnote": "Footnote"}
+         "page_header": "Header", "page_footer": "Footer", "footnote": "Footnote",
+         "form_field": "FormKeysValues"}
 FURNITURE = frozenset({"page_header", "page_footer"})
 MARKDOWN_MARKS = re.compile(r"(\*\*|__|`|\\(?=[\\`*_{}\[\]()#+\-.!|]))")
 
@@ -59,6 +61,9 @@ def _pieces(element: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         return [(element.get("text") or "", {"text_as_html": element["html"]} if element.get("html") else {})]
     if kind == "formula":
         return [(element.get("latex") or element.get("text") or "", {})]
+    if kind == "form_field":
+        pair = {"key": {"text": element.get("field_name") or ""}, "value": {"text": element.get("value") or ""}}
+        return [(element.get("text") or "", {"key_value_pairs": [pair]})]
     if kind in ("title", "heading"):
         depth = 0 if kind == "title" else max((element.get("level") or 1) - 1, 0)
         return [(element.get("text") or "", {"category_depth": depth})]
