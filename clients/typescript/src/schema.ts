@@ -4,6 +4,63 @@
  */
 
 export interface paths {
+    "/api/parsing/job/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A parse job's status (LlamaParse) */
+        get: operations["job_api_parsing_job__job_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/parsing/job/{job_id}/result/{result_type}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A parse job's result (LlamaParse)
+         * @description The finished document's pages as LlamaParse's markdown, text or json result.
+         */
+        get: operations["job_result_api_parsing_job__job_id__result__result_type__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/parsing/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a parse job (LlamaParse)
+         * @description The file becomes a pagemill document; the answer is the job (the document's id), PENDING.
+         */
+        post: operations["upload_api_parsing_upload_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/general/docs": {
         parameters: {
             query?: never;
@@ -1278,6 +1335,293 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    job_api_parsing_job__job_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the job id (a pagemill document id) */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error_code?: string | null;
+                        error_message?: string | null;
+                        id: string;
+                        /** @enum {string} */
+                        status: "CANCELLED" | "ERROR" | "PARTIAL_SUCCESS" | "PENDING" | "SUCCESS";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    job_result_api_parsing_job__job_id__result__result_type__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the job id (a pagemill document id) */
+                job_id: string;
+                result_type: "markdown" | "text" | "json";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    upload_api_parsing_upload_post: {
+        parameters: {
+            query?: {
+                /** @description ignored: the API key decides the tenant */
+                organization_id?: string | null;
+                /** @description ignored: the API key decides the tenant */
+                project_id?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    do_not_cache?: boolean;
+                    /** @description mode=fast */
+                    fast_mode?: boolean;
+                    /** Format: binary */
+                    file: string;
+                    from_python_package?: boolean;
+                    /** @description do not answer from the result cache */
+                    invalidate_cache?: boolean;
+                    /** @description taken, not used */
+                    language?: string;
+                    /** @enum {boolean} */
+                    line_level_bounding_box?: false;
+                    /** @description mode=accurate */
+                    premium_mode?: boolean;
+                    /** @description taken; figures are served by pagemill's own API */
+                    save_images?: boolean;
+                    /** @description 0-based pages, like '0,2-4' */
+                    target_pages?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
     partition_docs_general_docs_get: {
         parameters: {
             query?: never;
@@ -1359,7 +1703,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Unstructured's error shape, with pagemill's code */
+            /** @description the client's error shape, with pagemill's code */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1371,7 +1715,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unstructured's error shape, with pagemill's code */
+            /** @description the client's error shape, with pagemill's code */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1383,7 +1727,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unstructured's error shape, with pagemill's code */
+            /** @description the client's error shape, with pagemill's code */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1395,7 +1739,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unstructured's error shape, with pagemill's code */
+            /** @description the client's error shape, with pagemill's code */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1407,7 +1751,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unstructured's error shape, with pagemill's code */
+            /** @description the client's error shape, with pagemill's code */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1419,7 +1763,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unstructured's error shape, with pagemill's code */
+            /** @description the client's error shape, with pagemill's code */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1431,7 +1775,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unstructured's error shape, with pagemill's code */
+            /** @description the client's error shape, with pagemill's code */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1443,7 +1787,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unstructured's error shape, with pagemill's code */
+            /** @description the client's error shape, with pagemill's code */
             504: {
                 headers: {
                     [name: string]: unknown;

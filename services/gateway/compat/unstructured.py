@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import FormData, UploadFile
 
 from services.core.db.models import DocumentStatus
+from services.gateway.compat.errors import DetailError, detail_errors
 from services.gateway.compat.inproc import ApiError, Upload, open_api, wait_until_final
 from services.gateway.compat.unstructured_elements import Options, to_elements
 from services.gateway.mcp.mount import bearer_key
@@ -64,21 +65,8 @@ PARTITION_BODY: dict[str, Any] = {"required": True, "content": {"multipart/form-
                    "skip_infer_table_types[] at their defaults. Refused (400 unsupported_option): "
                    + ", ".join(sorted(KNOWN_UNSUPPORTED)) + "; any other field (400 unknown_option).",
 }}}}
-ERROR_SCHEMA = {"type": "object", "required": ["detail"],
-                "properties": {"detail": {"type": "string"}, "code": {"type": "string"}}}
-ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"description": "Unstructured's error shape, with pagemill's code",
-             "content": {"application/json": {"schema": ERROR_SCHEMA}}} for status in (400, 401, 413, 415, 422, 429,
-                                                                                         503, 504)}
-
-
-class UnstructuredError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-    def response(self) -> JSONResponse:
-        return JSONResponse({"detail": self.message, "code": self.code}, status_code=self.status)
+ERRORS = detail_errors(400, 401, 413, 415, 422, 429, 503, 504)
+UnstructuredError = DetailError
 
 
 def _bool(form: FormData, name: str, default: bool) -> bool:
