@@ -38,6 +38,8 @@ from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
 from services.gateway import openapi
 from services.gateway.admin.router import router as admin_router
+from services.gateway.compat.llamaparse import router as llamaparse_router
+from services.gateway.compat.unstructured import router as unstructured_router
 from services.gateway.deps import check_query
 from services.gateway.docs import install_docs
 from services.gateway.documents.figures import router as figures_router
@@ -180,7 +182,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     initialise_gateway_series()
 
     for router in (documents_router, page_images_router, figures_router, webhooks_router, usage_router,
-                   tenant_router, admin_router):
+                   tenant_router, admin_router, unstructured_router, llamaparse_router):
         app.include_router(router)
     install_docs(app)
     if settings.mcp.enabled:  # the MCP tools; they call the routes above in-process, with the caller's key

@@ -34,6 +34,11 @@ MOMENT = {"type": "string",
           "examples": ["2026-11-01", "2026-11-01T00:00:00Z"]}
 
 
+# The drop-in routes' own ways of sending the key (services/gateway/compat).
+SECURITY_SCHEMES = {"UnstructuredApiKey": {"type": "apiKey", "in": "header", "name": "unstructured-api-key",
+                                           "description": "a tenant's API key, as unstructured-client sends it"}}
+
+
 def error_statuses(path: str, method: str) -> list[int]:
     if not path.startswith("/v1/"):
         return []
@@ -69,6 +74,7 @@ def complete(schema: dict[str, Any], settings: Settings) -> dict[str, Any]:
     if path_readyz := schema.get("paths", {}).get("/readyz", {}).get("get"):
         path_readyz["responses"]["503"] = {"description": "a dependency is down",
                                            "content": {"application/json": {"schema": {"type": "object"}}}}
+    schema.setdefault("components", {}).setdefault("securitySchemes", {}).update(SECURITY_SCHEMES)
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     for unused in ("HTTPValidationError", "ValidationError"):
         if f'"#/components/schemas/{unused}"' not in json.dumps(schema.get("paths", {})):

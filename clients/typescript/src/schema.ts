@@ -4,6 +4,106 @@
  */
 
 export interface paths {
+    "/api/parsing/job/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A parse job's status (LlamaParse) */
+        get: operations["job_api_parsing_job__job_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/parsing/job/{job_id}/result/{result_type}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A parse job's result (LlamaParse)
+         * @description The finished document's pages as LlamaParse's markdown, text or json result.
+         */
+        get: operations["job_result_api_parsing_job__job_id__result__result_type__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/parsing/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a parse job (LlamaParse)
+         * @description The file becomes a pagemill document; the answer is the job (the document's id), PENDING.
+         */
+        post: operations["upload_api_parsing_upload_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/general/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The partition API's probe (answers 200)
+         * @description `unstructured-client` sends this request before it splits a PDF into page ranges; it answers where the
+         *     partition route and its documentation are.
+         */
+        get: operations["partition_docs_general_docs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/general/v0/general": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Partition a document (Unstructured API)
+         * @description What `unstructured-client`'s `general.partition` calls: the file is parsed by pagemill (waiting up to 15
+         *     minutes) and answered as a list of Unstructured elements. A failed document answers 422 with its error code;
+         *     a partial one the pages that succeeded.
+         */
+        post: operations["partition_general_v0_general_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1279,6 +1379,472 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    job_api_parsing_job__job_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the job id (a pagemill document id) */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error_code?: string | null;
+                        error_message?: string | null;
+                        id: string;
+                        /** @enum {string} */
+                        status: "CANCELLED" | "ERROR" | "PARTIAL_SUCCESS" | "PENDING" | "SUCCESS";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    job_result_api_parsing_job__job_id__result__result_type__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the job id (a pagemill document id) */
+                job_id: string;
+                result_type: "markdown" | "text" | "json";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    upload_api_parsing_upload_post: {
+        parameters: {
+            query?: {
+                /** @description ignored: the API key decides the tenant */
+                organization_id?: string | null;
+                /** @description ignored: the API key decides the tenant */
+                project_id?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    do_not_cache?: boolean;
+                    /** @description mode=fast */
+                    fast_mode?: boolean;
+                    /** Format: binary */
+                    file: string;
+                    from_python_package?: boolean;
+                    /** @description do not answer from the result cache */
+                    invalidate_cache?: boolean;
+                    /** @description taken, not used */
+                    language?: string;
+                    /** @enum {boolean} */
+                    line_level_bounding_box?: false;
+                    /** @description mode=accurate */
+                    premium_mode?: boolean;
+                    /** @description taken; figures are served by pagemill's own API */
+                    save_images?: boolean;
+                    /** @description 0-based pages, like '0,2-4' */
+                    target_pages?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    partition_docs_general_docs_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: string;
+                    };
+                };
+            };
+        };
+    };
+    partition_general_v0_general_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * @description boxes in PixelSpace at 72 dpi
+                     * @default false
+                     */
+                    coordinates?: boolean;
+                    /**
+                     * Format: binary
+                     * @description the document (what POST /v1/documents takes)
+                     */
+                    files: string;
+                    /** @default false */
+                    include_page_breaks?: boolean;
+                    /** @description copied to the elements' metadata.languages */
+                    "languages[]"?: string[];
+                    /**
+                     * @default application/json
+                     * @enum {string}
+                     */
+                    output_format?: "application/json";
+                    /**
+                     * @description false: tables without metadata.text_as_html
+                     * @default true
+                     */
+                    pdf_infer_table_structure?: boolean;
+                    /** @default 1 */
+                    starting_page_number?: number;
+                    /**
+                     * @description fast: mode=fast; vlm: mode=accurate; auto, hi_res: the server's default mode
+                     * @default hi_res
+                     * @enum {string}
+                     */
+                    strategy?: "fast" | "auto" | "hi_res" | "vlm";
+                    /** @default false */
+                    unique_element_ids?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    }[];
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description the client's error shape, with pagemill's code */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
     healthz_healthz_get: {
         parameters: {
             query?: never;
