@@ -230,3 +230,23 @@ _RELS_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 ])
 def test_html_text_is_decoded_as_the_page_says_or_as_utf8(page: bytes) -> None:
     assert read_html(page)[0].text.startswith("café")
+
+
+_MULTI = (f'<w:numbering {_NS}><w:abstractNum w:abstractNumId="5">'
+          '<w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl>'
+          '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%2"/></w:lvl>'
+          '<w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="lowerRoman"/><w:lvlText w:val="(%3)"/></w:lvl>'
+          '</w:abstractNum><w:num w:numId="4"><w:abstractNumId w:val="5"/></w:num></w:numbering>')
+
+
+def test_word_numbering_labels_headings_and_multi_level_items_and_keeps_counting_across_text() -> None:
+    body = (_p(_r("Scope"), style="Heading2", num=(4, 0)) + _p(_r("Terms"), num=(4, 1))
+            + _p(_r("Between the items."))
+            + _p(_r("Units"), num=(4, 1)) + _p(_r("metres"), num=(4, 2)) + _p(_r("seconds"), num=(4, 2))
+            + _p(_r("Method"), num=(4, 0)))
+    document = f'<?xml version="1.0" encoding="UTF-8"?><w:document {_NS}><w:body>{body}</w:body></w:document>'
+    elements = read_docx(docx(document.encode(), {"word/styles.xml": _STYLES.encode(),
+                                                  "word/numbering.xml": _MULTI.encode()}))
+    assert [e.markdown for e in elements] == [
+        "## 1. Scope", "- 1.1 Terms", "Between the items.", "- 1.2 Units\n    1. metres\n    2. seconds\n2. Method"]
+    assert elements[0].text == "1. Scope" and elements[3].items == ["1.2 Units", "metres", "seconds", "Method"]

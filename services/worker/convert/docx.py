@@ -23,6 +23,7 @@ from xml.etree import ElementTree
 
 from services.core.elements import Element
 from services.core.errors import CorruptDocument
+from services.worker.convert.numbering import Numbering
 from services.worker.convert.omml import M, omml_latex
 from services.worker.convert.tree import MAX_SPAN, Cell, TreeBuilder, clean, link
 
@@ -72,7 +73,7 @@ class _Reader:
     def __init__(self, archive: zipfile.ZipFile) -> None:
         self.archive = archive
         self.styles = self._styles()
-        self.ordered = self._numbering()
+        self.numbering = Numbering.parse(self.part("word/numbering.xml"))
         self.tree = TreeBuilder()
         self.targets = self._link_targets()
         self.footnotes: list[str] = []  # ids referenced, in order
@@ -112,23 +113,6 @@ class _Reader:
                 else None,
                 based_on=_val(style.find(f"{W}basedOn")))
         return found
-
-    def _numbering(self) -> dict[tuple[str, int], bool]:
-        """(numId, level) → numbered (True) or bulleted (False)."""
-        root = self.part("word/numbering.xml")
-        if root is None:
-            return {}
-        abstract: dict[str, dict[int, bool]] = {}
-        for definition in root.iterfind(f"{W}abstractNum"):
-            abstract[definition.get(f"{W}abstractNumId", "")] = {
-                _int(lvl.get(f"{W}ilvl"), 0): _val(lvl.find(f"{W}numFmt"), "decimal") not in ("bullet", "none")
-                for lvl in definition.iterfind(f"{W}lvl")}
-        ordered: dict[tuple[str, int], bool] = {}
-        for num in root.iterfind(f"{W}num"):
-            levels = abstract.get(_val(num.find(f"{W}abstractNumId"), "") or "", {})
-            for level, numbered in levels.items():
-                ordered[(num.get(f"{W}numId", ""), level)] = numbered
-        return ordered
 
     def _style_chain(self, style_id: str | None) -> list[_Style]:
         chain: list[_Style] = []
@@ -183,17 +167,25 @@ class _Reader:
         self.walk(node, found)
         text = clean("".join(found.pieces))
         level = self.heading_level(props, chain)
-        place = self.list_place(props, chain) if level is None else None
+        place = self.list_place(props, chain) if text else None
+        # Word counts every numbered paragraph, headings too: its label is what the reader sees ("2.3 Results")
+        label = self.numbering.next_label(*place) if place is not None else ""
         if level is not None:
-            self.tree.heading(text, level if chain and chain[0].name.lower() == "title" else level + self.shift)
+            heading = f"{label} {text}" if label else text
+            self.tree.heading(heading, level if chain and chain[0].name.lower() == "title" else level + self.shift)
         elif chain and chain[0].name.lower() == "caption":
             self.tree.caption(text)
-        elif place is not None and text:
+        elif place is not None:
             num_id, depth = place
             if num_id != self.list_id and depth == 0:
                 self.tree.end_list()  # another list starts
             self.list_id = num_id
-            self.tree.list_item(text, depth, ordered=self.ordered.get((num_id, depth), False))
+            if self.numbering.multi_level(num_id, depth):  # "1.2." is more than nesting says: written out
+                self.tree.list_item(f"{label} {text}", depth, ordered=False)
+            else:
+                numbered = self.numbering.numbered(num_id, depth)
+                self.tree.list_item(text, depth, ordered=numbered,
+                                    number=self.numbering.counter(num_id, depth) if numbered else None)
         elif text:
             self.list_id = None
             self.tree.paragraph(text)

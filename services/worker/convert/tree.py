@@ -33,6 +33,7 @@ class _Item:
     text: str
     level: int
     ordered: bool
+    number: int | None = None  # the document's own number for an ordered item, when it states one
 
 
 # Sub- and superscripts are the one markup a text keeps (H<sub>2</sub>O, 10<sup>6</sup>): flattened they would
@@ -150,10 +151,10 @@ class TreeBuilder:
         text = "\n".join(" ".join(plain(cell.text) for cell in row if cell.text) for row in rows)
         self._add(ElementType.TABLE, text, markup, html=markup)
 
-    def list_item(self, text: str, level: int, *, ordered: bool) -> None:
+    def list_item(self, text: str, level: int, *, ordered: bool, number: int | None = None) -> None:
         text = clean(text)
         if text:
-            self._items.append(_Item(text, max(0, min(level, 8)), ordered))
+            self._items.append(_Item(text, max(0, min(level, 8)), ordered, number))
 
     def end_list(self) -> None:
         """Closes the open list (the next item starts a new one)."""
@@ -162,9 +163,16 @@ class TreeBuilder:
         items, self._items = self._items, []
         lines: list[str] = []
         counters: dict[int, int] = {}  # the number each level's last ordered item got
+        open_levels: list[int] = []  # the document's levels of the items this one may sit under
         for item in items:
+            # depth is how many open items it sits under, never a gap: Markdown reads a list opening indented
+            # as code, and a level the document skipped as a code block too
+            while open_levels and open_levels[-1] >= item.level:
+                open_levels.pop()
+            open_levels.append(item.level)
+            item.level = len(open_levels) - 1
             counters = {lvl: n for lvl, n in counters.items() if lvl <= item.level}
-            counters[item.level] = counters.get(item.level, 0) + 1
+            counters[item.level] = item.number if item.number is not None else counters.get(item.level, 0) + 1
             mark = f"{counters[item.level]}." if item.ordered else "-"
             lines.append(f"{'    ' * item.level}{mark} {item.text}")
         self.elements.append(Element(
