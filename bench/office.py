@@ -19,6 +19,7 @@ expanded, and the pipe cells' links, emphasis and image placeholders reduced to 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import time
@@ -146,11 +147,15 @@ def quality(reference: Path | None, markdown: str) -> Quality:
                    table_score(reference, markdown))
 
 
-def _native(data: bytes, media_type: str) -> tuple[float, str, list[Element]]:
-    started = time.perf_counter()
-    converted = convert_document(data, media_type, Settings(convert=ConvertSettings(native=True)))
-    seconds = time.perf_counter() - started
-    return seconds, page_markdown(converted.elements or []), converted.elements or []
+def _native(data: bytes, media_type: str, runs: int = 5) -> tuple[float, str, list[Element]]:
+    """The median of `runs` readings (a few milliseconds each, so one stall of a shared machine is not the
+    figure), the Markdown and the elements."""
+    timings = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        converted = convert_document(data, media_type, Settings(convert=ConvertSettings(native=True)))
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings), page_markdown(converted.elements or []), converted.elements or []
 
 
 def _libreoffice(data: bytes, media_type: str, settings: Settings) -> tuple[float, float, bytes, str]:
@@ -231,8 +236,10 @@ def main() -> None:
     command = f"python -m bench.office {args.corpus} --write docs/benchmarks.md --quality docs/evaluation.md"
     table = "\n".join([
         START, "## Office documents: native reading beside LibreOffice", "",
-        f"`{command}` — measured {when} on 2 cores shared with other jobs. DOCX, HTML, EPUB and e-mail are read "
-        "natively by default (`convert_document`: guard + reader); beside them, in the same run, their LibreOffice "
+        f"`{command}` — measured {when} on 2 cores shared with other jobs (load average {os.getloadavg()[0]:.1f} "
+        "at the end). DOCX, HTML, EPUB and e-mail are read "
+        "natively by default (`convert_document`: guard + reader; the median of 5 readings); beside them, in the "
+        "same run, their LibreOffice "
         "route (guard, sandboxed conversion with cold start; then the converted pages parsed by the cpu engine). "
         f"Native reading: median {statistics.median(native_times) * 1000:.1f} ms, at least "
         f"{min(speedups):,.0f}× faster than the conversion alone (median {statistics.median(speedups):,.0f}×). "
