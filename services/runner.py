@@ -95,15 +95,21 @@ def parse_natively(data: bytes, settings: Settings) -> LocalResult | None:
 
 def render_local(result: LocalResult, settings: Settings, formats: list[str], *, filename: str,
                  source: bytes | None = None, keep_furniture: bool = False,
-                 figures: dict[str, bytes] | None = None) -> dict[str, bytes]:
+                 figures: dict[str, bytes] | None = None, merge: bool = False) -> dict[str, bytes]:
     """The requested output formats of a document parsed in this process (`pagemill parse --format`).
-    `source`: the file, to crop its figures from (their images are put in `figures`, by path);
-    `keep_furniture`: `furniture=keep`. Both change `result.pages` as the platform's assembly does."""
+    `source`: the file, to crop its figures from (their images are put in `figures`, by path) and read its
+    form fields from;
+    `keep_furniture`: `furniture=keep`; `merge`: tables across pages merged. They change `result.pages` as the
+    platform's assembly does."""
     from services.results.checkboxes import mark_checkboxes
     from services.results.figures import KeptFigures, crop_figures, page_image
+    from services.results.forms import add_form_fields, read_form_fields
     from services.results.furniture import keep_furniture as keep_heads_and_feet
     from services.results.render.formats import render_document
+    from services.results.tables import merge_tables
 
+    if merge:
+        merge_tables(result.pages)
     kept = KeptFigures()
     if source is not None:
         _, pages = page_inputs(source, [int(page["page_number"]) for page in result.pages])
@@ -112,12 +118,16 @@ def render_local(result: LocalResult, settings: Settings, formats: list[str], *,
             by_position[int(entry["page"])][2], float(entry["width"]), float(entry["height"]), settings))
         if figures is not None:
             figures.update(kept.images)
+    fields: list[dict[str, Any]] = []
+    if source is not None and source.startswith(b"%PDF"):
+        fields = add_form_fields(result.pages, read_form_fields(source, [int(p["page_number"]) for p in result.pages
+                                                                         if p["status"] == "succeeded"]))
     mark_checkboxes(result.pages)
     if keep_furniture:
         keep_heads_and_feet(result.pages)
     status = "succeeded" if result.failed == 0 else ("failed" if result.failed == len(result.pages) else "partial")
     body: dict[str, Any] = {"filename": filename, "status": status, "pages_total": len(result.pages),
                             "pages_done": len(result.pages) - result.failed, "pages_failed": result.failed,
-                            "pages": result.pages, "figures": kept.assets}
+                            "pages": result.pages, "figures": kept.assets, "fields": fields}
     return render_document(result.pages, body, settings, only=formats, figures=kept.images,
                            keep_furniture=keep_furniture).bodies

@@ -52,11 +52,13 @@ def _formats(_: click.Context, __: click.Parameter, value: str) -> list[str]:
               help="--task extract: a file holding the JSON Schema to extract")
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="keep the figures' images, in NAME.figures/ (Markdown and LaTeX link them there)")
+@click.option("--merge-tables/--no-merge-tables", default=True, show_default=True,
+              help="a table that goes on over the next page becomes one table (with its parts)")
 @click.option("--furniture", default="drop", show_default=True, type=click.Choice(["drop", "keep"]),
               help="keep: page headers, footers and page numbers stay in Markdown, LaTeX and chunks, marked")
 def parse(files: tuple[str, ...], output_dir: str, server: str | None, api_key: str | None, mode: str | None,
           engine: str | None, formats: list[str], task: str, target_language: str | None,
-          schema_file: str | None, figures: bool, furniture: str) -> None:
+          schema_file: str | None, figures: bool, merge_tables: bool, furniture: str) -> None:
     """Parse FILES into OUTPUT_DIR (NAME.md, .html, .tex, .json, .chunks.json, NAME.figures/), a progress bar
     per file."""
     if task != "parse" and not server:
@@ -67,7 +69,7 @@ def parse(files: tuple[str, ...], output_dir: str, server: str | None, api_key: 
         raise click.BadParameter(f"not JSON: {exc}", param_hint="--schema") from None
     ok = parse_files([Path(f) for f in files], Path(output_dir), server=server, api_key=api_key, mode=mode,
                      engine=engine, settings=get_settings(), formats=formats,
-                     task=TaskRequest(task, target_language, schema, figures, furniture))
+                     task=TaskRequest(task, target_language, schema, figures, furniture, merge_tables))
     sys.exit(0 if ok else 1)
 
 
@@ -80,6 +82,7 @@ class TaskRequest:
     schema: dict[str, Any] | None = None
     figures: bool = True  # and, beside parsing, what the results keep
     furniture: str = "drop"
+    merge_tables: bool = True
 
 
 def parse_files(files: list[Path], output_dir: Path, *, server: str | None, api_key: str | None,
@@ -143,7 +146,7 @@ def _parse_local(path: Path, settings: Settings, engine: str | None, formats: li
     status = "succeeded" if result.failed == 0 else ("failed" if result.failed == len(result.pages) else "partial")
     images: dict[str, bytes] = {}
     bodies = render_local(result, settings, formats, filename=path.name, source=data if task.figures else None,
-                          keep_furniture=task.furniture == "keep", figures=images)
+                          keep_furniture=task.furniture == "keep", figures=images, merge=task.merge_tables)
     return bodies, status, images
 
 
@@ -191,9 +194,11 @@ def _parse_remote(path: Path, server: str, api_key: str | None, mode: str | None
 
 
 def _result_options(task: TaskRequest) -> dict[str, Any]:
-    """figures and furniture for the SDK's submit, only when not the defaults (an older SDK takes neither)."""
+    """figures, furniture and merge_tables for the SDK's submit, only when not the defaults (an older SDK takes
+    none of them)."""
     return {**({"figures": False} if not task.figures else {}),
-            **({"furniture": task.furniture} if task.furniture != "drop" else {})}
+            **({"furniture": task.furniture} if task.furniture != "drop" else {}),
+            **({"merge_tables": False} if not task.merge_tables else {})}
 
 
 class RemoteError(Exception):

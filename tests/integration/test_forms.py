@@ -5,10 +5,13 @@ ground truth); Markdown `[x]`/`[ ]`, HTML disabled controls, LaTeX boxes."""
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import pytest
 from pypdf import PdfReader
 
+from services.cli.parse import parse_files
 from services.core.elements import Element, ElementType
 from services.core.settings import Settings
 from services.results.forms import add_form_fields, read_form_fields
@@ -76,3 +79,13 @@ def test_the_eval_harness_scores_the_fields_against_pypdfs_reading() -> None:
     assert (scored["text_values_equal"], scored["text_fields"]) == (2, 2)
     assert (scored["checkbox_states_equal"], scored["checkboxes"]) == (2, 2)
     assert _forms(figure_pdf(), 1)["truth_fields"] == 0
+
+
+def test_pagemill_parse_in_process_reads_the_form_too(tmp_path: Path) -> None:
+    source = tmp_path / "form.pdf"
+    source.write_bytes(form_pdf())
+    assert parse_files([source], tmp_path / "out", server=None, api_key=None, mode=None, engine="cpu",
+                       settings=Settings(), formats=["markdown", "json"])
+    assert "[x] agree" in (tmp_path / "out" / "form.md").read_text()
+    fields = json.loads((tmp_path / "out" / "form.json").read_text())["fields"]
+    assert [f["name"] for f in fields] == ["name", "city", "agree", "newsletter", "plan", "plan"]
