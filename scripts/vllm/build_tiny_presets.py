@@ -218,7 +218,9 @@ def deepseek(out: Path, architecture: str) -> None:
                 "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
                 "architectures": ["DeepseekV2ForCausalLM"]}
     config = DeepseekVLV2Config(architectures=[architecture], language_config=language,
-                                projector_config={"projector_type": "linear", "input_dim": 2048, "n_embed": 128},
+                                # the width of vLLM's fixed encoders: SAM+CLIP 2048 (OCR), the Qwen2 flow 896 (OCR-2)
+                                projector_config={"projector_type": "linear", "n_embed": 128,
+                                                  "input_dim": 896 if "OCR2" in architecture else 2048},
                                 # DeepSeek-OCR-2 reads its global view's size (1024) from here
                                 vision_config={"image_size": 1024} if "OCR2" in architecture else {},
                                 tile_tag="2D", global_view_pos="head",

@@ -262,10 +262,13 @@ PRESETS: dict[str, Preset] = {
         Preset(
             name="paddleocr_vl", model="PaddlePaddle/PaddleOCR-VL", prompt="OCR:", anchor_template="",
             parse=parse_plain, max_tokens=4096, max_model_len=16384,
-            serve_args=("--trust-remote-code", "--no-enable-prefix-caching", "--mm-processor-cache-gb", "0"),
+            serve_args=("--no-enable-prefix-caching", "--mm-processor-cache-gb", "0"),
             notes="PaddleOCR-VL-0.9B with its fixed 'OCR:' task prompt (no anchor, so n-gram drafts find little). "
                   "It is built to read layout-detected crops (PP-DocLayout); on whole pages tables and formulas "
-                  "come out as text.",
+                  "come out as text. No --trust-remote-code: the pinned vLLM (0.32) runs on transformers 5, "
+                  "which carries PaddleOCR-VL's config and processor; with remote code trusted, vLLM reads the "
+                  "hub code's image-processor attributes (max_pixels) instead, and the line ran no page on a "
+                  "checkpoint with transformers' processor (tests/vllm/test_preset_models.py).",
         ),
         Preset(
             name="glm_ocr", model="zai-org/GLM-OCR", prompt="Text Recognition:", anchor_template="",
