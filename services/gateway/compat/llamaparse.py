@@ -14,7 +14,7 @@ caller's bearer key. The client sends only the options its user set (plus `langu
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
@@ -31,13 +31,16 @@ router = APIRouter(prefix="/api/parsing", tags=[TAG])
 STATUSES = {"queued": "PENDING", "running": "PENDING", "succeeded": "SUCCESS", "partial": "PARTIAL_SUCCESS",
             "failed": "ERROR", "cancelled": "CANCELLED"}
 FALSE = frozenset({"", "false", "0", "none", "null"})
+BOOLEANS = frozenset({"true", "false"})
 # Always taken: the client's bookkeeping and hints pagemill does not need.
 IGNORED = frozenset({"from_python_package", "language", "save_images"})
 MODES = {"fast_mode": "fast", "premium_mode": "accurate"}
-HANDLED = frozenset({"file", "target_pages", "do_not_cache", "invalidate_cache", "line_level_bounding_box",
-                     *MODES, *IGNORED})
+FLAGS = ("do_not_cache", "invalidate_cache", "line_level_bounding_box", "save_images", "from_python_package",
+         *MODES)
+HANDLED = frozenset({"file", "target_pages", "language", *FLAGS})
+RESULT_TYPES = ("markdown", "text", "json")
 TARGET_PAGES = re.compile(r"^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$")
-JobId = Annotated[str, Path(pattern=DOCUMENT_ID_PATTERN, description="the job id (a pagemill document id)")]
+JobId = Annotated[str, Path(description="the job id (a pagemill document id); another: 404")]
 # LlamaCloud's tenancy; here the key decides the tenant, so they are taken and not used.
 OrganizationId = Annotated[str | None, Query(description="ignored: the API key decides the tenant")]
 
@@ -45,7 +48,8 @@ UPLOAD_BODY: dict[str, Any] = {"required": True, "content": {"multipart/form-dat
     "type": "object", "required": ["file"],
     "properties": {
         "file": {"type": "string", "format": "binary"},
-        "target_pages": {"type": "string", "description": "0-based pages, like '0,2-4'"},
+        "target_pages": {"type": "string", "pattern": TARGET_PAGES.pattern,
+                         "description": "0-based pages, like '0,2-4'"},
         "fast_mode": {"type": "boolean", "description": "mode=fast"},
         "premium_mode": {"type": "boolean", "description": "mode=accurate"},
         "do_not_cache": {"type": "boolean"},
@@ -55,6 +59,7 @@ UPLOAD_BODY: dict[str, Any] = {"required": True, "content": {"multipart/form-dat
         "save_images": {"type": "boolean", "description": "taken; figures are served by pagemill's own API"},
         "from_python_package": {"type": "boolean"},
     },
+    "additionalProperties": False,
     "description": "Any other option set (not false or empty): 400 unsupported_option.",
 }}}}
 JOB = {"type": "object", "required": ["id", "status"], "properties": {
@@ -84,6 +89,9 @@ def upload_fields(form: FormData) -> dict[str, str]:
     """pagemill's upload fields for LlamaParse's; refuses the options it cannot honour."""
     if refused := sorted(name for name in set(form.keys()) - HANDLED if _given(form, name)):  # set: not "no"
         raise DetailError(400, "unsupported_option", f"{', '.join(refused)}: not supported by pagemill")
+    for name in FLAGS:
+        if name in form and str(form[name]).strip().lower() not in BOOLEANS:
+            raise DetailError(400, "validation_error", f"{name}: must be true or false")
     if _given(form, "line_level_bounding_box"):
         raise DetailError(400, "unsupported_option", "line_level_bounding_box: pagemill boxes blocks, not lines")
     modes = [mode for name, mode in MODES.items() if _given(form, name)]
@@ -97,6 +105,11 @@ def upload_fields(form: FormData) -> dict[str, str]:
     if _given(form, "invalidate_cache"):
         fields["cache"] = "false"
     return fields
+
+
+def _check_job_id(job_id: str) -> None:
+    if not re.match(DOCUMENT_ID_PATTERN, job_id):
+        raise DetailError(404, "not_found", f"job {job_id} not found")
 
 
 def _error(exc: ApiError | DetailError) -> JSONResponse:
@@ -138,11 +151,12 @@ def _job(document: dict[str, Any]) -> dict[str, Any]:
     return {"id": document["id"], "status": status, "error_code": error.get("code"), "error_message": message}
 
 
-@router.get("/job/{job_id}", summary="A parse job's status (LlamaParse)", responses=detail_errors(401, 404, 422),
+@router.get("/job/{job_id}", summary="A parse job's status (LlamaParse)", responses=detail_errors(401, 404),
             response_model=dict[str, Any], openapi_extra={"responses": {"200": {"content": {
                 "application/json": {"schema": JOB}}}}})
 async def job(request: Request, job_id: JobId) -> JSONResponse:
     try:
+        _check_job_id(job_id)
         async with open_api(request, _key(request)) as api:
             return JSONResponse(_job(await api.document(job_id)))
     except (ApiError, DetailError) as exc:
@@ -150,11 +164,15 @@ async def job(request: Request, job_id: JobId) -> JSONResponse:
 
 
 @router.get("/job/{job_id}/result/{result_type}", summary="A parse job's result (LlamaParse)",
-            responses=detail_errors(401, 404, 409, 410, 422), response_model=dict[str, Any])
+            responses=detail_errors(401, 404, 409, 410), response_model=dict[str, Any])
 async def job_result(request: Request, job_id: JobId,
-                     result_type: Literal["markdown", "text", "json"]) -> JSONResponse:
+                     result_type: Annotated[str, Path(description="markdown, text or json; another: 404")]
+                     ) -> JSONResponse:
     """The finished document's pages as LlamaParse's markdown, text or json result."""
     try:
+        _check_job_id(job_id)
+        if result_type not in RESULT_TYPES:
+            raise DetailError(404, "not_found", f"result type {result_type}: there are {', '.join(RESULT_TYPES)}")
         async with open_api(request, _key(request)) as api:
             document = await api.document(job_id)
             result = await api.result(job_id, "json")
