@@ -1499,7 +1499,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the job id (a pagemill document id) */
+                /** @description the job id (a pagemill document id); another: 404 */
                 job_id: string;
             };
             cookie?: never;
@@ -1556,7 +1556,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1566,9 +1566,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the job id (a pagemill document id) */
+                /** @description the job id (a pagemill document id); another: 404 */
                 job_id: string;
-                result_type: "markdown" | "text" | "json";
+                /** @description markdown, text or json; another: 404 */
+                result_type: string;
             };
             cookie?: never;
         };
@@ -1642,7 +1643,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1752,7 +1753,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description the client's error shape, with pagemill's code */
@@ -1919,7 +1920,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description the client's error shape, with pagemill's code */
@@ -2649,6 +2650,8 @@ export interface operations {
                     file?: string[];
                     /** @description as POST /v1/documents; given to every document */
                     furniture?: string;
+                    /** @description as POST /v1/documents; given to every document */
+                    merge_tables?: string;
                     /** @description the batch's own JSON object, returned with it and in batch.completed */
                     metadata?: string;
                     /** @description as POST /v1/documents; given to every document */

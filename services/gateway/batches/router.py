@@ -31,7 +31,7 @@ from services.gateway.mcp.sources import SourcePolicy, fetch_url
 router = APIRouter(prefix="/v1/batches", tags=["batches"])
 BATCH_ID_PATTERN = r"^bat_[0-9a-f]{32}$"
 # Passed to every document of the batch as its own upload field.
-DOCUMENT_FIELDS = ("mode", "pages", "webhook_url", "figures", "furniture", "cache", "do_not_cache")
+DOCUMENT_FIELDS = ("mode", "pages", "webhook_url", "figures", "furniture", "merge_tables", "cache", "do_not_cache")
 FIELDS = frozenset({"file", "url", "metadata", *DOCUMENT_FIELDS})
 CREATE_BODY = {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "additionalProperties": False,

@@ -48,7 +48,7 @@ UPLOAD_BODY: dict[str, Any] = {"required": True, "content": {"multipart/form-dat
     "type": "object", "required": ["file"],
     "properties": {
         "file": {"type": "string", "format": "binary"},
-        "target_pages": {"type": "string", "pattern": TARGET_PAGES.pattern,
+        "target_pages": {"type": "string", "pattern": r"^\s*$|" + TARGET_PAGES.pattern,  # empty: every page
                          "description": "0-based pages, like '0,2-4'"},
         "fast_mode": {"type": "boolean", "description": "mode=fast"},
         "premium_mode": {"type": "boolean", "description": "mode=accurate"},
@@ -81,7 +81,7 @@ def _given(form: FormData, name: str) -> bool:
 def zero_based_pages(spec: str) -> str:
     """LlamaParse's `target_pages` (0-based, '0,2-4') as pagemill's `pages` (1-based, '1,3-5')."""
     if not TARGET_PAGES.match(spec):
-        raise DetailError(400, "validation_error", "target_pages: page numbers from 0, like '0,2-4'")
+        raise DetailError(422, "validation_error", "target_pages: page numbers from 0, like '0,2-4'")
     return ",".join("-".join(str(int(n) + 1) for n in part.split("-")) for part in spec.replace(" ", "").split(","))
 
 
@@ -91,12 +91,12 @@ def upload_fields(form: FormData) -> dict[str, str]:
         raise DetailError(400, "unsupported_option", f"{', '.join(refused)}: not supported by pagemill")
     for name in FLAGS:
         if name in form and str(form[name]).strip().lower() not in BOOLEANS:
-            raise DetailError(400, "validation_error", f"{name}: must be true or false")
+            raise DetailError(422, "validation_error", f"{name}: must be true or false")
     if _given(form, "line_level_bounding_box"):
         raise DetailError(400, "unsupported_option", "line_level_bounding_box: pagemill boxes blocks, not lines")
     modes = [mode for name, mode in MODES.items() if _given(form, name)]
     if len(modes) > 1:
-        raise DetailError(400, "validation_error", "fast_mode and premium_mode: choose one")
+        raise DetailError(422, "validation_error", "fast_mode and premium_mode: choose one")
     fields = {"mode": modes[0]} if modes else {}
     if str(form.get("target_pages") or "").strip():  # "0" is the first page, not "no"
         fields["pages"] = zero_based_pages(str(form["target_pages"]))
@@ -118,8 +118,8 @@ def _error(exc: ApiError | DetailError) -> JSONResponse:
     return exc.response()
 
 
-@router.post("/upload", summary="Start a parse job (LlamaParse)", responses=detail_errors(400, 401, 413, 415, 422,
-                                                                                           429, 503),
+@router.post("/upload", summary="Start a parse job (LlamaParse)",
+             responses=detail_errors(400, 401, 413, 415, 422, 429, 503),
              openapi_extra={"requestBody": UPLOAD_BODY}, response_model=dict[str, Any])
 async def upload(request: Request, organization_id: OrganizationId = None,
                  project_id: OrganizationId = None) -> JSONResponse:
@@ -132,7 +132,7 @@ async def upload(request: Request, organization_id: OrganizationId = None,
                 fields = upload_fields(form)
                 file = form.get("file")
                 if not isinstance(file, UploadFile):
-                    raise DetailError(400, "validation_error", "file: a file is required (input_url and "
+                    raise DetailError(422, "validation_error", "file: a file is required (input_url and "
                                                                "input_s3_path are not supported)")
                 document = await api.submit(Upload(file.filename or "document", await file.read()), fields)
             finally:
@@ -151,7 +151,7 @@ def _job(document: dict[str, Any]) -> dict[str, Any]:
     return {"id": document["id"], "status": status, "error_code": error.get("code"), "error_message": message}
 
 
-@router.get("/job/{job_id}", summary="A parse job's status (LlamaParse)", responses=detail_errors(401, 404),
+@router.get("/job/{job_id}", summary="A parse job's status (LlamaParse)", responses=detail_errors(401, 404, 422),
             response_model=dict[str, Any], openapi_extra={"responses": {"200": {"content": {
                 "application/json": {"schema": JOB}}}}})
 async def job(request: Request, job_id: JobId) -> JSONResponse:
@@ -164,7 +164,7 @@ async def job(request: Request, job_id: JobId) -> JSONResponse:
 
 
 @router.get("/job/{job_id}/result/{result_type}", summary="A parse job's result (LlamaParse)",
-            responses=detail_errors(401, 404, 409, 410), response_model=dict[str, Any])
+            responses=detail_errors(401, 404, 409, 410, 422), response_model=dict[str, Any])
 async def job_result(request: Request, job_id: JobId,
                      result_type: Annotated[str, Path(description="markdown, text or json; another: 404")]
                      ) -> JSONResponse:
