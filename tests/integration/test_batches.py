@@ -75,3 +75,32 @@ def test_a_batch_of_files_and_a_url(platform: Platform, corpus: Path, file_serve
         assert (refused.status_code, refused.json()["error"]["code"]) == (422, "batch_empty")
         assert client.post("/v1/batches", data={"mode": "fast"}).json()["error"]["code"] == "validation_error"
     receiver.close()
+
+
+def test_fair_share_weighs_a_batch_like_its_documents(platform_factory: PlatformFactory, sqlite_url: str,
+                                                      corpus: Path) -> None:
+    """No worker runs, so every page stays in flight: the batch's documents get the queue priorities the same
+    files uploaded one by one get (each from its tenant's pages in flight when it is accepted)."""
+    import sqlalchemy as sa
+
+    platform = platform_factory(sqlite_url, engine="fake").start(worker=False)
+    pdf = corpus / "dev" / "docling_multi_page" / "multi_page.pdf"
+    copies = 14
+    with platform.client() as client:
+        created = client.post("/v1/batches", files=[("file", (f"{n}.pdf", pdf.read_bytes())) for n in range(copies)],
+                              data={"cache": "false"}).json()
+    batch_ids = [item["document_id"] for item in created["items"]]
+    alone = platform.create_tenant("alone")
+    with platform.client(key=alone.key) as client:
+        single_ids = [client.post("/v1/documents", files={"file": (f"{n}.pdf", pdf.read_bytes())},
+                                  data={"cache": "false"}).json()["id"] for n in range(copies)]
+    engine = sa.create_engine(sqlite_url)
+    with engine.connect() as connection:
+        def priorities(ids: list[str]) -> list[int]:
+            rows = dict(connection.execute(sa.text("SELECT id, priority FROM documents")).all())
+            return [rows[i] for i in ids]
+
+        in_batch, one_by_one = priorities(batch_ids), priorities(single_ids)
+    engine.dispose()
+    assert in_batch == one_by_one, (in_batch, one_by_one)
+    assert in_batch[0] < in_batch[-1]  # the batch's own pages in flight lowered its later documents' priority
