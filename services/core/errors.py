@@ -10,7 +10,8 @@
     │   ├── CorruptDocument        422 corrupt_document
     │   ├── EmptyDocument          422 empty_document
     │   ├── ValidationFailed       422 validation_error
-    │   │   └── InvalidJsonSchema  422 invalid_json_schema (an `extract` task's `schema`)
+    │   │   ├── InvalidJsonSchema  422 invalid_json_schema (an `extract` task's `schema`)
+    │   │   └── BatchEmpty         422 batch_empty (every item of a batch was refused)
     │   ├── TaskNeedsModel         422 task_needs_model (translate/extract/summarize without a vLLM engine)
     │   ├── NotFound               404 not_found
     │   ├── ResultNotReady         409 result_not_ready
@@ -127,6 +128,12 @@ class TaskNeedsModel(InputError):
 
     status_code = 422
     code = "task_needs_model"
+
+
+class BatchEmpty(ValidationFailed):
+    """Every file and URL of a batch was refused."""
+
+    code = "batch_empty"
 
 
 class NotFound(InputError):

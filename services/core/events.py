@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from services.core import notices
+from services.core import batches, notices
 from services.core.contracts import DocumentEvent, WebhookTask, timestamp, to_dict
 from services.core.db.models import (
     DOCUMENT_FINAL,
@@ -47,7 +47,8 @@ class EventType(StrEnum):
 
 FINAL_EVENTS = {DocumentStatus.SUCCEEDED: EventType.SUCCEEDED, DocumentStatus.PARTIAL: EventType.PARTIAL,
                 DocumentStatus.FAILED: EventType.FAILED, DocumentStatus.CANCELLED: EventType.CANCELLED}
-EVENT_TYPES = frozenset(e.value for e in EventType)
+# The document events, and the one a batch sends when its last document ends (services/core/batches.py).
+EVENT_TYPES = frozenset(e.value for e in EventType) | {batches.BATCH_COMPLETED}
 _FINAL = [s.value for s in DOCUMENT_FINAL]
 
 
@@ -137,7 +138,10 @@ def record_final(session: Session, document: Document | str) -> DocumentEvent | 
     loaded = _load(session, document) if isinstance(document, str) else document
     if loaded is None or loaded.status not in FINAL_EVENTS:
         return None
-    return record(session, loaded, FINAL_EVENTS[DocumentStatus(loaded.status)])
+    event = record(session, loaded, FINAL_EVENTS[DocumentStatus(loaded.status)])
+    if loaded.batch_id:
+        batches.complete_if_done(session, loaded.batch_id)
+    return event
 
 
 _progress_tried: dict[str, float] = {}

@@ -38,6 +38,7 @@ from services.core.settings import Settings, get_settings
 from services.core.storage import get_store
 from services.gateway import openapi
 from services.gateway.admin.router import router as admin_router
+from services.gateway.batches.router import router as batches_router
 from services.gateway.compat.llamaparse import router as llamaparse_router
 from services.gateway.compat.unstructured import router as unstructured_router
 from services.gateway.deps import check_query
@@ -181,7 +182,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     openapi.install(app, settings)
     initialise_gateway_series()
 
-    for router in (documents_router, page_images_router, figures_router, webhooks_router, usage_router,
+    for router in (documents_router, batches_router, page_images_router, figures_router, webhooks_router, usage_router,
                    tenant_router, admin_router, unstructured_router, llamaparse_router):
         app.include_router(router)
     install_docs(app)

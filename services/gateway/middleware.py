@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.core import batches
 from services.core.logging import bind_request_id, get_logger
 from services.core.metrics import HTTP_LATENCY, HTTP_REQUESTS, UPLOADS_REJECTED
 
@@ -134,6 +135,8 @@ class RefuseOversizedUploads:
         if scope["type"] == "http":
             declared = Headers(scope=scope).get("content-length", "")
             limit = self.max_file_bytes
+            if scope.get("path") == "/v1/batches":  # many files in one body, each checked by its own upload
+                limit *= batches.MAX_DOCUMENTS
             if declared.isdigit() and int(declared) > limit + FORM_ALLOWANCE_BYTES:
                 UPLOADS_REJECTED.labels(code="file_too_large").inc()
                 response = error_response(413, "file_too_large", f"the file is over the {limit} byte limit")

@@ -44,5 +44,5 @@ def test_node_runs_the_typescript_sdk_tests_against_the_platform(platform: Platf
     finally:
         proxy.close()
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "# pass 7" in result.stdout and "# fail 0" in result.stdout, result.stdout[-2000:]
+    assert "# pass 8" in result.stdout and "# fail 0" in result.stdout, result.stdout[-2000:]
     assert proxy.dropped == [b"POST /v1/documents HTTP/1.1"]  # the answer was lost once, and the SDK retried

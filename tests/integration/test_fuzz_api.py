@@ -57,12 +57,18 @@ def fuzz(operation: Any, mode: GenerationMode, headers: dict[str, str]) -> Calla
     return run  # type: ignore[no-any-return]
 
 
+SYNCHRONOUS_PATHS = frozenset({"/general/v0/general"})
+
+
 def test_the_api_does_what_its_schema_says(fuzz_gateway: Platform) -> None:
     # schemathesis's pytest loaders (`from_fixture`) do not run on pytest 9 (`Function._nodeid` is gone), so the
     # operations' Hypothesis strategies are driven here directly; `call_and_validate` runs every built-in check.
     schema = schemathesis.openapi.from_url(f"{fuzz_gateway.url}/openapi.json",
                                            config=SchemathesisConfig.from_dict(CONFIG))
-    operations = [result.ok() for result in schema.get_all_operations()]
+    # The Unstructured drop-in answers only once the document is parsed, and this gateway runs no worker: its
+    # refusals are tested with the real client (tests/clients/test_unstructured_compat.py).
+    operations = [operation for operation in (result.ok() for result in schema.get_all_operations())
+                  if operation.path not in SYNCHRONOUS_PATHS]
     assert len(operations) > 20
     failures: list[str] = []
     for operation in operations:

@@ -3,6 +3,7 @@ progress and typed results and errors. `AsyncClient` is the same, awaited; `veri
 
 from pagemill_client._async_client import AsyncClient
 from pagemill_client._base import RetryPolicy
+from pagemill_client._batches import BatchCreated, BatchDocument, BatchItem, BatchParsed, BatchRead
 from pagemill_client._client import Client
 from pagemill_client._errors import (
     APIConnectionError,
@@ -51,7 +52,8 @@ from pagemill_client._webhooks import verify_webhook
 __version__ = "0.1.0"
 
 __all__ = [
-    "FORMATS", "APIConnectionError", "APIError", "AsyncClient", "AttachmentRead", "Client", "CorruptDocument",
+    "FORMATS", "APIConnectionError", "APIError", "AsyncClient", "AttachmentRead", "BatchCreated", "BatchDocument",
+    "BatchItem", "BatchParsed", "BatchRead", "Client", "CorruptDocument",
     "Document", "DocumentCreated", "DocumentDeleted", "DocumentFailed", "DocumentRead", "Element", "EmptyDocument",
     "EncryptedPdf", "EngineUnavailable", "ErrorBody", "FileTooLarge", "Forbidden", "Format", "Furniture",
     "IdempotencyConflict", "InternalError", "Mode", "NotFound", "PageRead", "PagemillError", "Progress",

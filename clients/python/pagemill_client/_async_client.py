@@ -27,6 +27,7 @@ from pagemill_client._base import (
     resolve_base_url,
     user_agent,
 )
+from pagemill_client._batches import BatchCreated, BatchParsed, BatchRead, build_batch
 from pagemill_client._client import _as_dict
 from pagemill_client._errors import APIConnectionError, APIError, DocumentFailed, WaitTimeout
 from pagemill_client._models import (
@@ -215,6 +216,34 @@ class AsyncClient:
             raise DocumentFailed(Document(state))
         results = await asyncio.gather(*(self.result(created.id, fmt) for fmt in formats))
         return Document(state, dict(zip(formats, results, strict=True)))
+
+    async def submit_many(self, files: Sequence[FileInput] = (), *, urls: Sequence[str] = (),
+                          mode: Mode | None = None, pages: str | None = None, metadata: dict[str, Any] | None = None,
+                          webhook_url: str | None = None) -> BatchCreated:
+        parts, data = build_batch(files, urls, mode=mode, metadata=metadata, webhook_url=webhook_url, pages=pages)
+        return BatchCreated.from_json((await self._request("POST", "/v1/batches", files=parts, data=data)).json())
+
+    async def batch(self, batch_id: str) -> BatchRead:
+        return BatchRead.from_json((await self._request("GET", f"/v1/batches/{batch_id}")).json())
+
+    async def parse_many(self, files: Sequence[FileInput] = (), *, urls: Sequence[str] = (),
+                         mode: Mode | None = None, pages: str | None = None, formats: Sequence[Format] | None = None,
+                         metadata: dict[str, Any] | None = None, webhook_url: str | None = None,
+                         timeout: float | None = None) -> BatchParsed:
+        """As Client.parse_many; the documents are waited for side by side."""
+        created = await self.submit_many(files, urls=urls, mode=mode, pages=pages, metadata=metadata,
+                                         webhook_url=webhook_url)
+
+        async def finish(document_id: str) -> Document:
+            state = await self.wait(document_id, timeout=timeout)
+            if state.status in ("failed", "cancelled"):
+                return Document(state)
+            wanted = formats_for(formats, None)
+            results = await asyncio.gather(*(self.result(document_id, fmt) for fmt in wanted))
+            return Document(state, dict(zip(wanted, results, strict=True)))
+
+        documents = await asyncio.gather(*(finish(item.document_id) for item in created.items if item.document_id))
+        return BatchParsed(created.id, list(documents), [item for item in created.items if item.document_id is None])
 
     async def usage(self, from_: str | None = None, to: str | None = None) -> UsageRead:
         params = {k: v for k, v in (("from", from_), ("to", to)) if v}

@@ -26,6 +26,7 @@ from pagemill_client._base import (
     resolve_base_url,
     user_agent,
 )
+from pagemill_client._batches import BatchCreated, BatchParsed, BatchRead, build_batch
 from pagemill_client._errors import APIConnectionError, APIError, DocumentFailed, WaitTimeout
 from pagemill_client._models import (
     FINAL_STATUSES,
@@ -216,6 +217,38 @@ class Client:
         if state.status in ("failed", "cancelled"):
             raise DocumentFailed(Document(state))
         return Document(state, {fmt: self.result(created.id, fmt) for fmt in formats})
+
+    def submit_many(self, files: Sequence[FileInput] = (), *, urls: Sequence[str] = (), mode: Mode | None = None,
+                    pages: str | None = None, metadata: dict[str, Any] | None = None,
+                    webhook_url: str | None = None) -> BatchCreated:
+        """Files and URLs (which the server fetches) as one batch; each item's document id, or why it was refused.
+        `metadata` is the batch's; `batch.completed` goes to `webhook_url` (and the tenant's webhooks)."""
+        parts, data = build_batch(files, urls, mode=mode, metadata=metadata, webhook_url=webhook_url, pages=pages)
+        return BatchCreated.from_json(self._request("POST", "/v1/batches", files=parts, data=data).json())
+
+    def batch(self, batch_id: str) -> BatchRead:
+        """A batch's documents per status."""
+        return BatchRead.from_json(self._request("GET", f"/v1/batches/{batch_id}").json())
+
+    def parse_many(self, files: Sequence[FileInput] = (), *, urls: Sequence[str] = (), mode: Mode | None = None,
+                   pages: str | None = None, formats: Sequence[Format] | None = None,
+                   metadata: dict[str, Any] | None = None, webhook_url: str | None = None,
+                   timeout: float | None = None) -> BatchParsed:
+        """One batch, waited for: every accepted item's Document with `formats` (default: Markdown), in the order
+        given; a document that failed comes back with its state and no results, never as an exception."""
+        created = self.submit_many(files, urls=urls, mode=mode, pages=pages, metadata=metadata,
+                                   webhook_url=webhook_url)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        documents = []
+        for item in created.items:
+            if item.document_id is None:
+                continue
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+            state = self.wait(item.document_id, timeout=left)
+            results: dict[str, Any] = {} if state.status in ("failed", "cancelled") else {
+                fmt: self.result(item.document_id, fmt) for fmt in formats_for(formats, None)}
+            documents.append(Document(state, results))
+        return BatchParsed(created.id, documents, [item for item in created.items if item.document_id is None])
 
     def usage(self, from_: str | None = None, to: str | None = None) -> UsageRead:
         """Pages that ended in [from_, to) (ISO dates or date-times), by mode and engine."""

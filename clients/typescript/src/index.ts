@@ -13,6 +13,9 @@ export type DocumentRead = Schemas["DocumentRead"];
 export type DocumentDeleted = Schemas["DocumentDeleted"];
 export type PageRead = Schemas["PageRead"];
 export type UsageRead = Schemas["UsageRead"];
+export type BatchCreated = Schemas["BatchCreated"];
+export type BatchItem = Schemas["BatchItem"];
+export type BatchRead = Schemas["BatchRead"];
 // The last three: the answer of a document's model task (`task` extract, translate, summarize).
 export const FORMATS = ["markdown", "html", "latex", "json", "chunks", "extraction", "translation", "summary"] as const;
 export type Format = (typeof FORMATS)[number];
@@ -273,4 +276,55 @@ export class PagemillClient {
     const results = await Promise.all(formats.map((format) => this.result(created.id, format)));
     return { document, results: Object.fromEntries(formats.map((format, i) => [format, results[i]])) };
   }
+
+  /** Files and URLs (fetched by the server) as one batch: each item's document id, or the error that refused it. */
+  async submitMany(files: readonly (FileInput | { file: FileInput; filename: string })[],
+                   options: BatchOptions = {}): Promise<BatchCreated> {
+    const form = new FormData();
+    for (const item of files) {
+      const [file, name] = "filename" in (item as object) ? [(item as { file: FileInput }).file,
+        (item as { filename: string }).filename] : [item as FileInput, "document"];
+      form.append("file", file instanceof Blob ? file : new Blob([file as BlobPart]), name);
+    }
+    for (const url of options.urls ?? []) form.append("url", url);
+    if (options.mode) form.append("mode", options.mode);
+    if (options.pages) form.append("pages", options.pages);
+    if (options.metadata) form.append("metadata", JSON.stringify(options.metadata));
+    if (options.webhookUrl) form.append("webhook_url", options.webhookUrl);
+    return this.unwrap(this.api.POST("/v1/batches", {
+      body: form as never, bodySerializer: (body: unknown) => body as FormData,
+    }));
+  }
+
+  async batch(batchId: string): Promise<BatchRead> {
+    return this.unwrap(this.api.GET("/v1/batches/{batch_id}", { params: { path: { batch_id: batchId } } }));
+  }
+
+  /** One batch, waited for: each accepted item's document and results (none for a failed one), in order. */
+  async parseMany(files: readonly (FileInput | { file: FileInput; filename: string })[],
+                  options: BatchOptions & WaitOptions & { formats?: readonly Format[] } = {}):
+      Promise<{ id: string; documents: { document: DocumentRead; results: Partial<Record<Format, unknown>> }[];
+                refused: BatchItem[] }> {
+    const created = await this.submitMany(files, options);
+    const formats = options.formats ?? ["markdown"];
+    const documents = await Promise.all(created.items.filter((item) => item.document_id).map(async (item) => {
+      const id = item.document_id as string;
+      const document = await this.wait(id, options);
+      if (document.status === "failed" || document.status === "cancelled") return { document, results: {} };
+      const results = await Promise.all(formats.map((format) => this.result(id, format)));
+      return { document, results: Object.fromEntries(formats.map((format, i) => [format, results[i]])) };
+    }));
+    return { id: created.id, documents, refused: created.items.filter((item) => !item.document_id) };
+  }
+}
+
+export interface BatchOptions {
+  /** http(s) URLs the server fetches (public addresses only, as webhooks). */
+  urls?: readonly string[];
+  mode?: Mode;
+  pages?: string;
+  /** The batch's own metadata, returned with it and in `batch.completed`. */
+  metadata?: Record<string, unknown>;
+  /** Gets every document's events and `batch.completed`. */
+  webhookUrl?: string;
 }

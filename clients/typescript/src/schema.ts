@@ -230,6 +230,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Batch
+         * @description Files (`file`, repeated) and URLs (`url`, repeated) become documents of one batch; the answer lists each
+         *     item's document id or the error that refused it. 422 `batch_empty` when every item was refused.
+         */
+        post: operations["create_batch_v1_batches_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batches/{batch_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Batch
+         * @description The batch's documents per status; `completed` once every one has ended.
+         */
+        get: operations["get_batch_v1_batches__batch_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/documents": {
         parameters: {
             query?: never;
@@ -563,6 +604,80 @@ export interface components {
             started_at: string;
             /** Status Code */
             status_code: number | null;
+        };
+        /** BatchCreated */
+        BatchCreated: {
+            /**
+             * Documents Total
+             * @description documents in the batch (the items not refused)
+             */
+            documents_total: number;
+            /** Id */
+            id: string;
+            /** Items */
+            items: components["schemas"]["BatchItem"][];
+            /** Status Url */
+            status_url: string;
+        };
+        /** BatchDocument */
+        BatchDocument: {
+            /** Id */
+            id: string;
+            /** Status */
+            status: string;
+        };
+        /** BatchItem */
+        BatchItem: {
+            /**
+             * Document Id
+             * @description the document made from it; null when it was refused
+             */
+            document_id: string | null;
+            /** @description why it was refused (the upload's error) */
+            error?: components["schemas"]["ErrorBody"] | null;
+            /**
+             * Index
+             * @description 0-based position among the batch's files, then its URLs
+             */
+            index: number;
+            /**
+             * Source
+             * @description the file's name or the URL
+             */
+            source: string;
+        };
+        /** BatchRead */
+        BatchRead: {
+            /** Completed At */
+            completed_at: string | null;
+            /**
+             * Counts
+             * @description documents per status: queued, running, succeeded, partial, failed, cancelled
+             */
+            counts: {
+                [key: string]: number;
+            };
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Documents */
+            documents: components["schemas"]["BatchDocument"][];
+            /** Documents Total */
+            documents_total: number;
+            /** Id */
+            id: string;
+            /** Metadata */
+            metadata: {
+                [key: string]: unknown;
+            };
+            /**
+             * Status
+             * @description completed: every document has ended
+             * @enum {string}
+             */
+            status: "running" | "completed";
         };
         /** DeliveryList */
         DeliveryList: {
@@ -1384,7 +1499,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the job id (a pagemill document id) */
+                /** @description the job id (a pagemill document id); another: 404 */
                 job_id: string;
             };
             cookie?: never;
@@ -1441,7 +1556,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1451,9 +1566,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the job id (a pagemill document id) */
+                /** @description the job id (a pagemill document id); another: 404 */
                 job_id: string;
-                result_type: "markdown" | "text" | "json";
+                /** @description markdown, text or json; another: 404 */
+                result_type: string;
             };
             cookie?: never;
         };
@@ -1527,7 +1643,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1637,7 +1753,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description the client's error shape, with pagemill's code */
@@ -1804,7 +1920,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description the client's error shape, with pagemill's code */
@@ -2484,6 +2600,169 @@ export interface operations {
                 };
             };
             /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency (Redis) is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    create_batch_v1_batches_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description as POST /v1/documents; given to every document */
+                    cache?: string;
+                    /** @description as POST /v1/documents; given to every document */
+                    do_not_cache?: string;
+                    /** @description as POST /v1/documents; given to every document */
+                    figures?: string;
+                    /** @description the files (the field repeated); with `url`, at most 50 */
+                    file?: string[];
+                    /** @description as POST /v1/documents; given to every document */
+                    furniture?: string;
+                    /** @description as POST /v1/documents; given to every document */
+                    merge_tables?: string;
+                    /** @description the batch's own JSON object, returned with it and in batch.completed */
+                    metadata?: string;
+                    /** @description as POST /v1/documents; given to every document */
+                    mode?: string;
+                    /** @description as POST /v1/documents; given to every document */
+                    pages?: string;
+                    /** @description http(s) URLs the server fetches, on public addresses only (the webhook rules) */
+                    url?: string[];
+                    /** @description as POST /v1/documents; given to every document */
+                    webhook_url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchCreated"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    get_batch_v1_batches__batch_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchRead"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No, unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
             404: {
                 headers: {
                     [name: string]: unknown;

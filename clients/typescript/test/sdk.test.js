@@ -134,3 +134,17 @@ test("figures and furniture are upload options; figures are fetched by their pat
   await assert.rejects(client.figure(document.id, "figures/p1-e1.png"),
     (error) => error instanceof PagemillError && error.code === "not_found");
 });
+
+test("parseMany parses a batch and reports the items it refused", async () => {
+  const { id, documents, refused } = await client.parseMany([{ file: pdf, filename: "multi_page.pdf" },
+    { file: new Blob(["plain words"]), filename: "notes.txt" }], { pages: "1-2", metadata: { run: 3 },
+    formats: ["markdown", "json"], timeoutMs: 120_000 });
+  assert.equal(documents.length, 1);
+  assert.equal(documents[0].document.status, "succeeded");
+  assert.deepEqual(documents[0].results.json.pages.map((p) => p.page_number), [1, 2]);
+  assert.deepEqual(refused.map((item) => [item.index, item.error.code]), [[1, "unsupported_media_type"]]);
+  const batch = await client.batch(id);
+  assert.equal(batch.status, "completed");
+  assert.equal(batch.counts.succeeded, 1);
+  assert.deepEqual(batch.metadata, { run: 3 });
+});

@@ -113,6 +113,8 @@ class Document(Base):
     # published (services/core/queues.py, `mark_sent`). Still set after a grace, they were never sent (the
     # process died between commit and send) and the reconciler sends them.
     jobs_unsent_since: Mapped[datetime | None]
+    # One of the documents of a batch (`POST /v1/batches`), or None.
+    batch_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)
 
     __table_args__ = (
         sa.Index("ix_documents_unfinished", "status", "finished_at"),
@@ -123,6 +125,20 @@ class Document(Base):
         sa.Index("ix_documents_tenant_cache", "tenant_id", "cache_key"),
         sa.Index("ix_documents_tenant_status", "tenant_id", "status"),
     )
+
+
+class Batch(Base):
+    """Many documents uploaded together: one id to follow them by, and one `batch.completed` event when the last
+    ends (`completed_at`, set once, by whichever ending sees every document final)."""
+
+    __tablename__ = "batches"
+
+    id: Mapped[str] = mapped_column(sa.String(48), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(sa.String(48), index=True)
+    documents_total: Mapped[int] = mapped_column(default=0)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    completed_at: Mapped[datetime | None]
 
 
 class Page(Base):

@@ -10,10 +10,15 @@ DETAIL_SCHEMA = {"type": "object", "required": ["detail"],
                  "properties": {"detail": {"type": "string"}, "code": {"type": "string"}}}
 
 
+# A query or path parameter FastAPI refuses before the route runs answers in pagemill's own shape.
+EITHER_SCHEMA = {"anyOf": [DETAIL_SCHEMA, {"$ref": "#/components/schemas/ErrorResponse"}]}
+
+
 def detail_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The OpenAPI `responses` entries of these error statuses."""
+    """The OpenAPI `responses` entries of these error statuses (422 also in pagemill's shape: a malformed query)."""
     return {status: {"description": "the client's error shape, with pagemill's code",
-                     "content": {"application/json": {"schema": DETAIL_SCHEMA}}} for status in statuses}
+                     "content": {"application/json": {"schema": EITHER_SCHEMA if status == 422 else DETAIL_SCHEMA}}}
+            for status in statuses}
 
 
 class DetailError(Exception):

@@ -74,6 +74,8 @@ async def fetch_url(policy: SourcePolicy, url: str, filename: str | None) -> Upl
             return await _fetch(policy, url, filename)
     except TimeoutError as exc:
         raise ValidationFailed(f"url: not fetched within {policy.fetch_timeout_s:g} s") from exc
+    except (httpx.InvalidURL, ValueError, UnicodeError) as exc:  # a host that is no hostname, a broken IPv6
+        raise ValidationFailed(f"url: not a valid URL ({exc})"[:300]) from exc
 
 
 async def _fetch(policy: SourcePolicy, url: str, filename: str | None) -> Upload:
