@@ -183,7 +183,7 @@ office-tools: ## install LibreOffice (Debian packages) for office, web and e-mai
 	    libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui \
 	    $(OFFICE_FONTS) >/dev/null; }
 	@soffice --version | head -1
-# ... with the fonts every conversion is pinned to (services/worker/convert/fonts.py; the worker image has them).
+# ... with the fonts every conversion is pinned to (services/worker/office/fonts.py; the worker image has them).
 OFFICE_FONTS := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core fonts-opensymbol
 
 bench-office: $(STAMP) ## office documents: native reading beside LibreOffice (time, quality), and through pagemill serve

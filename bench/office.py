@@ -33,7 +33,7 @@ from services.core.formats import NATIVE_TYPES, sniff_office
 from services.core.pdf import inspect_document
 from services.core.settings import ConvertSettings, Settings
 from services.results.render.derive import pipe_table_html
-from services.worker.convert import convert_document
+from services.worker.office import convert_document
 
 START, END = "<!-- bench-office:start -->", "<!-- bench-office:end -->"
 QUALITY_START, QUALITY_END = "<!-- eval-office:start -->", "<!-- eval-office:end -->"

@@ -25,8 +25,8 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends npm >/d
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
     PROMETHEUS_MULTIPROC_DIR=/tmp/metrics PAGEMILL_DATA_DIR=/tmp/pagemill PAGEMILL_LOG_JSON=true
-# LibreOffice converts office, web and e-mail documents (services/worker/convert) with only the fonts pinned in
-# services/worker/convert/fonts.py (the Makefile's OFFICE_FONTS); util-linux brings unshare.
+# LibreOffice converts office, web and e-mail documents (services/worker/office) with only the fonts pinned in
+# services/worker/office/fonts.py (the Makefile's OFFICE_FONTS); util-linux brings unshare.
 RUN apt-get update && apt-get install -y --no-install-recommends libreoffice-core-nogui libreoffice-writer-nogui \
     libreoffice-calc-nogui libreoffice-impress-nogui \
     fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core fonts-opensymbol util-linux \

@@ -6,7 +6,7 @@ pixels = points for an image page), the table's box being the union of its cells
 
 Two figures per table: the cpu engine's table element (best one-to-one match on the page), and the box the
 aligner gives the ground-truth table's HTML when it is aligned to the page's words as if a model had answered
-it (`services/worker/align.py`, words from the cpu engine's reading of the page: text layer or OCR).
+it (`services/worker/engines/vllm/align.py`, words from the cpu engine's reading of the page: text layer or OCR).
 
     .venv/bin/python -m pagemill_eval.boxes ../shared/corpus/dev ../shared/corpus/wide --write docs/benchmarks.md
 """
@@ -29,10 +29,10 @@ from pagemill_eval.corpus import Case, load_cases
 from services.core.elements import FURNITURE, BBox, Element, ElementType
 from services.core.pdf import PDF, open_pdf, split_pdf
 from services.core.settings import Settings
-from services.worker.align import align
-from services.worker.answer_blocks import split_answer
 from services.worker.engines.base import PageInput, PageOutput
 from services.worker.engines.cpu import CpuEngine
+from services.worker.engines.vllm.align import align
+from services.worker.engines.vllm.answer_blocks import split_answer
 
 _IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp",
                 ".tif": "image/tiff", ".tiff": "image/tiff"}

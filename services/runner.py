@@ -18,7 +18,7 @@ from services.core.settings import Settings
 from services.results.furniture import mark_running_furniture
 from services.results.render.markdown import render_markdown
 from services.worker.engines import PageInput, load_engine
-from services.worker.pipeline import run_page
+from services.worker.pipeline.page import run_page
 
 
 @dataclass(slots=True)
@@ -78,7 +78,7 @@ def parse_natively(data: bytes, settings: Settings) -> LocalResult | None:
     media_type = sniff_office(data)
     if media_type not in NATIVE_TYPES or not settings.convert.native:
         return None
-    from services.worker.convert import convert_document  # the readers: imported only here
+    from services.worker.office import convert_document  # the readers: imported only here
 
     started = time.perf_counter()
     converted = convert_document(data, media_type, settings)

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from services.core.settings import Settings
-from services.worker.vllm_serve import vllm_command
+from services.worker.engines.vllm.serve import vllm_command
 from tests.servers import free_port
 
 SERVED_NAME = "tiny-vlm"

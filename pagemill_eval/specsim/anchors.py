@@ -2,7 +2,7 @@
 
 The anchor is what the vllm engine puts in its prompt so prompt-lookup drafts hit. Measured: the page's embedded
 text (pypdfium2), the cpu engine's OCR hypothesis of the rendered page, and **engine**: the anchor the engine
-sends, built by the engine's own function (`services.worker.pipeline.page_anchor`, so the two cannot differ) —
+sends, built by the engine's own function (`services.worker.pipeline.page.page_anchor`, so the two cannot differ) —
 in `auto` the cpu engine's reading of the page (its layout of the text layer when it trusts it, its OCR
 otherwise). Each is whitespace-tidied and clipped to a character budget by the engine's `clip_anchor`, keeping
 the head of the page (generation runs in reading order). The instruction and the anchor block are the generic
@@ -16,8 +16,8 @@ from services.core.pdf import pdf_text_layer, png_bytes, render_pdf_page
 from services.core.settings import EngineSettings, Settings
 from services.worker.engines import PageInput, load_engine
 from services.worker.engines.cpu.engine import ocr_longest_side
-from services.worker.pipeline import page_anchor
-from services.worker.presets import get_preset
+from services.worker.engines.vllm.presets import get_preset
+from services.worker.pipeline.page import page_anchor
 
 ANCHOR_KINDS = ("none", "text_layer", "ocr", "engine")
 DEFAULT_ANCHOR_MAX_CHARS = EngineSettings.model_fields["anchor_max_chars"].default

@@ -114,7 +114,7 @@ Each page with a page-level reference is decoded by an oracle model that emits t
 `<|im_end|>`). The prompt is the chat template with the page image, a fixed instruction and an anchor:
 **none**, the page's raw **text_layer** (pypdfium2; empty for images), the cpu engine's **ocr** of the rendered
 page, or **engine**: the anchor the vllm engine sends, made by the engine's own function
-(`services/worker/pipeline.py` `page_anchor`) — the cpu engine's reading of the page, its Markdown of the text
+(`services/worker/pipeline/page.py` `page_anchor`) — the cpu engine's reading of the page, its Markdown of the text
 layer when it trusts it (reading order, headings, tables as the model writes them), its OCR otherwise. Anchors
 are clipped to {first.anchor_max_chars} characters, head kept. Drafts come from vLLM's n-gram proposer over
 prompt + generated tokens (longest n-gram from max down to min, earliest occurrence, up to

@@ -15,7 +15,7 @@ from pagemill_eval.tokenizer import EOS, load_tokenizer
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings, VllmServeSettings
 from services.worker.engines import PageInput
-from services.worker.quality import clip_anchor
+from services.worker.pipeline.quality import clip_anchor
 
 MEASURED_ANCHORS = anchors.ANCHOR_KINDS
 

@@ -93,7 +93,7 @@ def vllm_command_cmd(preset: str | None, as_json: bool, executable: str) -> None
     """Print the `vllm serve` command line for the configured preset and engine settings."""
     import json
 
-    from services.worker.vllm_serve import shell_line, vllm_command
+    from services.worker.engines.vllm.serve import shell_line, vllm_command
 
     settings = get_settings()
     if preset:

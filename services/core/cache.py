@@ -32,7 +32,7 @@ from services.core.settings import Settings
 # An engine's version: bump it when the engine's output for the same page and settings changes, and every
 # cached result of the old version stops matching. What each covers:
 #   cpu   services/worker/engines/cpu/ (text layer, layout, tables, OCR) and the page rendering in core/pdf.py
-#   vllm  services/worker/engines/vllm.py, presets.py (prompts, answer parsing, preset defaults), quality.py and
+#   vllm  services/worker/engines/vllm/engine.py, presets.py (prompts, answer parsing, preset defaults), quality.py and
 #         pipeline.py (anchors, answer checks, the temperature ladder, the fallback); a change of the cpu engine
 #         reaches vllm pages through their fingerprint's "cpu" part
 #   fake  services/worker/engines/fake.py

@@ -72,7 +72,7 @@ class VllmServeSettings(SettingsSection):
 
 
 class EngineSettings(SettingsSection):
-    """The page engine. The vLLM settings are read by the vllm engine only; presets: services/worker/presets.py."""
+    """The page engine. The vLLM settings are read by the vllm engine only; presets: engines/vllm/presets.py."""
 
     kind: EngineKind = EngineKind.CPU
     """`cpu`, `vllm` or `fake` (tests and the control-plane benchmark only)."""

@@ -225,7 +225,7 @@ def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, A
     def ask(budget: int) -> tuple[tuple[str, str, dict[str, int]], list[str]]:
         document, ids = element_lines(entries, budget)
         prompt = EXTRACT_PROMPT.format(schema=json.dumps(schema, ensure_ascii=False), document=document)
-        # Compact JSON comes from the server's --structured-outputs-config (services/worker/vllm_serve.py).
+        # Compact JSON comes from the server's --structured-outputs-config (services/worker/engines/vllm/serve.py).
         structured = {"json": answer_schema(schema, ids)}
         return model.complete(prompt, extra={"structured_outputs": structured}), ids
 

@@ -14,7 +14,7 @@ import pypdfium2.raw as pdfium_c
 
 from services.core.pdf import PDF, PDFIUM_LOCK, open_page_pdf
 from services.core.settings import EngineKind, Settings
-from services.worker.quality import usable_text_layer
+from services.worker.pipeline.quality import usable_text_layer
 
 TEXT_DROPPED = "text_dropped"  # the cpu engine's warning (engines/cpu/routes.py) for a page that lost text
 

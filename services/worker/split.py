@@ -18,10 +18,10 @@ from services.core.pdf import PDF, image_frame_png, split_pdf
 from services.core.queues import chunk_jobs, enqueue, page_queue
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, page_source_key, pages_read_from_source
-from services.worker.native_page import finish_native_page
-from services.worker.office import prepare_office_document
+from services.worker.engines.vllm.serve import pages_per_request
+from services.worker.office.native_page import finish_native_page
+from services.worker.office.stage import prepare_office_document
 from services.worker.routing import route_page, routes_by_content
-from services.worker.vllm_serve import pages_per_request
 
 log = get_logger(__name__)
 

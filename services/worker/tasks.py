@@ -33,12 +33,12 @@ from services.core.settings import Settings
 from services.core.storage import ObjectStore, get_store
 from services.worker import heartbeat, page_cache, page_source
 from services.worker.engines import Engine, PageInput, load_engine
-from services.worker.multipage import run_group
+from services.worker.engines.vllm.serve import pages_per_request
 from services.worker.page_ends import PageEnd, document_open, ended_by, failure, record, resend_alone, retry_failed
-from services.worker.pipeline import PageOutcome, run_fallback, run_page
+from services.worker.pipeline.group import run_group
+from services.worker.pipeline.page import PageOutcome, run_fallback, run_page
 from services.worker.routing import escalation_engine
 from services.worker.split import split_document
-from services.worker.vllm_serve import pages_per_request
 
 log = get_logger(__name__)
 
@@ -188,7 +188,7 @@ def _groups(indexes: list[int], size: int) -> list[list[int]]:
 def _run_members(settings: Settings, store: ObjectStore, engine: Engine, jobs: list[PageTask],
                  claims: dict[int, PageClaim], retries: int) -> dict[int, PageEnd]:
     """One request group's pages: each fetched and looked up in the result cache once; the misses alone
-    through the engine, or several through one multi-page request (services/worker/multipage.py)."""
+    through the engine, or several through one multi-page request (services/worker/pipeline/group.py)."""
     if len(jobs) == 1:
         return {jobs[0].page_index: _run_one(settings, store, engine, jobs[0], claims[jobs[0].page_index], retries)}
     ends: dict[int, PageEnd] = {}

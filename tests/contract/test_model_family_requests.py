@@ -18,7 +18,7 @@ import pytest
 from services.core.pdf import PDF, split_pdf
 from services.core.settings import Settings
 from services.worker.engines import PageInput, load_engine
-from services.worker.pipeline import run_page
+from services.worker.pipeline.page import run_page
 
 
 class _Model(http.server.BaseHTTPRequestHandler):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from services.worker.convert.libreoffice import available
+from services.worker.office.libreoffice import available
 from tests import office_files
 from tests.conftest import PlatformFactory
 from tests.harness import CORPUS, Platform
@@ -166,8 +166,8 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import os
     import subprocess
 
-    from services.worker.convert import fonts
-    from services.worker.convert.libreoffice import soffice_path
+    from services.worker.office import fonts
+    from services.worker.office.libreoffice import soffice_path
 
     folder = tmp_path_factory.mktemp("generated")
     for sample, target in GENERATED:  # with the worker's fonts too: nothing of the host's may reach a result

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from services.worker.convert.libreoffice import available
+from services.worker.office.libreoffice import available
 from tests import office_files
 from tests.harness import CORPUS, Platform
 from tests.textmatch import words
@@ -148,8 +148,8 @@ def test_a_conversion_job_run_again_makes_no_second_child(redis_server: str, sql
     from services.core.settings import Settings
     from services.core.storage import get_store
     from services.gateway.documents.service import create_document
-    from services.worker.attachments import insert_children
-    from services.worker.office import prepare_office_document
+    from services.worker.office.attachments import insert_children
+    from services.worker.office.stage import prepare_office_document
     from tests.pdfs import stored_upload
 
     settings = Settings(redis_url=redis_server, database_url=sqlite_url, data_dir=tmp_path)
@@ -197,8 +197,8 @@ def test_each_refused_attachment_is_listed_with_its_reason(tmp_path: Path) -> No
     """The plan of an e-mail's attachments, on a folder store: what is accepted is stored under its child's id."""
     from services.core.storage import LocalStore
     from services.core.tenants import TenantLimits
-    from services.worker.attachments import MAX_CHILDREN, Parent, plan_children
-    from services.worker.convert.mail import Attachment, read_mail
+    from services.worker.office.attachments import MAX_CHILDREN, Parent, plan_children
+    from services.worker.office.mail import Attachment, read_mail
 
     forwarded = EmailMessage()
     forwarded["From"], forwarded["Subject"] = "bo@example.com", "Fwd: figures"

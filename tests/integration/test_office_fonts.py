@@ -1,4 +1,4 @@
-"""The fonts of a conversion are the pinned ones (services/worker/convert/fonts.py), whatever the host has.
+"""The fonts of a conversion are the pinned ones (services/worker/office/fonts.py), whatever the host has.
 
 A document asking for Arial, Times New Roman, Calibri or Cambria is laid out in the metric-compatible font, and a
 font the host has beyond the pinned set is never used, even when the document asks for it by name: the host
@@ -19,8 +19,8 @@ import pypdfium2.raw as pdfium_c
 import pytest
 
 from services.core.formats import DOCX
-from services.worker.convert import fonts
-from services.worker.convert.libreoffice import available, convert
+from services.worker.office import fonts
+from services.worker.office.libreoffice import available, convert
 from tests import office_files
 
 pytestmark = [pytest.mark.slow,

@@ -23,7 +23,7 @@ from services.core.settings import Settings
 from services.core.storage import get_store
 from services.core.tenants import create_tenant, pages_in_flight
 from services.gateway.documents.service import create_document
-from services.worker.convert.libreoffice import available
+from services.worker.office.libreoffice import available
 from services.worker.split import split_document
 from services.worker.tasks import register_worker_tasks
 from tests import office_files

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from services.core.elements import ElementType, page_markdown
-from services.worker.align import align
-from services.worker.answer_blocks import split_answer
 from services.worker.engines.base import PageWord
+from services.worker.engines.vllm.align import align
+from services.worker.engines.vllm.answer_blocks import split_answer
 
 ANSWER = """# Annual Report
 

@@ -7,10 +7,10 @@ import json
 from services.core.elements import ElementType
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput
-from services.worker.engines.vllm import VllmEngine
-from services.worker.layout_answer import model_frame
-from services.worker.pipeline import render_png
-from services.worker.presets import get_preset
+from services.worker.engines.vllm.engine import VllmEngine
+from services.worker.engines.vllm.layout_answer import model_frame
+from services.worker.engines.vllm.presets import get_preset
+from services.worker.pipeline.page import render_png
 from tests.pdfs import text_page
 
 CELLS = [

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from services.core.settings import Settings
-from services.worker.presets import get_preset, parse_deepseek
-from services.worker.quality import invalid_reason
-from services.worker.vllm_serve import speculative_config, vllm_command
+from services.worker.engines.vllm.presets import get_preset, parse_deepseek
+from services.worker.engines.vllm.serve import speculative_config, vllm_command
+from services.worker.pipeline.quality import invalid_reason
 
 
 def flag(argv: list[str], name: str) -> str:

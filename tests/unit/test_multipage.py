@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.worker.multipage import mend_page_breaks, split_pages
-from services.worker.presets import PRESETS
+from services.worker.engines.vllm.presets import PRESETS
+from services.worker.pipeline.group import mend_page_breaks, split_pages
 
 
 def test_an_answer_marked_page_by_page_splits_into_its_pages() -> None:

@@ -10,9 +10,9 @@ import pytest
 from services.core.elements import ElementType, page_markdown
 from services.core.errors import CorruptDocument
 from services.core.formats import DOCX, EML, EPUB, HTML
-from services.worker.convert.docx import read_docx
-from services.worker.convert.native import read_native
-from services.worker.convert.web import read_html
+from services.worker.office.docx import read_docx
+from services.worker.office.native import read_native
+from services.worker.office.web import read_html
 from tests.office_files import docx
 
 _NS = ('xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '

@@ -8,7 +8,7 @@ import pytest
 
 from services.core import formats
 from services.core.errors import TooDeeplyNested, XmlEntities, ZipBomb
-from services.worker.convert.guard import GuardLimits, check_document
+from services.worker.office.guard import GuardLimits, check_document
 from tests import office_files
 from tests.harness import CORPUS
 

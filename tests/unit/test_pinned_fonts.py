@@ -1,4 +1,4 @@
-"""The fonts conversions are pinned to (services/worker/convert/fonts.py) are the ones the project installs:
+"""The fonts conversions are pinned to (services/worker/office/fonts.py) are the ones the project installs:
 `make office-tools` on a host, the worker image in production. A font added to the pinned set but to neither
 would make every conversion fall back to the host's fonts there."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from xml.etree import ElementTree
 
-from services.worker.convert import fonts
+from services.worker.office import fonts
 from tests.observability import REPO
 
 

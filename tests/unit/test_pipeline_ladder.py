@@ -14,9 +14,9 @@ import pytest
 from services.core.errors import EngineUnavailable
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput, PageOutput
-from services.worker.engines.vllm import EngineRejected
-from services.worker.pipeline import run_page
-from services.worker.presets import Preset, get_preset
+from services.worker.engines.vllm.engine import EngineRejected
+from services.worker.engines.vllm.presets import Preset, get_preset
+from services.worker.pipeline.page import run_page
 from tests.pdfs import SENTENCE, text_page
 
 GOOD = "# Quarterly report\n\n" + SENTENCE + "\n"
@@ -114,7 +114,7 @@ def test_the_anchor_sent_is_the_cpu_engines_reading_and_the_one_specsim_measures
     from pagemill_eval.specsim.anchors import engine_anchor
     from services.core.pdf import pdf_text_layer
     from services.worker.engines import load_engine
-    from services.worker.quality import clip_anchor
+    from services.worker.pipeline.quality import clip_anchor
 
     model = ScriptedModel([(GOOD, "stop")])
     page, config = pdf_page(), settings(anchor_max_chars=120)

@@ -9,8 +9,8 @@ import pytest
 
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput
-from services.worker.engines.vllm import VllmEngine
-from services.worker.presets import PRESETS, get_preset, parse_front_matter, parse_plain
+from services.worker.engines.vllm.engine import VllmEngine
+from services.worker.engines.vllm.presets import PRESETS, get_preset, parse_front_matter, parse_plain
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.worker.quality import clip_anchor, find_repetition, invalid_reason, same_line_run, tail_loop
+from services.worker.pipeline.quality import clip_anchor, find_repetition, invalid_reason, same_line_run, tail_loop
 
 PROSE = (
     "Revenue rose by 12% in the third quarter, driven by the new product line. Costs were flat, and the "
@@ -55,7 +55,7 @@ def test_the_anchor_is_tidied_and_clipped_at_a_word_within_its_budget() -> None:
 
 
 def test_a_usable_text_layer_has_words_and_is_not_mojibake() -> None:
-    from services.worker.quality import usable_text_layer
+    from services.worker.pipeline.quality import usable_text_layer
 
     assert usable_text_layer(PROSE)
     assert not usable_text_layer("12")  # a page number on a scan

@@ -9,7 +9,7 @@ import pytest
 
 from services.core.errors import XmlEntities
 from services.results.render.markdown import render_slides
-from services.worker.convert.slides import read_pptx
+from services.worker.office.slides import read_pptx
 
 NS = ('xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
       'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '

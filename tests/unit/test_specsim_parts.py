@@ -9,7 +9,7 @@ from pagemill_eval.specsim.anchors import prompt_text
 from pagemill_eval.specsim.corpus import docling_items, latex_body, normalize_plain_text, split_docling_markdown
 from pagemill_eval.specsim.report import END, START, write_section
 from pagemill_eval.tokenizer import EOS, SPECIAL_TOKENS, TOKENIZER_FILE, VOCAB_SIZE, load_tokenizer, train_tokenizer
-from services.worker.quality import clip_anchor
+from services.worker.pipeline.quality import clip_anchor
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from services.cli import main
 from services.core.settings import Settings
-from services.worker.presets import PRESETS
-from services.worker.vllm_serve import DRAFT_METHODS, SPECULATIVE_METHODS, speculative_config, vllm_command
+from services.worker.engines.vllm.presets import PRESETS
+from services.worker.engines.vllm.serve import DRAFT_METHODS, SPECULATIVE_METHODS, speculative_config, vllm_command
 
 
 def flag(argv: list[str], name: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from services.worker.presets import PRESETS
+from services.worker.engines.vllm.presets import PRESETS
 from tests.observability import CHART, REPO
 from tests.unit.test_compose import services
 

@@ -27,9 +27,9 @@ from services.core.errors import EngineUnavailable
 from services.core.pdf import PDF, split_pdf
 from services.core.settings import Settings
 from services.worker.engines import PageInput, PageOutput
-from services.worker.engines.vllm import EngineRejected, VllmEngine
-from services.worker.pipeline import prepare_input
-from services.worker.presets import PRESETS
+from services.worker.engines.vllm.engine import EngineRejected, VllmEngine
+from services.worker.engines.vllm.presets import PRESETS
+from services.worker.pipeline.page import prepare_input
 from tests.servers import free_port
 from tests.vllm_server import VllmServer
 

@@ -19,10 +19,10 @@ import pytest
 from services.core.pdf import PDF, split_pdf
 from services.core.settings import Settings
 from services.worker.engines import PageInput
-from services.worker.engines.vllm import VllmEngine
-from services.worker.multipage import run_group
-from services.worker.pipeline import prepare_input
-from services.worker.presets import PRESETS
+from services.worker.engines.vllm.engine import VllmEngine
+from services.worker.engines.vllm.presets import PRESETS
+from services.worker.pipeline.group import run_group
+from services.worker.pipeline.page import prepare_input
 from tests.vllm_server import VllmServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]

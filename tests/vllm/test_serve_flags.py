@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from services.core.settings import Settings
-from services.worker.presets import PRESETS
-from services.worker.vllm_serve import DRAFT_METHODS, SPECULATIVE_METHODS, vllm_command
+from services.worker.engines.vllm.presets import PRESETS
+from services.worker.engines.vllm.serve import DRAFT_METHODS, SPECULATIVE_METHODS, vllm_command
 
 pytestmark = pytest.mark.vllm
 

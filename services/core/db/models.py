@@ -107,7 +107,7 @@ class Document(Base):
     expired_at: Mapped[datetime | None]  # the retention sweep deleted its stored objects
     # Deleted or expired, and every copy of the customer's data in the database erased (services/core/erasure.py).
     scrubbed_at: Mapped[datetime | None]
-    # An e-mail's attachment parsed as a document of its own: the e-mail's id (services/worker/attachments.py).
+    # An e-mail's attachment parsed as a document of its own: the e-mail's id (services/worker/office/attachments.py).
     parent_id: Mapped[str | None] = mapped_column(sa.String(48), index=True)
     # Its first jobs are committed but not yet known to be sent: set with its rows, cleared once they are
     # published (services/core/queues.py, `mark_sent`). Still set after a grace, they were never sent (the

@@ -37,9 +37,7 @@ def _load(kind: str, settings_json: str) -> Engine:
 
         return FakeEngine(latency_ms=settings.engine.fake_latency_ms)
     if kind == EngineKind.VLLM:
-        try:
-            from services.worker.engines.vllm import VllmEngine  # type: ignore[import-not-found,unused-ignore]
-        except ImportError as exc:  # pragma: no cover - until the vLLM engine lands
-            raise ValueError("the vllm engine is not available in this build") from exc
-        return VllmEngine(settings)  # type: ignore[no-any-return,unused-ignore]
+        from services.worker.engines.vllm.engine import VllmEngine
+
+        return VllmEngine(settings)
     raise ValueError(f"unknown engine {kind!r}; choose one of {engine_names()}")

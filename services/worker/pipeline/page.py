@@ -21,13 +21,13 @@ from services.core.logging import get_logger
 from services.core.metrics import FALLBACK_PAGES, PAGE_RETRIES, stage_timer
 from services.core.pdf import load_image, pdf_text_layer, png_bytes, render_pdf_page
 from services.core.settings import EngineKind, Settings
-from services.worker.align import align
-from services.worker.answer_blocks import figure_pixels, split_answer
 from services.worker.engines import load_engine
 from services.worker.engines.base import Engine, PageInput, PageOutput
 from services.worker.engines.cpu.elements import pixel_map
 from services.worker.engines.cpu.model import Box
-from services.worker.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
+from services.worker.engines.vllm.align import align
+from services.worker.engines.vllm.answer_blocks import figure_pixels, split_answer
+from services.worker.pipeline.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
 
 log = get_logger(__name__)
 

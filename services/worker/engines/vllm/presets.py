@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.worker.layout_answer import layout_markdown, read_layout
+from services.worker.engines.vllm.layout_answer import layout_markdown, read_layout
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +173,7 @@ def parse_dots_layout(text: str) -> ParsedAnswer:
 
 # The table ---------------------------------------------------------------------------------------------------
 
-# Several pages in one request: the answer is split back at the markers (services/worker/multipage.py).
+# Several pages in one request: the answer is split back at the markers (services/worker/pipeline/group.py).
 MULTI_PAGE_PROMPT = (
     "The {count} images are consecutive pages of one document, in order. For each page: {prompt}\n"
     "Start the answer of page k (k = 1 to {count}) with a line of its own: <!-- page k -->. A sentence, "

@@ -10,7 +10,7 @@ import shlex
 from typing import Any
 
 from services.core.settings import Settings
-from services.worker.presets import get_preset
+from services.worker.engines.vllm.presets import get_preset
 
 # vLLM's SpeculativeConfig methods pagemill drives: prompt lookup, a draft head (EAGLE/EAGLE-3, e.g. a FastMTP
 # head served as `eagle`; DFlash, a block-diffusion drafter), the model's own MTP layers, or none.

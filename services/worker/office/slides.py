@@ -19,7 +19,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from services.core.formats import PPTX
-from services.worker.convert.guard import GuardLimits, check_document
+from services.worker.office.guard import GuardLimits, check_document
 
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"

@@ -32,7 +32,7 @@ from services.core.pdf import EXTENSIONS, inspect_document
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, source_key
 from services.core.tenants import TenantLimits
-from services.worker.convert.mail import Attachment
+from services.worker.office.mail import Attachment
 
 MAX_CHILDREN = 50
 # Carried from the e-mail to its children: the caller's cache choices.

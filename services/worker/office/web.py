@@ -3,7 +3,7 @@ figures with their alt text and captions, preformatted code.
 
 lxml's HTML parser (libxml2, the one browsers' quirks are modelled on) builds the tree; nothing of it is
 fetched or run: scripts, styles, templates, frames, embedded objects and form fields are dropped with what
-they hold, and only text reaches the elements — escaped wherever it goes into HTML (services/worker/convert/
+they hold, and only text reaches the elements — escaped wherever it goes into HTML (services/worker/office/
 tree.py) — so the outputs carry none of the page's markup or attributes. A link keeps its target only when
 that is an absolute http(s) or mailto address, as a Markdown link (the outputs' sanitizer checks it again).
 A table inside a table cell is that cell's text. The document's `<title>` opens it as a heading unless the
@@ -18,7 +18,7 @@ from lxml import etree, html
 
 from services.core.elements import Element
 from services.core.errors import CorruptDocument
-from services.worker.convert.tree import Cell, TreeBuilder, clean, link
+from services.worker.office.tree import Cell, TreeBuilder, clean, link
 
 # Dropped with everything inside them: they are code, chrome or controls, not the document's text.
 DROPPED = frozenset({"script", "style", "noscript", "template", "head", "iframe", "frame", "frameset", "object",

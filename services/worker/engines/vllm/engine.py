@@ -20,8 +20,8 @@ from services.core.logging import get_logger
 from services.core.metrics import ENGINE_IN_FLIGHT, ENGINE_REQUESTS, ENGINE_TOKENS
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput, PageOutput
-from services.worker.layout_answer import layout_elements, page_size
-from services.worker.presets import Preset, get_preset
+from services.worker.engines.vllm.layout_answer import layout_elements, page_size
+from services.worker.engines.vllm.presets import Preset, get_preset
 
 log = get_logger(__name__)
 

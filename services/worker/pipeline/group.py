@@ -25,7 +25,8 @@ from services.core.logging import get_logger
 from services.core.pdf import pdf_text_layer
 from services.core.settings import Settings
 from services.worker.engines.base import Engine, PageInput
-from services.worker.pipeline import (
+from services.worker.engines.vllm.presets import strip_fences
+from services.worker.pipeline.page import (
     PageOutcome,
     _details,
     _Hypothesis,
@@ -34,8 +35,7 @@ from services.worker.pipeline import (
     temperature_for,
     with_elements,
 )
-from services.worker.presets import strip_fences
-from services.worker.quality import has_words, invalid_reason, usable_text_layer
+from services.worker.pipeline.quality import has_words, invalid_reason, usable_text_layer
 
 log = get_logger(__name__)
 

@@ -10,8 +10,8 @@ that do not fit wait, converted but unclaimed (the document stays `queued`), and
 the tenant's own pace would have made room (at most `HOLD_MAX_S`); more pages than the limit itself fail
 `too_many_pages`. An e-mail's PDF and image attachments count with its own pages (their rows come with them).
 
-A document read natively (services/worker/convert/native.py) has no PDF: its one page's result is stored here,
-and the split ends that page instead of queueing it (services/worker/native_page.py).
+A document read natively (services/worker/office/native.py) has no PDF: its one page's result is stored here,
+and the split ends that page instead of queueing it (services/worker/office/native_page.py).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from services.core.selection import parse_page_selection
 from services.core.settings import Settings
 from services.core.storage import ObjectNotFound, ObjectStore, document_prefix
 from services.core.tenants import TenantLimits, effective_limits, lock_tenant, pages_finished_recently, pages_in_flight
-from services.worker.attachments import Parent, family_page_budget, insert_children, plan_children
-from services.worker.convert import convert_document
-from services.worker.native_page import store_native_page
+from services.worker.office import convert_document
+from services.worker.office.attachments import Parent, family_page_budget, insert_children, plan_children
+from services.worker.office.native_page import store_native_page
 
 log = get_logger(__name__)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from services.core.errors import ConversionFailed, ConversionTimeout, EngineUnavailable
 from services.core.formats import HTML, OFFICE_EXTENSIONS
 from services.core.logging import get_logger
-from services.worker.convert import fonts
+from services.worker.office import fonts
 
 log = get_logger(__name__)
 

@@ -23,9 +23,9 @@ from xml.etree import ElementTree
 
 from services.core.elements import Element
 from services.core.errors import CorruptDocument
-from services.worker.convert.numbering import Numbering
-from services.worker.convert.omml import M, omml_latex
-from services.worker.convert.tree import MAX_SPAN, Cell, TreeBuilder, clean, link
+from services.worker.office.numbering import Numbering
+from services.worker.office.omml import M, omml_latex
+from services.worker.office.tree import MAX_SPAN, Cell, TreeBuilder, clean, link
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _WP = "{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}"

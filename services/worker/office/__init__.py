@@ -16,15 +16,15 @@ from services.core.errors import CorruptDocument
 from services.core.formats import DOCX, EML, EPUB, HTML, ODP, ODS, PPT, PPTX, XLS, XLSX
 from services.core.logging import get_logger
 from services.core.settings import Settings
-from services.worker.convert.charts import Chart, read_charts
-from services.worker.convert.epub import epub_to_html
-from services.worker.convert.guard import GuardLimits, check_document
-from services.worker.convert.html_source import titled
-from services.worker.convert.libreoffice import convert, slot
-from services.worker.convert.mail import Attachment, read_mail
-from services.worker.convert.native import NATIVE_TYPES, read_native
-from services.worker.convert.slides import Slide, read_pptx
-from services.worker.convert.spreadsheet import Sheet, read_xlsx
+from services.worker.office.charts import Chart, read_charts
+from services.worker.office.epub import epub_to_html
+from services.worker.office.guard import GuardLimits, check_document
+from services.worker.office.html_source import titled
+from services.worker.office.libreoffice import convert, slot
+from services.worker.office.mail import Attachment, read_mail
+from services.worker.office.native import NATIVE_TYPES, read_native
+from services.worker.office.slides import Slide, read_pptx
+from services.worker.office.spreadsheet import Sheet, read_xlsx
 
 SLOT_WAIT_S = 5.0
 log = get_logger(__name__)

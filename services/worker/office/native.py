@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from services.core.elements import Element, ElementType, renumber
 from services.core.formats import DOCX, EML, EPUB, HTML, NATIVE_TYPES
-from services.worker.convert.docx import read_docx
-from services.worker.convert.epub import epub_chapters
-from services.worker.convert.mail import Attachment, read_mail
-from services.worker.convert.web import read_html
+from services.worker.office.docx import read_docx
+from services.worker.office.epub import epub_chapters
+from services.worker.office.mail import Attachment, read_mail
+from services.worker.office.web import read_html
 
 __all__ = ["NATIVE_TYPES", "read_native"]
 
