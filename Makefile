@@ -81,7 +81,7 @@ SOAK_MINUTES ?= 10
 soak: $(STAMP) ## load and soak (not in CI): locust against `pagemill serve` on loopback, figures into docs/reliability.md
 	PAGEMILL_CORPUS=$(abspath $(PAGEMILL_CORPUS)) $(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES) --write docs/reliability.md
 
-vllm-env: ## build the vLLM-on-CPU venv and the tiny test model (cached in VLLM_VENV)
+vllm-env: ## build the vLLM-on-CPU venv, the tiny test model and one tiny model per preset (cached in VLLM_VENV)
 	VLLM_VENV=$(abspath $(VLLM_VENV)) scripts/vllm/setup.sh
 	$(abspath $(VLLM_VENV))/bin/python scripts/vllm/build_tiny_presets.py $(abspath $(VLLM_VENV))/models/presets
 
