@@ -35,6 +35,12 @@ ONE_PAGE = Path("dev") / "pypdf_crazyones" / "crazyones.pdf"
 FIVE_PAGES = Path("dev") / "docling_multi_page" / "multi_page.pdf"
 
 
+# The DELETE must meet a running document. One worker slot and 0.3 s a page make these pages last at least
+# 120 s, longer than every wait before the DELETE allows (60 s + 30 s), however loaded the machine: with 20
+# pages a loaded machine saw the document end first and the DELETE answered `succeeded`.
+RUNNING_PAGES = 400
+
+
 @pytest.fixture
 def platform(platform_factory: PlatformFactory, postgres_url: str) -> Platform:
     return platform_factory(postgres_url, engine="fake", extra_env={
@@ -81,7 +87,7 @@ def test_delete_and_expiry_erase_the_customer_data_from_every_table(platform: Pl
     shared.secret = endpoint["secret"]
 
     source = tmp_path / f"{distinct}.pdf"
-    source.write_bytes(repeat_pages(corpus / FIVE_PAGES, 20))
+    source.write_bytes(repeat_pages(corpus / FIVE_PAGES, RUNNING_PAGES))
     metadata = {"customer_ref": distinct, "note": "confidential"}
     created = platform.upload(source, metadata=json.dumps(metadata), webhook_url=own.url,
                               headers={"Idempotency-Key": f"key-{distinct}"})
@@ -127,12 +133,12 @@ def test_delete_and_expiry_erase_the_customer_data_from_every_table(platform: Pl
         payload = connection.execute(sa.text(
             "SELECT payload FROM document_events WHERE document_id = :id AND type = 'document.cancelled'"),
             {"id": created["id"]}).scalar_one()
-    assert (row.status, row.error_code, row.pages_total) == ("cancelled", "cancelled", 20)
+    assert (row.status, row.error_code, row.pages_total) == ("cancelled", "cancelled", RUNNING_PAGES)
     assert row.deleted_at and row.scrubbed_at and row.metadata == {} and row.filename == ""
     assert types[0] == "document.queued" and types[-1] == "document.cancelled"
     payload = payload if isinstance(payload, dict) else json.loads(payload)
     assert payload["data"]["metadata"] == {} and payload["data"]["error"] == {"code": "cancelled", "message": ""}
-    assert payload["data"]["status"] == "cancelled" and payload["data"]["pages_total"] == 20
+    assert payload["data"]["status"] == "cancelled" and payload["data"]["pages_total"] == RUNNING_PAGES
 
     # Expiry erases the same way: a tenant keeping results 2 seconds.
     brief = platform.create_tenant("brief", retention_days=2 / 86400)
