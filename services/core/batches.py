@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from services.core.contracts import WebhookTask, to_dict
 from services.core.db.models import (
     DOCUMENT_FINAL,
     Batch,
@@ -30,7 +31,7 @@ from services.core.db.models import (
     utcnow,
 )
 from services.core.db.session import rowcount
-from services.core.queues import enqueue
+from services.core.queues import Job, Queue, TaskName, enqueue
 
 BATCH_COMPLETED = "batch.completed"
 MAX_DOCUMENTS = 50  # files and URLs in one `POST /v1/batches`
@@ -81,8 +82,6 @@ def complete_if_done(session: Session, batch_id: str) -> bool:
 
 
 def _deliver(session: Session, batch: Batch, statuses: list[tuple[str, str]]) -> None:
-    from services.core.events import deliver_job  # events calls this module when a document ends
-
     body = json.dumps(payload(batch, statuses), ensure_ascii=False, separators=(",", ":"))
     ids = [document_id for document_id, _ in statuses]
     endpoints = session.execute(sa.select(WebhookEndpoint).where(
@@ -99,5 +98,6 @@ def _deliver(session: Session, batch: Batch, statuses: list[tuple[str, str]]) ->
             event_type=BATCH_COMPLETED, document_id=None, body=body, status=DeliveryStatus.PENDING, attempts=0,
             next_attempt_at=now, created_at=now)
         session.add(delivery)
-        enqueue(deliver_job(delivery.id))
+        # As events.deliver_job (which calls this module when a document ends, so it is not imported here).
+        enqueue(Job(TaskName.DELIVER_WEBHOOK, Queue.WEBHOOKS, to_dict(WebhookTask(delivery_id=delivery.id))))
     session.flush()

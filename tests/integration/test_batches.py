@@ -97,7 +97,7 @@ def test_fair_share_weighs_a_batch_like_its_documents(platform_factory: Platform
     engine = sa.create_engine(sqlite_url)
     with engine.connect() as connection:
         def priorities(ids: list[str]) -> list[int]:
-            rows: dict[str, int] = dict(connection.execute(sa.text("SELECT id, priority FROM documents")).tuples())
+            rows = {row[0]: int(row[1]) for row in connection.execute(sa.text("SELECT id, priority FROM documents"))}
             return [rows[i] for i in ids]
 
         in_batch, one_by_one = priorities(batch_ids), priorities(single_ids)
