@@ -52,9 +52,10 @@ def test_a_document_read_natively_is_not_answered_by_a_converted_ones_cache(api_
 
     api = api_factory(convert={"enabled": "true"})
     keys = []
+    docx = plain_docx()  # made once: the file's zip entries carry the time they were written
     for native in (True, False, True):  # one app, its setting switched between uploads
         api.settings.convert.native = native
-        document_id = api.upload(plain_docx(), filename="report.docx", cache="false")["id"]
+        document_id = api.upload(docx, filename="report.docx", cache="false")["id"]
         with session_scope(api.settings.resolved_database_url()) as session:
             keys.append(session.execute(sa.select(Document.cache_key).where(Document.id == document_id)).scalar())
     assert keys[0] == keys[2] != keys[1] and keys[0] is not None
