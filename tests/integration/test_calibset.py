@@ -90,3 +90,15 @@ def test_the_same_seed_gives_the_same_set_and_another_seed_another(corpus: Path,
     others = [write_set([corpus], tmp_path / f"s{seed}", seed=seed, kinds_per_page=4) for seed in range(8, 12)]
     plans = {tuple((c.case_id, c.detail) for c in run) for run in others}
     assert len(plans) > 1
+
+
+def test_the_command_writes_the_set_and_says_what_it_holds(corpus: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from services.cli import main
+
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(main, ["calibrate-set", str(corpus), "--out", str(out), "--per-page", "2"])
+    assert result.exit_code == 0, result.output
+    assert "4 cases from 2 source pages" in result.output
+    assert len(read_manifest(out)) == 4
