@@ -30,6 +30,7 @@ class Outcome:
     error: str | None = None  # the whole document failed
     confidences: list[float | None] = field(default_factory=list)  # per page, when the parser tells
     warnings: list[list[str]] = field(default_factory=list)  # per page (`text_dropped`, ...), when it tells
+    signals: list[dict[str, float]] = field(default_factory=list)  # per page, what its confidence was made of
 
     @property
     def markdown(self) -> str:
@@ -37,14 +38,15 @@ class Outcome:
 
     def to_json(self) -> dict[str, Any]:
         return {"pages": self.pages, "seconds": self.seconds, "failed_pages": self.failed_pages, "error": self.error,
-                "confidences": self.confidences, "warnings": self.warnings}
+                "confidences": self.confidences, "warnings": self.warnings, "signals": self.signals}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Outcome:
         return cls(pages=[str(p) for p in data.get("pages", [])], seconds=float(data.get("seconds", 0.0)),
                    failed_pages=int(data.get("failed_pages", 0)), error=data.get("error"),
                    confidences=[_confidence(c) for c in data.get("confidences") or []],
-                   warnings=[[str(w) for w in page or []] for page in data.get("warnings") or []])
+                   warnings=[[str(w) for w in page or []] for page in data.get("warnings") or []],
+                   signals=[_signals(page) for page in data.get("signals") or []])
 
 
 class Source(Protocol):
@@ -71,7 +73,8 @@ class LocalPagemill:
         pages = [str(p.get("markdown") or "") if p["status"] == "succeeded" else "" for p in result.pages]
         return Outcome(pages=pages, seconds=result.seconds, failed_pages=result.failed,
                        confidences=[_page_confidence(p) for p in result.pages],
-                       warnings=[list(p.get("warnings") or []) for p in result.pages])
+                       warnings=[list(p.get("warnings") or []) for p in result.pages],
+                       signals=[_signals(p.get("signals")) for p in result.pages])
 
 
 class RemotePagemill:
@@ -113,11 +116,19 @@ class RemotePagemill:
         whole_failure = status in ("failed", "cancelled") and failed == len(pages)
         return Outcome(pages=texts, seconds=seconds, failed_pages=failed, error=status if whole_failure else None,
                        confidences=[_page_confidence(p) for p in pages],
-                       warnings=[list(p.get("warnings") or []) for p in pages])
+                       warnings=[list(p.get("warnings") or []) for p in pages],
+                       signals=[_signals(p.get("signals")) for p in pages])
 
 
 def _confidence(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _signals(value: Any) -> dict[str, float]:
+    """A page's confidence signals, numbers only (a missing or odd entry: none)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def _page_confidence(page: dict[str, Any]) -> float | None:

@@ -99,3 +99,24 @@ def eval_command(corpus_dirs: tuple[Path, ...], engine: str | None, mode: str | 
     run_eval(list(corpus_dirs), settings=get_settings(), engine=engine, mode=mode, json_out=json_out,
              patterns=list(patterns), server=server, api_key=api_key, predictions=predictions,
              save_outputs=save_outputs, name=name, quiet=quiet, beside=peers)
+
+
+@main.command("calibrate-set")
+@click.argument("corpus_dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="the folder to write the generated corpus into (MANIFEST.tsv, a folder per case)")
+@click.option("--seed", default=28, show_default=True, type=int, help="the same seed and corpora give the same set")
+@click.option("--sources", "max_sources", default=16, show_default=True, type=click.IntRange(1),
+              help="born-digital source pages drawn from the corpora")
+@click.option("--per-page", "kinds_per_page", default=3, show_default=True, type=click.IntRange(1),
+              help="cases made from each source page: `clean` and this many minus one degradations")
+def calibrate_set(corpus_dirs: tuple[Path, ...], out_dir: Path, seed: int, max_sources: int,
+                  kinds_per_page: int) -> None:
+    """Generate a calibration corpus from the born-digital pages of CORPUS_DIRs: each page's text layer is the
+    reference, the page is written clean and degraded (docs/evaluation.md, "The generated calibration set")."""
+    require_extra("eval", "`pagemill calibrate-set`")
+    from pagemill_eval.calibset import describe, write_set
+
+    cases = write_set(list(corpus_dirs), out_dir, seed=seed, max_sources=max_sources, kinds_per_page=kinds_per_page)
+    click.echo(f"{out_dir}: {describe(cases)}")

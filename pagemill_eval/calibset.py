@@ -1,0 +1,252 @@
+"""A generated calibration set: born-digital pages whose text layer is the truth, made hard on purpose.
+
+Confidence has to be fitted on bad pages, and dev + wide hold only a handful. Rather than hand-pick more (and tune
+on them), this module makes them: it takes the born-digital PDF cases of one or more corpora (`kind` contains
+`digital`), picks pages whose text layer holds enough text, keeps that text layer as the reference, and writes
+each page again through one of the degradations in `DEGRADATIONS` — re-rendered at low resolution, blurred,
+skewed, rotated, noised, its table rules removed (all image-only: the text layer is dropped), or kept as an image
+under a wrong text layer (another source page's text, invisible, as a bad OCR layer would be). The untouched page
+(`clean`) is written too, so the set holds good pages as well as bad ones.
+
+Everything is decided by `random.Random(seed)` over sorted inputs, so the same corpora and seed give the same
+set, byte for byte in the references and pixel for pixel in the images. The output is an ordinary eval corpus
+(a folder per case, `MANIFEST.tsv`, the reference as `<case>.txt`, tier `[GT:generated]`), so `pagemill eval`
+scores it like any other. Nothing here looks at a case by name.
+"""
+
+from __future__ import annotations
+
+import csv
+import ctypes
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
+
+import numpy as np
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+from PIL import Image, ImageFilter
+
+from pagemill_eval.corpus import Case, read_manifest
+
+MIN_REFERENCE_CHARS = 200  # a page with less text layer than this says too little to score
+RULE_SHARE = 0.35  # a pixel row/column this dark over this share of its length is a table rule (removed)
+MANIFEST_FIELDS = ("file", "source_repo", "source_path", "commit", "license", "kind", "pages",
+                   "ground_truth_files", "notes")
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePage:
+    """One born-digital page: where it comes from and its text layer (the reference)."""
+
+    corpus: str
+    case: Case
+    index: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratedCase:
+    case_id: str
+    source: SourcePage
+    degradation: str
+    detail: str
+
+
+def _gray(rendered: Image.Image) -> Image.Image:
+    return rendered.convert("L")
+
+
+def _low_res(page: pdfium.PdfPage, rng: random.Random) -> tuple[Image.Image, float, str]:
+    dpi = rng.choice((50.0, 60.0, 72.0))
+    return _gray(page.render(scale=dpi / 72).to_pil()), dpi, f"dpi={dpi:g}"
+
+
+def _blur(page: pdfium.PdfPage, rng: random.Random) -> tuple[Image.Image, float, str]:
+    radius = rng.choice((1.5, 2.0, 2.5))
+    image = _gray(page.render(scale=150 / 72).to_pil()).filter(ImageFilter.GaussianBlur(radius))
+    return image, 150.0, f"dpi=150 blur={radius:g}"
+
+
+def _skew(page: pdfium.PdfPage, rng: random.Random) -> tuple[Image.Image, float, str]:
+    angle = rng.choice((-1, 1)) * rng.uniform(2.0, 7.0)
+    image = _gray(page.render(scale=150 / 72).to_pil()).rotate(angle, expand=True, fillcolor=255,
+                                                                 resample=Image.Resampling.BILINEAR)
+    return image, 150.0, f"dpi=150 skew={angle:.2f}"
+
+
+def _rotate(page: pdfium.PdfPage, rng: random.Random) -> tuple[Image.Image, float, str]:
+    quarter = rng.choice((90, 180, 270))
+    return _gray(page.render(scale=150 / 72).to_pil()).rotate(quarter, expand=True), 150.0, f"dpi=150 rotate={quarter}"
+
+
+def _noise(page: pdfium.PdfPage, rng: random.Random) -> tuple[Image.Image, float, str]:
+    sigma = rng.choice((40.0, 60.0, 80.0))
+    pixels = np.asarray(_gray(page.render(scale=150 / 72).to_pil()), dtype=np.float32)
+    noisy = pixels + np.random.default_rng(rng.getrandbits(32)).normal(0.0, sigma, pixels.shape)
+    speckle = np.random.default_rng(rng.getrandbits(32)).random(pixels.shape) < 0.02
+    noisy[speckle] = 0.0
+    return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8)), 150.0, f"dpi=150 noise={sigma:g}"
+
+
+def _no_rules(page: pdfium.PdfPage, rng: random.Random) -> tuple[Image.Image, float, str]:
+    del rng  # deterministic: every long horizontal or vertical dark run goes
+    pixels = np.asarray(_gray(page.render(scale=150 / 72).to_pil())).copy()
+    dark = pixels < 128
+    rows = dark.mean(axis=1) > RULE_SHARE
+    cols = dark.mean(axis=0) > RULE_SHARE
+    pixels[rows, :] = 255
+    pixels[:, cols] = 255
+    return Image.fromarray(pixels), 150.0, f"dpi=150 rules_removed={int(rows.sum() + cols.sum())}"
+
+
+Degrade = Callable[[pdfium.PdfPage, random.Random], tuple[Image.Image, float, str]]
+DEGRADATIONS: dict[str, Degrade] = {
+    "low_res": _low_res, "blur": _blur, "skew": _skew, "rotate": _rotate, "noise": _noise, "no_rules": _no_rules,
+}
+KINDS = ("clean", *DEGRADATIONS, "wrong_layer")
+
+
+def source_pages(corpus_dirs: Sequence[Path], *, max_pages_per_case: int, rng: random.Random) -> list[SourcePage]:
+    """The born-digital PDF pages of the corpora with at least `MIN_REFERENCE_CHARS` of text layer."""
+    pages: list[SourcePage] = []
+    for corpus_dir in sorted(corpus_dirs):
+        for case in sorted(read_manifest(corpus_dir), key=lambda c: c.case_id):
+            if "digital" not in case.kinds or case.input_path.suffix.lower() != ".pdf":
+                continue
+            try:
+                pdf = pdfium.PdfDocument(case.input_path)
+            except (pdfium.PdfiumError, OSError):
+                continue
+            try:
+                usable = [(i, text) for i in range(len(pdf)) if len(text := page_text(pdf[i])) >= MIN_REFERENCE_CHARS]
+            finally:
+                pdf.close()
+            for index, text in sorted(rng.sample(usable, min(max_pages_per_case, len(usable)))):
+                pages.append(SourcePage(corpus_dir.name, case, index, text))
+    return pages
+
+
+def page_text(page: pdfium.PdfPage) -> str:
+    textpage = page.get_textpage()
+    try:
+        text = textpage.get_text_range()
+    finally:
+        textpage.close()
+    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip()
+
+
+def plan(pages: Sequence[SourcePage], *, kinds_per_page: int, rng: random.Random) -> list[GeneratedCase]:
+    """Each source page gets `clean` plus `kinds_per_page - 1` degradations drawn without replacement."""
+    cases: list[GeneratedCase] = []
+    for number, source in enumerate(pages):
+        drawn = ["clean", *rng.sample(KINDS[1:], min(kinds_per_page - 1, len(KINDS) - 1))]
+        for kind in drawn:
+            stem = f"gen{number:03d}_{kind}"
+            cases.append(GeneratedCase(stem, source, kind, ""))
+    return cases
+
+
+def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max_pages_per_case: int = 1,
+              kinds_per_page: int = 3, max_sources: int | None = 16) -> list[GeneratedCase]:
+    """Generate the set into `out_dir` (created); returns the cases written, in manifest order."""
+    rng = random.Random(seed)
+    pages = source_pages(corpus_dirs, max_pages_per_case=max_pages_per_case, rng=rng)
+    if max_sources is not None and len(pages) > max_sources:
+        pages = sorted(rng.sample(pages, max_sources), key=lambda p: (p.corpus, p.case.case_id, p.index))
+    cases = plan(pages, kinds_per_page=kinds_per_page, rng=rng)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[GeneratedCase] = []
+    rows: list[dict[str, str]] = []
+    for case in cases:
+        folder = out_dir / case.case_id
+        folder.mkdir(exist_ok=True)
+        detail = _write_pdf(case, pages, folder / f"{case.case_id}.pdf", random.Random(f"{seed}/{case.case_id}"))
+        (folder / f"{case.case_id}.txt").write_text(case.source.text + "\n", encoding="utf-8")
+        done = GeneratedCase(case.case_id, case.source, case.degradation, detail)
+        written.append(done)
+        rows.append(_manifest_row(done))
+    with (out_dir / "MANIFEST.tsv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=MANIFEST_FIELDS, delimiter="\t", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return written
+
+
+def _manifest_row(case: GeneratedCase) -> dict[str, str]:
+    source = case.source
+    kind = "digital" if case.degradation == "clean" else "scan" if case.degradation != "wrong_layer" else "scan,layer"
+    return {
+        "file": f"{case.case_id}/{case.case_id}.pdf", "source_repo": "generated",
+        "source_path": f"{source.corpus}/{source.case.input_path.relative_to(source.case.folder.parent)}",
+        "commit": "-", "license": "see source case", "kind": f"generated,{case.degradation},{kind}", "pages": "1",
+        "ground_truth_files": f"{case.case_id}/{case.case_id}.txt",
+        "notes": f"[GT:generated] page {source.index + 1} of {source.corpus}/{source.case.case_id}, "
+                 f"{case.degradation} {case.detail}".rstrip(),
+    }
+
+
+def _write_pdf(case: GeneratedCase, pages: Sequence[SourcePage], path: Path, rng: random.Random) -> str:
+    source = case.source
+    pdf = pdfium.PdfDocument(source.case.input_path)
+    try:
+        if case.degradation == "clean":
+            single = pdfium.PdfDocument.new()
+            single.import_pages(pdf, [source.index])
+            single.save(path)
+            single.close()
+            return ""
+        page = pdf[source.index]
+        if case.degradation == "wrong_layer":
+            others = [p for p in pages if p is not source] or [source]
+            wrong = rng.choice(others)
+            image = _gray(page.render(scale=150 / 72).to_pil())
+            _image_pdf(image, 150.0, path, hidden_text=wrong.text)
+            return f"dpi=150 layer_from={wrong.corpus}/{wrong.case.case_id}#{wrong.index + 1}"
+        image, dpi, detail = DEGRADATIONS[case.degradation](page, rng)
+        _image_pdf(image, dpi, path, hidden_text=None)
+        return detail
+    finally:
+        pdf.close()
+
+
+def _image_pdf(image: Image.Image, dpi: float, path: Path, *, hidden_text: str | None) -> None:
+    """A one-page PDF showing `image`; with `hidden_text`, an invisible text layer (as OCR'd scans carry) too."""
+    buffer = BytesIO()
+    image.save(buffer, format="PDF", resolution=dpi)
+    if hidden_text is None:
+        path.write_bytes(buffer.getvalue())
+        return
+    pdf = pdfium.PdfDocument(buffer.getvalue())
+    try:
+        page = pdf[0]
+        height = page.get_size()[1]
+        lines = [line for line in hidden_text.split("\n") if line.strip()] or [hidden_text]
+        size = max(4.0, min(12.0, (height - 72) / max(1, len(lines))))
+        font = pdfium_c.FPDFText_LoadStandardFont(pdf.raw, b"Helvetica")
+        for number, line in enumerate(lines):
+            obj = pdfium_c.FPDFPageObj_CreateTextObj(pdf.raw, font, ctypes.c_float(size))
+            encoded = ctypes.create_string_buffer((line + "\x00").encode("utf-16-le"))
+            pdfium_c.FPDFText_SetText(obj, ctypes.cast(encoded, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
+            pdfium_c.FPDFTextObj_SetTextRenderMode(obj, pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE)
+            y = height - 36 - (number + 1) * size
+            pdfium_c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, ctypes.c_double(36.0), ctypes.c_double(max(0.0, y)))
+            pdfium_c.FPDFPage_InsertObject(page.raw, obj)
+        pdfium_c.FPDFPage_GenerateContent(page.raw)
+        pdfium_c.FPDFFont_Close(font)
+        pdf.save(path)
+    finally:
+        pdf.close()
+
+
+def describe(cases: Sequence[GeneratedCase]) -> str:
+    """One line: how many cases of each kind, from how many source pages."""
+    counts = {kind: sum(1 for c in cases if c.degradation == kind) for kind in KINDS}
+    sources = len({(c.source.corpus, c.source.case.case_id, c.source.index) for c in cases})
+    shown = ", ".join(f"{kind} {count}" for kind, count in counts.items() if count)
+    return f"{len(cases)} cases from {sources} source pages ({shown})"
+
+
+__all__ = ["DEGRADATIONS", "KINDS", "GeneratedCase", "SourcePage", "describe", "write_set"]

@@ -1,0 +1,104 @@
+"""The generated calibration set: deterministic by seed, each degradation does what its name says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pypdfium2 as pdfium
+import pytest
+
+from pagemill_eval.calibset import KINDS, page_text, write_set
+from pagemill_eval.corpus import read_manifest
+from tests.pdfs import SENTENCE, make_pdf
+
+HEADER = "file\tsource_repo\tsource_path\tcommit\tlicense\tkind\tpages\tground_truth_files\tnotes\n"
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    """A two-case born-digital corpus (one with table rules) and a scanned case the generator must skip."""
+    root = tmp_path / "src"
+    rows = []
+    for name, words, rules, kind in (("alpha", "alpha", 0, "digital"), ("beta", "beta", 4, "digital,table"),
+                                     ("gamma", "gamma", 0, "scan")):
+        (root / name).mkdir(parents=True)
+        lines = [f"{number} {words} {SENTENCE}" for number in range(1, 9)]
+        (root / name / f"{name}.pdf").write_bytes(make_pdf(lines=lines, rules=rules))
+        rows.append(f"{name}/{name}.pdf\t-\t-\t-\tMIT\t{kind}\t1\t-\t[GT:none]\n")
+    (root / "MANIFEST.tsv").write_text(HEADER + "".join(rows), encoding="utf-8")
+    return root
+
+
+def _text(path: Path) -> str:
+    pdf = pdfium.PdfDocument(path)
+    try:
+        return page_text(pdf[0])
+    finally:
+        pdf.close()
+
+
+def _pixels(path: Path) -> np.ndarray:
+    pdf = pdfium.PdfDocument(path)
+    try:
+        return np.asarray(pdf[0].render(scale=1).to_pil().convert("L"))
+    finally:
+        pdf.close()
+
+
+def test_every_kind_is_written_with_the_text_layer_as_reference(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gen"
+    cases = write_set([corpus], out, seed=5, kinds_per_page=len(KINDS))
+    assert {c.source.case.case_id for c in cases} == {"alpha", "beta"}  # the scanned case is no source
+    assert sorted({c.degradation for c in cases}) == sorted(KINDS)
+    manifest = {c.case_id: c for c in read_manifest(out)}
+    assert len(manifest) == len(cases) == 2 * len(KINDS)
+    for case in cases:
+        entry = manifest[case.case_id]
+        reference = entry.text_reference()
+        assert reference is not None and entry.tier == "generated"
+        assert reference.path.read_text(encoding="utf-8").strip() == case.source.text
+        layer = _text(entry.input_path)
+        if case.degradation == "clean":
+            assert layer == case.source.text
+        elif case.degradation == "wrong_layer":
+            other = "beta" if case.source.case.case_id == "alpha" else "alpha"
+            assert other in layer and case.source.case.case_id not in layer
+        else:
+            assert layer == "", case.degradation  # image only: the text layer is dropped
+
+
+def test_table_rules_are_removed_and_the_text_kept(corpus: Path, tmp_path: Path) -> None:
+    cases = write_set([corpus], tmp_path / "gen", seed=5, kinds_per_page=len(KINDS))
+    beta = {c.degradation: tmp_path / "gen" / c.case_id / f"{c.case_id}.pdf"
+            for c in cases if c.source.case.case_id == "beta"}
+    clean, stripped = _pixels(beta["clean"]), _pixels(beta["no_rules"])
+    rule_rows = (clean < 128).mean(axis=1) > 0.5
+    assert rule_rows.any()
+    assert not ((stripped < 128).mean(axis=1) > 0.5).any()
+    assert (stripped < 128).sum() > 0.5 * (clean[~rule_rows] < 128).sum()  # the words are still there
+
+
+def test_the_same_seed_gives_the_same_set_and_another_seed_another(corpus: Path, tmp_path: Path) -> None:
+    first = write_set([corpus], tmp_path / "a", seed=7, kinds_per_page=4)
+    second = write_set([corpus], tmp_path / "b", seed=7, kinds_per_page=4)
+    assert (tmp_path / "a" / "MANIFEST.tsv").read_text() == (tmp_path / "b" / "MANIFEST.tsv").read_text()
+    for case in first:
+        name = f"{case.case_id}/{case.case_id}.pdf"
+        assert np.array_equal(_pixels(tmp_path / "a" / name), _pixels(tmp_path / "b" / name))
+    assert [c.case_id for c in first] == [c.case_id for c in second]
+    others = [write_set([corpus], tmp_path / f"s{seed}", seed=seed, kinds_per_page=4) for seed in range(8, 12)]
+    plans = {tuple((c.case_id, c.detail) for c in run) for run in others}
+    assert len(plans) > 1
+
+
+def test_the_command_writes_the_set_and_says_what_it_holds(corpus: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from services.cli import main
+
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(main, ["calibrate-set", str(corpus), "--out", str(out), "--per-page", "2"])
+    assert result.exit_code == 0, result.output
+    assert "4 cases from 2 source pages" in result.output
+    assert len(read_manifest(out)) == 4
