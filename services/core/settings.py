@@ -443,9 +443,6 @@ class Settings(BaseSettings):
     def resolved_storage_root(self) -> Path:
         return (self.storage.root or self.data_dir / "objects").resolve()
 
-    def resolved_metrics_dir(self) -> Path:
-        return (self.metrics_dir or self.data_dir / "metrics").resolve()
-
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
