@@ -12,6 +12,7 @@ from services.core.attachments import with_statuses
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus
 from services.core.db.session import session_scope
 from services.core.document_tasks import task_of
+from services.core.errors import DETAIL_CHARS, clip
 from services.core.formats import OFFICE_TYPES
 from services.core.lifecycle import final_status, finalize_document
 from services.core.logging import get_logger
@@ -74,7 +75,7 @@ def _task_answer(document: Document, entries: list[dict[str, Any]], settings: Se
     try:
         return run_document_task(task, document.id, entries, settings, store), None
     except TaskFailed as exc:
-        log.warning("document.task_failed", document_id=document.id, task=task.kind.value, error=str(exc)[:300])
+        log.warning("document.task_failed", document_id=document.id, task=task.kind.value, error=clip(str(exc)))
         return {}, exc
 
 
@@ -147,7 +148,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     error = None if failed == 0 else (f"{failed} of {len(entries)} pages failed")
     error_code = "pages_failed" if failed else None
     if task_error is not None:
-        error_code, error = task_error.code, str(task_error)[:500]
+        error_code, error = task_error.code, clip(str(task_error), DETAIL_CHARS)
     with session_scope(db) as session:
         if missing:
             session.execute(sa.update(Page).where(Page.document_id == document_id, Page.index.in_(missing))

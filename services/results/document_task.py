@@ -26,7 +26,7 @@ import httpx
 from jsonschema import Draft202012Validator, validators
 
 from services.core.document_tasks import TaskKind, TaskSpec
-from services.core.errors import EngineUnavailable, PagemillError
+from services.core.errors import DETAIL_CHARS, EngineUnavailable, PagemillError, clip
 from services.core.logging import get_logger
 from services.core.settings import Settings
 from services.core.storage import ObjectNotFound, ObjectStore, document_result_key
@@ -111,7 +111,7 @@ class TaskModel:
         except httpx.HTTPError as exc:
             raise EngineUnavailable(f"vLLM at {self.client.base_url} is unreachable ({exc!r})") from exc
         if response.status_code in _UNAVAILABLE_STATUS:
-            raise EngineUnavailable(f"vLLM answered {response.status_code}: {response.text[:300]}")
+            raise EngineUnavailable(f"vLLM answered {response.status_code}: {clip(response.text)}")
         if response.status_code >= 400:
             error = TaskFailed if "context length" not in response.text else ContextTooLong
             raise error(f"vLLM refused the task request ({response.status_code}): {response.text[:400]}")
@@ -243,7 +243,7 @@ def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, A
     errors = sorted(validators.validator_for(schema, default=Draft202012Validator)(schema).iter_errors(data),
                     key=lambda e: list(e.path))
     if errors:
-        raise TaskFailed(f"the extraction does not match the schema: {errors[0].message}"[:500])
+        raise TaskFailed(clip(f"the extraction does not match the schema: {errors[0].message}", DETAIL_CHARS))
     known = set(ids)
     sources = list(dict.fromkeys(str(i) for i in answer.get("element_ids") or [] if str(i) in known))
     return {"task": "extract", "data": data, "element_ids": sources, "model": model.model, "finish_reason": finish,

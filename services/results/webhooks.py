@@ -36,7 +36,7 @@ from services.core.db.models import (
     utcnow,
 )
 from services.core.db.session import is_postgres, rowcount, session_scope
-from services.core.errors import ValidationFailed
+from services.core.errors import DETAIL_CHARS, ValidationFailed, describe
 from services.core.logging import get_logger
 from services.core.metrics import WEBHOOK_DELIVERIES, WEBHOOK_LATENCY
 from services.core.queues import enqueue
@@ -141,7 +141,7 @@ def deliver(settings: Settings, delivery_id: str) -> str:
         except httpx.TimeoutException as exc:
             error = f"{type(exc).__name__}: no answer within the attempt's {deadline_s:g} s"
         except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}"[:500] or type(exc).__name__
+            error = describe(exc, DETAIL_CHARS) or type(exc).__name__
     duration = time.monotonic() - clock
     if not permanent:
         WEBHOOK_LATENCY.observe(duration)

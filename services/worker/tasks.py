@@ -15,7 +15,7 @@ from services.core.contracts import DocumentTask, PageElement, PageResult, PageT
 from services.core.db.models import DocumentStatus, PageStatus, utcnow
 from services.core.db.session import session_scope
 from services.core.elements import renumber, to_wire
-from services.core.errors import EngineUnavailable
+from services.core.errors import EngineUnavailable, clip
 from services.core.lifecycle import (
     Claim,
     PageClaim,
@@ -140,7 +140,7 @@ def _claim(task: Task, settings: Settings, job: PageTask, indexes: list[int]) ->
             raise
         # The database is away (a restart): keep the message, as for an engine outage, and ask again soon (a
         # restart takes seconds). Dropped, the pages would stay queued until `queued_lease_s` sends them again.
-        log.warning("page.claim_retry", error=str(exc)[:300], retries=task.request.retries)
+        log.warning("page.claim_retry", error=clip(str(exc)), retries=task.request.retries)
         policy = engine_outage_policy(settings)
         raise task.retry(countdown=min(policy.countdown(task.request.retries), CLAIM_RETRY_MAX_S), exc=exc,
                          max_retries=policy.max_retries) from exc

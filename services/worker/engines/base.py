@@ -8,6 +8,8 @@ from typing import Any, Protocol
 from services.core.elements import BBox, Element
 from services.core.pdf import PDF
 
+DEFAULT_RENDER_SIDE = 1288  # px, the longest side of a page image sent to a model unless a preset or setting says
+
 
 @dataclass(frozen=True, slots=True)
 class PageInput:

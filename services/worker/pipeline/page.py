@@ -16,13 +16,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.core.elements import Element, ElementType, page_markdown
-from services.core.errors import PagemillError
+from services.core.errors import PagemillError, clip
 from services.core.logging import get_logger
 from services.core.metrics import FALLBACK_PAGES, PAGE_RETRIES, stage_timer
 from services.core.pdf import load_image, pdf_text_layer, png_bytes, render_pdf_page
 from services.core.settings import EngineKind, Settings
 from services.worker.engines import load_engine
-from services.worker.engines.base import Engine, PageInput, PageOutput
+from services.worker.engines.base import DEFAULT_RENDER_SIDE, Engine, PageInput, PageOutput
 from services.worker.engines.cpu.elements import pixel_map
 from services.worker.engines.cpu.model import Box
 from services.worker.engines.vllm.align import align
@@ -30,9 +30,6 @@ from services.worker.engines.vllm.answer_blocks import figure_pixels, split_answ
 from services.worker.pipeline.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
 
 log = get_logger(__name__)
-
-DEFAULT_RENDER_SIDE = 1288
-
 
 @dataclass(frozen=True, slots=True)
 class PageOutcome:
@@ -121,7 +118,7 @@ def _run_generative(engine: Engine, page: PageInput, settings: Settings, started
                 raise  # the backend is down or busy: the task makes the page wait, nothing is wasted
             reason = exc.code  # the server refused this page; asking again the same way will not help
             attempts.append({"temperature": temperature, "rotation": current.rotation, "error": exc.code,
-                             "message": str(exc)[:300]})
+                             "message": clip(str(exc))})
             break
         spent["prompt_tokens"] += output.prompt_tokens
         spent["completion_tokens"] += output.completion_tokens

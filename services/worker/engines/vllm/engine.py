@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from services.core.errors import EngineUnavailable, PageError
+from services.core.errors import DETAIL_CHARS, EngineUnavailable, PageError, clip
 from services.core.logging import get_logger
 from services.core.metrics import ENGINE_IN_FLIGHT, ENGINE_REQUESTS, ENGINE_TOKENS
 from services.core.settings import Settings
@@ -161,10 +161,10 @@ class VllmEngine:
                 self._leave()
         if response.status_code in _UNAVAILABLE_STATUS:
             self._count("unavailable")
-            raise EngineUnavailable(f"vLLM answered {response.status_code}: {response.text[:300]}")
+            raise EngineUnavailable(f"vLLM answered {response.status_code}: {clip(response.text)}")
         if response.status_code >= 400:
             self._count("rejected")
-            raise EngineRejected(f"vLLM answered {response.status_code}: {response.text[:500]}")
+            raise EngineRejected(f"vLLM answered {response.status_code}: {clip(response.text, DETAIL_CHARS)}")
         try:
             answer = response.json()
         except ValueError as exc:
