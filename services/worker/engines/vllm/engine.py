@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from services.core import openai_api
@@ -18,23 +17,11 @@ from services.core.errors import DETAIL_CHARS, EngineUnavailable, PageError, cli
 from services.core.logging import get_logger
 from services.core.metrics import ENGINE_IN_FLIGHT, ENGINE_REQUESTS, ENGINE_TOKENS
 from services.core.settings import Settings
-from services.worker.engines.base import PageInput, PageOutput
+from services.worker.engines.base import GroupAnswer, PageInput, PageOutput
 from services.worker.engines.vllm.layout_answer import layout_elements, page_size
 from services.worker.engines.vllm.presets import Preset, get_preset
 
 log = get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class GroupAnswer:
-    """The answer to one request of several pages, before it is split into pages."""
-
-    text: str
-    finish_reason: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    ms: int
 
 
 class EngineRejected(PageError):
