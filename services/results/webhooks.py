@@ -158,12 +158,12 @@ def deliver(settings: Settings, delivery_id: str) -> str:
     return outcome
 
 
-def _record(db: str, settings: Settings, delivery: WebhookDelivery, lease_until: datetime, started_at: datetime,
-            duration: float, status_code: int | None, error: str | None, excerpt: str | None, permanent: bool
-            ) -> tuple[str, float, str | None]:
+def _record(database_url: str, settings: Settings, delivery: WebhookDelivery, lease_until: datetime,
+            started_at: datetime, duration: float, status_code: int | None, error: str | None, excerpt: str | None,
+            permanent: bool) -> tuple[str, float, str | None]:
     """Logs the attempt and moves the delivery on, if this attempt still holds its lease. Returns the outcome,
     the backoff before a retry, and the tenant's oldest delivery due and waiting for an attempt, if any."""
-    with session_scope(db) as session:
+    with session_scope(database_url) as session:
         number = session.execute(sa.select(sa.func.count()).select_from(WebhookAttempt)
                                  .where(WebhookAttempt.delivery_id == delivery.id)).scalar_one() + 1
         session.add(WebhookAttempt(delivery_id=delivery.id, number=number, started_at=started_at,
