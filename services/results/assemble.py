@@ -14,7 +14,7 @@ from services.core.db.session import session_scope
 from services.core.document_tasks import task_of
 from services.core.errors import DETAIL_CHARS, clip
 from services.core.formats import OFFICE_TYPES
-from services.core.lifecycle import final_status, finalize_document
+from services.core.lifecycle import fail_missing_pages, final_status, finalize_document
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
 from services.core.pages import DocumentResult, page_read
@@ -151,11 +151,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         error_code, error = task_error.code, clip(str(task_error), DETAIL_CHARS)
     with session_scope(db) as session:
         if missing:
-            session.execute(sa.update(Page).where(Page.document_id == document_id, Page.index.in_(missing))
-                            .values(status=PageStatus.FAILED, error_code="result_missing",
-                                    error_message="the page result is missing from the object store"))
-            session.execute(sa.update(Document).where(Document.id == document_id)
-                            .values(pages_done=done, pages_failed=failed))
+            fail_missing_pages(session, document_id, missing, pages_done=done, pages_failed=failed)
         # The formats ride on the document, so its status and final event list what can be fetched.
         changed = finalize_document(session, document_id, status, error_code=error_code, error_message=error,
                                     options={**(document.options or {}), "formats": rendered.formats})
