@@ -14,7 +14,7 @@ from pathlib import Path
 from bench.control_plane import write_section
 from pagemill_eval.corpus import load_cases
 from services.core.settings import Settings
-from services.results.render import katex
+from services.results.render import typeset
 from services.results.render.chunks import encoding
 from services.results.render.formats import render_document
 from services.runner import parse_locally
@@ -48,7 +48,7 @@ def main() -> None:
     totals = {fmt: [] for fmt in FORMATS}  # seconds of the whole corpus, per repeat
     per_document: dict[str, float] = {}
     for _ in range(args.repeat):
-        katex._rendered.clear()  # every repeat pays the node run, as a fresh assembly does
+        typeset._rendered.clear()  # every repeat pays the node run, as a fresh assembly does
         run = dict.fromkeys(FORMATS, 0.0)
         for case_id, pages in documents:
             body = {"id": case_id, "filename": case_id, "pages": pages}
@@ -69,7 +69,7 @@ def main() -> None:
         f"Machine: {os.cpu_count()} cores (shared), {host.machine()}, Python {host.python_version()}; measured "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. {len(documents)} documents, {page_count} pages "
         f"parsed once by the cpu engine, then every format rendered from the page results, median of "
-        f"{args.repeat} runs; KaTeX {'in node' if katex.available() else 'missing (formulas as source)'}.", "",
+        f"{args.repeat} runs; KaTeX {'in node' if typeset.available() else 'missing (formulas as source)'}.", "",
         "| format | ms per page |", "|---|---|", *rows,
         f"| **all formats** | **{all_s * 1000 / page_count:.1f}** |", "",
         f"`elements` is the Markdown → element tree derivation (until the engines give elements). Once per "

@@ -19,7 +19,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, SchemaError, validators
 
-from services.core.errors import InvalidJsonSchema, TaskNeedsModel, ValidationFailed
+from services.core.errors import DETAIL_CHARS, InvalidJsonSchema, TaskNeedsModel, ValidationFailed, clip
 from services.core.settings import EngineKind, Settings
 
 MAX_SCHEMA_BYTES = 16_384
@@ -91,7 +91,7 @@ def parse_schema(raw: str | None) -> dict[str, Any]:
     try:
         schema = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        raise InvalidJsonSchema(f"schema: not valid JSON ({exc})"[:300]) from exc
+        raise InvalidJsonSchema(clip(f"schema: not valid JSON ({exc})")) from exc
     if not isinstance(schema, dict):
         raise InvalidJsonSchema("schema: must be a JSON Schema object")
     validator = validators.validator_for(schema, default=Draft202012Validator)
@@ -99,7 +99,8 @@ def parse_schema(raw: str | None) -> dict[str, Any]:
         validator.check_schema(schema)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "(root)"
-        raise InvalidJsonSchema(f"schema: not a valid JSON Schema at {where}: {exc.message}"[:500]) from exc
+        message = f"schema: not a valid JSON Schema at {where}: {exc.message}"
+        raise InvalidJsonSchema(clip(message, DETAIL_CHARS)) from exc
     if any(isinstance(ref, str) and not ref.startswith("#") for ref in _refs(schema)):
         raise InvalidJsonSchema("schema: only local $ref (#/...) is allowed; nothing is fetched")
     return schema

@@ -37,6 +37,19 @@ from __future__ import annotations
 
 import math
 
+MESSAGE_CHARS = 300  # an error message kept in a log line, a page's error or a client's answer
+DETAIL_CHARS = 500  # the longer cut, for a failure recorded on a document, a delivery or a task
+
+
+def clip(message: str, limit: int = MESSAGE_CHARS) -> str:
+    """`message` cut to `limit` characters: what a log line, a stored error or an answer carries."""
+    return message[:limit]
+
+
+def describe(exc: BaseException, limit: int = MESSAGE_CHARS) -> str:
+    """`Type: message` of an exception, clipped: how a failure is logged or recorded."""
+    return clip(f"{type(exc).__name__}: {exc}", limit)
+
 
 class PagemillError(Exception):
     status_code: int = 500

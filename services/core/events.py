@@ -167,16 +167,6 @@ def record_progress(session: Session, document_id: str, interval_s: float) -> Do
     return _record_progress(session, document_id, interval_s)
 
 
-def record_progress_in_own_transaction(url: str, document_id: str, interval_s: float) -> DocumentEvent | None:
-    """`record_progress` for callers outside a transaction: opens one only when the throttle allows."""
-    from services.core.db.session import session_scope
-
-    if not progress_worth_trying(document_id, interval_s):
-        return None
-    with session_scope(url) as session:
-        return _record_progress(session, document_id, interval_s)
-
-
 def _record_progress(session: Session, document_id: str, interval_s: float) -> DocumentEvent | None:
     now = utcnow()
     won = session.execute(

@@ -1,10 +1,14 @@
 """Every state change of documents and pages, each one atomic, so any number of workers may race.
 
     document: queued ──split──▶ running ──last page ends──▶ (assembly claimed) ──▶ succeeded | partial | failed
-              └──────────────── DELETE ───────────────────▶ cancelled
+              └──────────────── DELETE ───────────────────▶ cancelled     (final) ──retention──▶ expired_at set
     page:     pending ──split──▶ queued ──claim──▶ running ──▶ succeeded | failed
                                    ▲                  │ retryable error / lease expired
                                    └──────────────────┘
+    At assembly a page whose stored result is missing ends failed (`fail_missing_pages`); a batch's documents
+    are attached to it (`attach_to_batch`). UPDATEs still outside this module: the progress throttle
+    (events.py), erasure's scrubbing (erasure.py), the outbox's sent mark (queues.py) and the worker's
+    split/page-end/office writes (worker/split.py, page_ends.py, office/).
 """
 
 from __future__ import annotations
@@ -416,6 +420,30 @@ def cancel_document(session: Session, document_id: str) -> bool:
     if cancelled:
         events.record_final(session, document_id)
     return cancelled
+
+
+def fail_missing_pages(session: Session, document_id: str, missing: list[int], *, pages_done: int,
+                       pages_failed: int) -> None:
+    """At assembly: pages whose stored result is gone end `failed` (`result_missing`), and the document's counts
+    are set to what assembly found."""
+    session.execute(sa.update(Page).where(Page.document_id == document_id, Page.index.in_(missing))
+                    .values(status=PageStatus.FAILED, error_code="result_missing",
+                            error_message="the page result is missing from the object store"))
+    session.execute(sa.update(Document).where(Document.id == document_id)
+                    .values(pages_done=pages_done, pages_failed=pages_failed))
+
+
+def mark_expired(session: Session, document_id: str, now: datetime) -> bool:
+    """Retention: the document's results are gone from `now` on. False when another process marked it first."""
+    return bool(rowcount(session.execute(
+        sa.update(Document).where(Document.id == document_id, Document.expired_at.is_(None))
+        .values(expired_at=now, updated_at=now))))
+
+
+def attach_to_batch(session: Session, document_ids: list[str], tenant_id: str, batch_id: str) -> None:
+    """The tenant's documents `document_ids` become members of the batch `batch_id`."""
+    session.execute(sa.update(Document).where(Document.id.in_(document_ids), Document.tenant_id == tenant_id)
+                    .values(batch_id=batch_id).execution_options(synchronize_session=False))
 
 
 # Reconciler queries ------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from functools import lru_cache
 import redis
 
 from services.core import outbox
+from services.core.errors import describe
 from services.core.logging import get_logger
 
 log = get_logger(__name__)
@@ -70,6 +71,6 @@ def publish(redis_url: str, notices: Iterable[DocumentNotice]) -> int:
                 pipe.publish(channel, document_id)
             pipe.execute()
     except redis.RedisError as exc:
-        log.warning("notices.publish_failed", documents=len(document_ids), error=f"{type(exc).__name__}: {exc}"[:300])
+        log.warning("notices.publish_failed", documents=len(document_ids), error=describe(exc))
         return 0
     return len(document_ids)

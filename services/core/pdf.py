@@ -29,6 +29,7 @@ from services.core.errors import (
     UnsupportedMediaType,
 )
 from services.core.formats import OFFICE_EXTENSIONS
+from services.core.settings import MAX_PAGE_SIDE_PT, MAX_RENDER_PIXELS
 
 PDFIUM_LOCK = threading.RLock()
 
@@ -317,8 +318,8 @@ def render_scale(width_pt: float, height_pt: float, *, longest_side: int, max_pi
     return scale
 
 
-def render_pdf_page(pdf_bytes: bytes, *, longest_side: int, max_pixels: int = 40_000_000,
-                    max_side_pt: float = 14400.0, index: int = 0, rotation: int = 0) -> Image.Image:
+def render_pdf_page(pdf_bytes: bytes, *, longest_side: int, max_pixels: int = MAX_RENDER_PIXELS,
+                    max_side_pt: float = MAX_PAGE_SIDE_PT, index: int = 0, rotation: int = 0) -> Image.Image:
     """Renders one page to RGB pixels with /Rotate applied (plus `rotation` degrees clockwise)."""
     if index == 0:
         check_page_budget(pdf_bytes)

@@ -14,6 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+MAX_PAGE_SIDE_PT = 14400.0  # the default `limits.max_page_side_pt`, also `pdf.render_pdf_page`'s
+MAX_RENDER_PIXELS = 40_000_000  # the default `limits.max_render_pixels`, also `pdf.render_pdf_page`'s
+
 
 class EngineKind(StrEnum):
     CPU = "cpu"
@@ -151,11 +154,11 @@ class LimitSettings(SettingsSection):
     keep_alive_s: float = Field(default=75.0, gt=0)
     """The gateway closes a keep-alive connection idle this long: longer than clients' own idle limits (httpx 5 s,
     Node 4 s, a load balancer's 60 s), so a client never reuses a connection just as the gateway closes it."""
-    max_page_side_pt: float = 14400.0
+    max_page_side_pt: float = MAX_PAGE_SIDE_PT
     """A page bigger than this (PDF points, either side) fails as `page_too_large` instead of eating memory."""
-    max_render_pixels: int = 40_000_000
+    max_render_pixels: int = MAX_RENDER_PIXELS
     """Rendered images are capped at this many pixels whatever the page size says."""
-    page_image_max_pixels: int = Field(default=40_000_000, ge=1)
+    page_image_max_pixels: int = Field(default=MAX_RENDER_PIXELS, ge=1)
     """`GET …/pages/{n}/image` decodes at most this many pixels of a stored image (a JPEG is decoded at a reduced
     scale and counts as that); a larger one answers `422 image_too_large` before it is decoded."""
     requests_per_minute: int = Field(default=120, ge=1)
@@ -442,9 +445,6 @@ class Settings(BaseSettings):
 
     def resolved_storage_root(self) -> Path:
         return (self.storage.root or self.data_dir / "objects").resolve()
-
-    def resolved_metrics_dir(self) -> Path:
-        return (self.metrics_dir or self.data_dir / "metrics").resolve()
 
 
 @lru_cache(maxsize=1)

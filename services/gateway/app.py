@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.core import outbox as outbox_module
 from services.core.db.session import get_engine
-from services.core.errors import PagemillError, ServiceUnavailable
+from services.core.errors import DETAIL_CHARS, PagemillError, ServiceUnavailable, clip, describe
 from services.core.exporters import scrape_collectors as core_scrape_collectors
 from services.core.logging import configure_logging, get_logger
 from services.core.metrics import (
@@ -86,7 +86,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(redis.RedisError)
     @app.exception_handler(kombu.exceptions.OperationalError)
     async def dependency_down(_: Request, exc: Exception) -> JSONResponse:
-        log.warning("request.dependency_down", error=f"{type(exc).__name__}: {exc}"[:300])
+        log.warning("request.dependency_down", error=describe(exc))
         unavailable = ServiceUnavailable("a service pagemill depends on (Redis) cannot be reached; try again shortly")
         return await pagemill_error(_, unavailable)
 
@@ -97,7 +97,7 @@ def install_error_handlers(app: FastAPI) -> None:
         """The database or the object store blinked (a restart, a 503): the client may retry, nothing was taken."""
         if not is_retryable(exc):
             raise exc  # a real bug: the 500 handler below
-        log.warning("request.backend_unavailable", error=f"{type(exc).__name__}: {exc}"[:500])
+        log.warning("request.backend_unavailable", error=describe(exc, DETAIL_CHARS))
         response = error_response(503, "service_unavailable", "a backend is briefly unavailable; retry shortly")
         response.headers["Retry-After"] = "1"
         return response
@@ -222,7 +222,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await run_in_threadpool(check)
                 checks[name] = "ok"
             except Exception as exc:  # noqa: BLE001 - report every dependency, not just the first failure
-                checks[name] = f"error: {type(exc).__name__}: {exc}"[:300]
+                checks[name] = clip(f"error: {type(exc).__name__}: {exc}")
         ready = all(v == "ok" for v in checks.values())
         return JSONResponse({"status": "ok" if ready else "unavailable", "checks": checks},
                             status_code=200 if ready else 503)

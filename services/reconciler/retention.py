@@ -13,7 +13,8 @@ import sqlalchemy as sa
 
 from services.core import erasure
 from services.core.db.models import Document, IdempotencyKey, Tenant, utcnow
-from services.core.db.session import rowcount, session_scope
+from services.core.db.session import session_scope
+from services.core.lifecycle import mark_expired
 from services.core.logging import get_logger
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, document_prefix
@@ -45,9 +46,7 @@ def sweep(settings: Settings, store: ObjectStore, *, now: datetime | None = None
     for document_id in due[:limit]:
         store.delete_prefix(document_prefix(document_id))
         with session_scope(db) as session:
-            if rowcount(session.execute(sa.update(Document)
-                                        .where(Document.id == document_id, Document.expired_at.is_(None))
-                                        .values(expired_at=now, updated_at=now))):
+            if mark_expired(session, document_id, now):
                 erasure.scrub_document(session, document_id, now)
                 expired += 1
     if expired:

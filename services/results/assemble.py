@@ -12,8 +12,9 @@ from services.core.attachments import with_statuses
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus
 from services.core.db.session import session_scope
 from services.core.document_tasks import task_of
+from services.core.errors import DETAIL_CHARS, clip
 from services.core.formats import OFFICE_TYPES
-from services.core.lifecycle import final_status, finalize_document
+from services.core.lifecycle import fail_missing_pages, final_status, finalize_document
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
 from services.core.pages import DocumentResult, page_read
@@ -74,7 +75,7 @@ def _task_answer(document: Document, entries: list[dict[str, Any]], settings: Se
     try:
         return run_document_task(task, document.id, entries, settings, store), None
     except TaskFailed as exc:
-        log.warning("document.task_failed", document_id=document.id, task=task.kind.value, error=str(exc)[:300])
+        log.warning("document.task_failed", document_id=document.id, task=task.kind.value, error=clip(str(exc)))
         return {}, exc
 
 
@@ -147,14 +148,10 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
     error = None if failed == 0 else (f"{failed} of {len(entries)} pages failed")
     error_code = "pages_failed" if failed else None
     if task_error is not None:
-        error_code, error = task_error.code, str(task_error)[:500]
+        error_code, error = task_error.code, clip(str(task_error), DETAIL_CHARS)
     with session_scope(db) as session:
         if missing:
-            session.execute(sa.update(Page).where(Page.document_id == document_id, Page.index.in_(missing))
-                            .values(status=PageStatus.FAILED, error_code="result_missing",
-                                    error_message="the page result is missing from the object store"))
-            session.execute(sa.update(Document).where(Document.id == document_id)
-                            .values(pages_done=done, pages_failed=failed))
+            fail_missing_pages(session, document_id, missing, pages_done=done, pages_failed=failed)
         # The formats ride on the document, so its status and final event list what can be fetched.
         changed = finalize_document(session, document_id, status, error_code=error_code, error_message=error,
                                     options={**(document.options or {}), "formats": rendered.formats})

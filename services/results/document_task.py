@@ -22,11 +22,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-import httpx
 from jsonschema import Draft202012Validator, validators
 
+from services.core import openai_api
 from services.core.document_tasks import TaskKind, TaskSpec
-from services.core.errors import EngineUnavailable, PagemillError
+from services.core.errors import DETAIL_CHARS, EngineUnavailable, PagemillError, clip
 from services.core.logging import get_logger
 from services.core.settings import Settings
 from services.core.storage import ObjectNotFound, ObjectStore, document_result_key
@@ -35,7 +35,6 @@ from services.results.render.markdown import page_marker
 log = get_logger(__name__)
 T = TypeVar("T")
 
-_UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})
 MAX_ENUM_IDS = 2000  # past this many elements the ids are checked after the answer, not by the grammar
 MAX_SOURCE_IDS = 32
 
@@ -77,9 +76,8 @@ class TaskModel:
     def __init__(self, settings: Settings) -> None:
         engine = settings.engine
         self.settings = settings
-        headers = {"Authorization": f"Bearer {engine.api_key}"} if engine.api_key else {}
-        self.client = httpx.Client(base_url=engine.vllm_url.rstrip("/"), headers=headers,
-                                   timeout=httpx.Timeout(engine.request_timeout_s, connect=5.0))
+        self.client = openai_api.open_client(engine.vllm_url, api_key=engine.api_key,
+                                             timeout_s=engine.request_timeout_s)
         self._model = engine.model
 
     @property
@@ -107,19 +105,12 @@ class TaskModel:
 
     def _send(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
-            response = self.client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise EngineUnavailable(f"vLLM at {self.client.base_url} is unreachable ({exc!r})") from exc
-        if response.status_code in _UNAVAILABLE_STATUS:
-            raise EngineUnavailable(f"vLLM answered {response.status_code}: {response.text[:300]}")
-        if response.status_code >= 400:
-            error = TaskFailed if "context length" not in response.text else ContextTooLong
-            raise error(f"vLLM refused the task request ({response.status_code}): {response.text[:400]}")
-        try:
-            found: dict[str, Any] = response.json()
-        except ValueError as exc:
-            raise TaskFailed(f"vLLM answered without JSON: {response.text[:200]}") from exc
-        return found
+            return openai_api.request_json(self.client, method, path, **kwargs)
+        except openai_api.ModelRefused as exc:
+            error = TaskFailed if "context length" not in exc.text else ContextTooLong
+            raise error(f"vLLM refused the task request ({exc.status_code}): {clip(exc.text, 400)}") from exc
+        except openai_api.ModelAnswerNotJson as exc:
+            raise TaskFailed(f"vLLM answered without JSON: {exc.text[:openai_api.NOT_JSON_CHARS]}") from exc
 
     def close(self) -> None:
         self.client.close()
@@ -243,7 +234,7 @@ def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, A
     errors = sorted(validators.validator_for(schema, default=Draft202012Validator)(schema).iter_errors(data),
                     key=lambda e: list(e.path))
     if errors:
-        raise TaskFailed(f"the extraction does not match the schema: {errors[0].message}"[:500])
+        raise TaskFailed(clip(f"the extraction does not match the schema: {errors[0].message}", DETAIL_CHARS))
     known = set(ids)
     sources = list(dict.fromkeys(str(i) for i in answer.get("element_ids") or [] if str(i) in known))
     return {"task": "extract", "data": data, "element_ids": sources, "model": model.model, "finish_reason": finish,

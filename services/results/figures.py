@@ -24,6 +24,7 @@ from PIL import Image, ImageStat
 
 from services.core.db.models import Document, Page
 from services.core.elements import Element, ElementType, page_markdown
+from services.core.errors import describe
 from services.core.logging import get_logger
 from services.core.pdf import PDF, PDFIUM_LOCK, copy_page, load_image, open_pdf, render_pdf_page
 from services.core.settings import Settings
@@ -160,7 +161,7 @@ def crop_figures(entries: list[dict[str, Any]], pixels: PagePixels, *, document_
             image_of_page = pixels(entry)
         except Exception as exc:  # noqa: BLE001 - one unreadable page loses its figures' images, not the document
             log.warning("figures.page_unreadable", document_id=document_id, page=entry.get("page_number"),
-                        error=f"{type(exc).__name__}: {exc}"[:300])
+                        error=describe(exc))
             continue
         for index in wanted:
             element = elements[index]

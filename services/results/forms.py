@@ -23,6 +23,7 @@ import pypdfium2.raw as pdfium_c
 
 from services.core.db.models import Document
 from services.core.elements import FURNITURE, BBox, Element, ElementType, page_markdown
+from services.core.errors import describe
 from services.core.logging import get_logger
 from services.core.pdf import PDF, PDFIUM_LOCK, open_pdf
 from services.core.storage import ObjectStore
@@ -179,6 +180,6 @@ def document_form_fields(document: Document, entries: list[dict[str, Any]], stor
     try:
         fields = read_form_fields(store.get(document.source_key), numbers)
     except Exception as exc:  # noqa: BLE001 - the form is extra: its pages are parsed either way
-        log.warning("forms.unreadable", document_id=document.id, error=f"{type(exc).__name__}: {exc}"[:300])
+        log.warning("forms.unreadable", document_id=document.id, error=describe(exc))
         return []
     return add_form_fields(entries, fields)

@@ -9,6 +9,7 @@ from celery import Celery, Task
 from services.core.contracts import DocumentTask, WebhookTask, from_dict
 from services.core.db.models import DocumentStatus
 from services.core.db.session import session_scope
+from services.core.errors import DETAIL_CHARS, describe
 from services.core.lifecycle import finalize_document
 from services.core.logging import bind_request_id, get_logger
 from services.core.queues import OutboxTask, TaskName
@@ -39,7 +40,7 @@ def register_results_tasks(app: Celery, settings: Settings) -> None:
             log.exception("document.assemble_error", error=str(exc))
             with session_scope(settings.resolved_database_url()) as session:
                 finalize_document(session, job.document_id, DocumentStatus.FAILED, error_code="assembly_failed",
-                                  error_message=f"{type(exc).__name__}: {exc}"[:500])
+                                  error_message=describe(exc, DETAIL_CHARS))
             return None
 
     # No Celery retries: attempts are counted in the database and `deliver` enqueues the next one itself

@@ -36,7 +36,7 @@ from services.core.db.models import (
     utcnow,
 )
 from services.core.db.session import is_postgres, rowcount, session_scope
-from services.core.errors import ValidationFailed
+from services.core.errors import DETAIL_CHARS, ValidationFailed, describe
 from services.core.logging import get_logger
 from services.core.metrics import WEBHOOK_DELIVERIES, WEBHOOK_LATENCY
 from services.core.queues import enqueue
@@ -141,7 +141,7 @@ def deliver(settings: Settings, delivery_id: str) -> str:
         except httpx.TimeoutException as exc:
             error = f"{type(exc).__name__}: no answer within the attempt's {deadline_s:g} s"
         except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}"[:500] or type(exc).__name__
+            error = describe(exc, DETAIL_CHARS) or type(exc).__name__
     duration = time.monotonic() - clock
     if not permanent:
         WEBHOOK_LATENCY.observe(duration)
@@ -158,12 +158,12 @@ def deliver(settings: Settings, delivery_id: str) -> str:
     return outcome
 
 
-def _record(db: str, settings: Settings, delivery: WebhookDelivery, lease_until: datetime, started_at: datetime,
-            duration: float, status_code: int | None, error: str | None, excerpt: str | None, permanent: bool
-            ) -> tuple[str, float, str | None]:
+def _record(database_url: str, settings: Settings, delivery: WebhookDelivery, lease_until: datetime,
+            started_at: datetime, duration: float, status_code: int | None, error: str | None, excerpt: str | None,
+            permanent: bool) -> tuple[str, float, str | None]:
     """Logs the attempt and moves the delivery on, if this attempt still holds its lease. Returns the outcome,
     the backoff before a retry, and the tenant's oldest delivery due and waiting for an attempt, if any."""
-    with session_scope(db) as session:
+    with session_scope(database_url) as session:
         number = session.execute(sa.select(sa.func.count()).select_from(WebhookAttempt)
                                  .where(WebhookAttempt.delivery_id == delivery.id)).scalar_one() + 1
         session.add(WebhookAttempt(delivery_id=delivery.id, number=number, started_at=started_at,

@@ -15,7 +15,7 @@ from services.core.contracts import DocumentTask, PageElement, PageResult, PageT
 from services.core.db.models import DocumentStatus, PageStatus, utcnow
 from services.core.db.session import session_scope
 from services.core.elements import renumber, to_wire
-from services.core.errors import EngineUnavailable
+from services.core.errors import EngineUnavailable, clip
 from services.core.lifecycle import (
     Claim,
     PageClaim,
@@ -33,6 +33,7 @@ from services.core.settings import Settings
 from services.core.storage import ObjectStore, get_store
 from services.worker import heartbeat, page_cache, page_source
 from services.worker.engines import Engine, PageInput, load_engine
+from services.worker.engines.base import is_generative
 from services.worker.engines.vllm.serve import pages_per_request
 from services.worker.page_ends import PageEnd, document_open, ended_by, failure, record, resend_alone, retry_failed
 from services.worker.pipeline.group import run_group
@@ -140,7 +141,7 @@ def _claim(task: Task, settings: Settings, job: PageTask, indexes: list[int]) ->
             raise
         # The database is away (a restart): keep the message, as for an engine outage, and ask again soon (a
         # restart takes seconds). Dropped, the pages would stay queued until `queued_lease_s` sends them again.
-        log.warning("page.claim_retry", error=str(exc)[:300], retries=task.request.retries)
+        log.warning("page.claim_retry", error=clip(str(exc)), retries=task.request.retries)
         policy = engine_outage_policy(settings)
         raise task.retry(countdown=min(policy.countdown(task.request.retries), CLAIM_RETRY_MAX_S), exc=exc,
                          max_retries=policy.max_retries) from exc
@@ -156,7 +157,7 @@ def _run_pages(settings: Settings, pages: dict[int, PageTask], claims: dict[int,
         return
     engine = load_engine(pages[running[0]].engine or settings.engine.kind.value, settings)
     store = get_store(settings)
-    generative = getattr(engine, "generative", False)
+    generative = is_generative(engine)
     groups = _groups(running, pages_per_request(settings) if generative else 1)
     if len(groups) > 1 and generative:
         with ThreadPoolExecutor(min(len(groups), settings.engine.max_in_flight)) as pool:
@@ -227,6 +228,8 @@ def _run_members(settings: Settings, store: ObjectStore, engine: Engine, jobs: l
 def _run_group(retries: int, engine: Engine, pages: list[PageInput], settings: Settings,
                keeper: Callable[[], None]) -> list[PageOutcome]:
     """The group's pages in page order through one request; outcomes in the order of `pages`."""
+    if not is_generative(engine):  # `_groups` makes groups of several pages for generative engines only
+        raise TypeError(f"the {engine.name} engine reads one page per request")
     order = sorted(range(len(pages)), key=lambda i: pages[i].index)
     try:
         if retries:
@@ -334,7 +337,7 @@ def _run(retries: int, engine: Engine, page: PageInput, settings: Settings,
          heartbeat: Callable[[], None] | None = None) -> PageOutcome:
     """The page through its engine; an outage that outlasted its retries ends in the flagged cpu fallback."""
     try:
-        if retries and getattr(engine, "generative", False):
+        if retries and is_generative(engine):
             engine.check_health()  # after an outage, ask before spending OCR on the page's anchor
         return run_page(engine, page, settings, heartbeat=heartbeat)
     except EngineUnavailable:

@@ -50,7 +50,7 @@ def test_a_page_in_gives_one_page_output_out(engine_and_settings: tuple[Engine, 
         assert isinstance(output.markdown, str)
         assert output.finish_reason in ("stop", "length")
         assert output.prompt_tokens >= 0 and output.completion_tokens >= 0
-        if getattr(engine, "generative", False):
+        if engine.generative:
             # A generative engine reports what the request cost, as its server counted it.
             assert output.prompt_tokens > 0 and output.completion_tokens > 0
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from services.results.render import katex
+from services.results.render import typeset
 from tests.conftest import PlatformFactory
 
 pytestmark = pytest.mark.slow
@@ -51,7 +51,7 @@ def test_every_format_from_the_api(platform_factory: PlatformFactory, sqlite_url
         assert page.text.startswith("## Page 2")
         assert client.get(f"/v1/documents/{created['id']}/pages/2", params={"format": "html"}).status_code == 422
 
-        if katex.available():  # the KaTeX build document.html inlines, for clients typesetting elements' LaTeX
+        if typeset.available():  # the KaTeX build document.html inlines, for clients typesetting elements' LaTeX
             css = client.get("/assets/katex/katex.min.css")
             assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
             assert client.get("/assets/katex/fonts/KaTeX_Main-Regular.woff2").status_code == 200

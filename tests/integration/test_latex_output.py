@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from services.core.settings import Settings
-from services.results.render import katex
+from services.results.render import typeset
 from services.results.render.derive import RenderPage, markdown_elements
 from services.results.render.formats import render_document
 from services.results.render.latex import render_latex
@@ -35,7 +35,7 @@ def tex() -> str:
 
 def test_inline_formulas_of_a_pdf_stay_formulas(tex: str) -> None:
     """They came out as their placeholders' numbers: "Einstein wrote 0 in 1905."."""
-    if katex.available():
+    if typeset.available():
         assert "Einstein wrote $E=mc^2$ in 1905." in tex and "Figure 1: the curve of $y=x^2$" in tex
     else:  # without KaTeX nothing vouches for a formula: its source is printed
         assert "Einstein wrote \\texttt{\\$E=mc\\textasciicircum{}2\\$} in 1905." in tex
@@ -90,7 +90,7 @@ def test_a_cjk_paragraph_breaks_into_lines(engine: str, tmp_path: Path) -> None:
 def test_formulas_with_commands_only_katex_knows_compile(engine: str, tmp_path: Path) -> None:
     """Once inline formulas stopped turning into numbers, the corpus's `$t \\gt 0$` stopped both engines
     (Undefined control sequence): KaTeX accepts commands and environments LaTeX lacks."""
-    if not katex.available():
+    if not typeset.available():
         pytest.skip("KaTeX is missing (`make katex`): without it every formula is printed as its source")
     markdown = "Now $t \\gt 0$ and $x \\isin \\reals$.\n\n$$\n\\begin{rcases} a & b \\\\ c & d \\end{rcases}\n$$"
     tex = render_latex([RenderPage(number=1, status="succeeded", elements=markdown_elements(markdown, 1))])

@@ -24,7 +24,6 @@ import pytest
 from pagemill_eval.corpus import load_cases
 from services.core.elements import FURNITURE, ElementType
 from services.core.settings import Settings
-from services.results.render import katex
 from services.results.render.derive import RenderPage, document_pages
 from services.results.render.formats import render_document
 from services.runner import parse_locally
@@ -174,7 +173,7 @@ def test_every_document_html_renders_cleanly_in_chromium(browser: Any, corpus_ou
             for n in range(tables.count()):
                 box = tables.nth(n).bounding_box()
                 assert tables.nth(n).is_visible() and box and box["width"] > 0 and box["height"] > 0, (where, n)
-            if katex.available():
+            if typeset.available():
                 typeset += page.locator(".katex").count()
             if outputs.case_id == SCREENSHOT_CASE:
                 shot = ARTIFACTS / "screenshot.png"
@@ -182,7 +181,7 @@ def test_every_document_html_renders_cleanly_in_chromium(browser: Any, corpus_ou
                 assert shot.stat().st_size > 10_000
         finally:
             page.close()
-    if katex.available():
+    if typeset.available():
         assert typeset >= 20, "the corpus's formulas are typeset by KaTeX"
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from services.core.elements import Element, ElementType, page_markdown
-from services.results.render import katex
+from services.results.render import typeset
 from services.results.render.derive import RenderPage, document_pages, markdown_elements
 from services.results.render.html import render_html
 from services.results.render.latex import render_latex
@@ -113,7 +113,7 @@ def test_html_sections_pages_and_keeps_spans() -> None:
     html5lib.HTMLParser(strict=True).parse(html)  # no WHATWG parse error
     assert '<section class="page failed" data-page="2">' in html and "&lt;huge&gt;" in html
     assert '<th rowspan="2">k</th><th colspan="2">v</th>' in html
-    if katex.available():
+    if typeset.available():
         assert 'class="katex' in html and "@font-face" in html and "data:font/woff2;base64," in html
     else:
         assert '<code class="math-source">x^{2}</code>' in html
@@ -138,7 +138,7 @@ def test_latex_escapes_text_and_refuses_formulas_that_run_tex() -> None:
 def _inline_formula(latex: str) -> str:
     """How the LaTeX shows an inline formula: as math where KaTeX parses it, else as its source."""
     escaped = latex.replace("^", "\\textasciicircum{}")
-    return f"${latex}$" if katex.available() else f"\\texttt{{\\${escaped}\\$}}"
+    return f"${latex}$" if typeset.available() else f"\\texttt{{\\${escaped}\\$}}"
 
 
 def test_latex_keeps_inline_formulas_in_every_kind_of_text() -> None:

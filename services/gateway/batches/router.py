@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from services.core import batches
-from services.core.db.models import Batch, Document, new_id
+from services.core.db.models import Batch, new_id
 from services.core.db.session import session_scope
 from services.core.errors import BatchEmpty, NotFound, PagemillError, ValidationFailed
+from services.core.lifecycle import attach_to_batch
 from services.gateway.batches.schemas import BatchCreated, BatchDocument, BatchItem, BatchRead
 from services.gateway.compat.inproc import ApiError, Upload, open_api
 from services.gateway.deps import CurrentTenant, SettingsDep, public_link
@@ -92,8 +92,7 @@ async def create_batch(request: Request, tenant: CurrentTenant, settings: Settin
         with session_scope(settings.resolved_database_url()) as session:
             session.add(Batch(id=batch_id, tenant_id=tenant.id, documents_total=len(ids), metadata_=metadata))
             session.flush()
-            session.execute(sa.update(Document).where(Document.id.in_(ids), Document.tenant_id == tenant.id)
-                            .values(batch_id=batch_id).execution_options(synchronize_session=False))
+            attach_to_batch(session, ids, tenant.id, batch_id)
             batches.complete_if_done(session, batch_id)  # every document answered from the cache: done already
 
     await run_in_threadpool(save)

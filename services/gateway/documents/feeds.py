@@ -26,6 +26,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from services.core.db.models import Document, DocumentEventRow
 from services.core.db.session import session_scope
+from services.core.errors import describe
 from services.core.logging import get_logger
 from services.core.notices import channel_name
 from services.gateway.documents import service
@@ -195,7 +196,7 @@ class FeedHub:
                 snapshot = await run_in_threadpool(read_snapshot, self.database_url, feed.document_id, floor)
             except Exception as exc:  # noqa: BLE001 - the database blinked: the next re-check reads again
                 log.warning("feeds.read_failed", document_id=feed.document_id,
-                            error=f"{type(exc).__name__}: {exc}"[:300])
+                            error=describe(exc))
                 feed.state = None
                 return
             self.reads += 1
@@ -245,7 +246,7 @@ class FeedHub:
         try:
             await self.recheck()
         except Exception as exc:  # noqa: BLE001 - the database blinked: the next re-check tries again
-            log.warning("feeds.recheck_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            log.warning("feeds.recheck_failed", error=describe(exc))
 
     async def _listen_forever(self, redis_url: str) -> None:
         channel = channel_name(redis_url)
@@ -255,7 +256,7 @@ class FeedHub:
                 await self._listen(redis_url, channel)
             except (redis.RedisError, OSError) as exc:
                 if self.subscribed:
-                    log.warning("feeds.subscription_lost", error=f"{type(exc).__name__}: {exc}"[:300])
+                    log.warning("feeds.subscription_lost", error=describe(exc))
                 self.subscribed = False
                 await asyncio.sleep(backoff)
                 backoff = min(RECONNECT_MAX_S, backoff * 2)

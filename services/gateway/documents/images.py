@@ -21,7 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from PIL import Image
 
 from services.core.db.session import session_scope
-from services.core.errors import CorruptDocument, ImageTooLarge, NotFound, ResultExpired
+from services.core.errors import CorruptDocument, ImageTooLarge, NotFound, ResultExpired, clip
 from services.core.pdf import PDF, PDFIUM_LOCK, copy_page, open_pdf, png_bytes, render_pdf_page
 from services.core.storage import ObjectNotFound, ObjectStore, page_image_key
 from services.core.tenants import effective_limits
@@ -63,7 +63,7 @@ def decode_within_budget(data: bytes, *, longest_side: int, max_pixels: int) -> 
             image.load()
             return image
     except (Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
-        raise CorruptDocument(f"the stored page image cannot be read ({exc})"[:300]) from exc
+        raise CorruptDocument(clip(f"the stored page image cannot be read ({exc})")) from exc
 
 
 def render_page(data: bytes, *, is_pdf: bool, page_in_file: int, longest_side: int, max_pixels: int) -> bytes:

@@ -108,14 +108,14 @@ def _check_in_flight(session: Session, tenant: Tenant, limits: TenantLimits, pag
                       f"{limits.pages_in_flight}", retry_after_s=min(max(wait, 1.0), 600.0), limit="pages_in_flight")
 
 
-def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limits: TenantLimits, upload: Upload,
-           options: SubmitOptions, *, request_id: str | None) -> Submitted:
+def submit(database_url: str, store: ObjectStore, settings: Settings, tenant: Tenant, limits: TenantLimits,
+           upload: Upload, options: SubmitOptions, *, request_id: str | None) -> Submitted:
     """Objects are written first, outside any transaction; the rows then go in one short transaction that
     holds the tenant's lock, so limits and idempotency keys are exact without serializing uploads."""
     digest = request_hash(upload, options)
     key = options.idempotency_key
     if key:
-        with session_scope(db) as session:
+        with session_scope(database_url) as session:
             original = _replay(session, tenant, key, digest)
         if original is not None:
             return Submitted(original, replayed=True)
@@ -148,7 +148,7 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
     document_id = new_id("doc")
     copied = None
     if cacheable and cache.reads_cache(doc_options, settings):
-        with session_scope(db) as session:
+        with session_scope(database_url) as session:
             hit = cache.find_document(session, tenant.id, cache_key)
             pages = list(session.execute(sa.select(Page).where(Page.document_id == hit.id)
                                          .order_by(Page.index)).scalars()) if hit else []
@@ -159,12 +159,12 @@ def submit(db: str, store: ObjectStore, settings: Settings, tenant: Tenant, limi
             except ObjectNotFound:  # expired or deleted meanwhile: parse it after all
                 store.delete_prefix(document_prefix(document_id))
     if copied is None:
-        with session_scope(db) as session:  # refuse early, before storing the file; checked again below
+        with session_scope(database_url) as session:  # refuse early, before storing the file; checked again below
             _check_in_flight(session, tenant, limits, len(accepted.page_numbers))
         store.put_file(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.source,
                   content_type=accepted.info.media_type)
     try:
-        with session_scope(db) as session:
+        with session_scope(database_url) as session:
             lock_tenant(session, tenant.id)
             if key and (original := _replay(session, tenant, key, digest)) is not None:
                 raise _Replayed(original)  # a concurrent request with the same key won

@@ -24,7 +24,7 @@ from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
-from services.core.errors import FileTooLarge, InputError, RequestTimeout, ValidationFailed
+from services.core.errors import FileTooLarge, InputError, RequestTimeout, ValidationFailed, clip
 from services.core.formats import plausible_office_head
 from services.core.pdf import sniff_media_type
 
@@ -226,7 +226,7 @@ async def receive_upload(request: Request, *, max_file_bytes: int, idle_timeout_
         parser.finalize()
     except FormParserError as exc:
         form.discard()
-        raise ValidationFailed(f"the multipart body cannot be read ({exc})"[:300]) from exc
+        raise ValidationFailed(clip(f"the multipart body cannot be read ({exc})")) from exc
     except BaseException:
         form.discard()
         raise

@@ -229,20 +229,20 @@ async def document_events(
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-def _load_visible(db: str, document_id: str, tenant_id: str) -> Document:
-    with session_scope(db) as session:
+def _load_visible(database_url: str, document_id: str, tenant_id: str) -> Document:
+    with session_scope(database_url) as session:
         return service.get_document(session, document_id, tenant_id)
 
 
-def _read_visible(db: str, document_id: str, tenant_id: str) -> DocumentRead:
-    with session_scope(db) as session:
+def _read_visible(database_url: str, document_id: str, tenant_id: str) -> DocumentRead:
+    with session_scope(database_url) as session:
         document = service.get_document(session, document_id, tenant_id)
         return to_read(document, with_statuses(session, [document]).get(document.id, []))
 
 
-def _attachments(db: str, document: Document) -> list[dict[str, Any]]:
+def _attachments(database_url: str, document: Document) -> list[dict[str, Any]]:
     """An e-mail's attachment list with its children's current status (empty for any other document)."""
-    with session_scope(db) as session:
+    with session_scope(database_url) as session:
         return with_statuses(session, [document]).get(document.id, [])
 class ResultFormat(StrEnum):
     """The parse formats every document has, and the answer of its model task (`task`), if it has one."""

@@ -16,7 +16,7 @@ from services.core import erasure
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, new_id, utcnow
 from services.core.document_tasks import TaskSpec, parse_task
 from services.core.documents import NewDocument, insert_document
-from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, ValidationFailed
+from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, ValidationFailed, clip
 from services.core.formats import EML, NATIVE_TYPES, sniff_office
 from services.core.lifecycle import cancel_document
 from services.core.pdf import EXTENSIONS, DocumentInfo, inspect_document
@@ -43,7 +43,7 @@ def parse_metadata(raw: str | None) -> dict[str, Any]:
     except RecursionError as exc:
         raise ValidationFailed(f"metadata: nested deeper than {MAX_METADATA_DEPTH} levels") from exc
     except ValueError as exc:  # a non-finite number, an integer over Python's int-string limit
-        raise ValidationFailed(f"metadata: {exc}"[:300]) from exc
+        raise ValidationFailed(clip(f"metadata: {exc}")) from exc
     if not isinstance(value, dict):
         raise ValidationFailed("metadata: must be a JSON object")
     if _depth(value) > MAX_METADATA_DEPTH:

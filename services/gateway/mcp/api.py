@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from services.core.errors import clip
+
 LONG_POLL_S = 30.0  # one `GET /v1/documents/{id}?wait=` (the API answers sooner on any change)
 
 
@@ -46,7 +48,7 @@ class PagemillApi:
                 error = response.json()["error"]
                 code, message = str(error["code"]), str(error["message"])
             except (ValueError, KeyError, TypeError):
-                code, message = "error", response.text[:300] or f"HTTP {response.status_code}"
+                code, message = "error", clip(response.text) or f"HTTP {response.status_code}"
             raise ApiError(response.status_code, code, message)
         return response
 

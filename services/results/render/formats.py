@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.core.errors import DETAIL_CHARS, describe
 from services.core.logging import get_logger
 from services.core.settings import OutputFormat, Settings
 from services.results.render.chunks import render_chunks
@@ -58,7 +59,7 @@ def render_document(entries: list[dict[str, Any]], body: dict[str, Any], setting
             if fmt in ALWAYS:
                 raise
             log.error("render.failed", format=fmt.value, document_id=body.get("id"),
-                      error=f"{type(exc).__name__}: {exc}"[:500])
+                      error=describe(exc, DETAIL_CHARS))
             continue
         if data is not None:
             out.bodies[fmt.value] = data

@@ -15,7 +15,7 @@ import secrets
 
 from services.core.elements import Element, ElementType
 from services.core.storage import RESULT_HTML_CSP
-from services.results.render import katex
+from services.results.render import typeset
 from services.results.render.derive import RenderPage, list_labels
 from services.results.render.inline import INLINE_MATH, inline_html
 from services.results.render.sanitize import parse_table
@@ -68,7 +68,7 @@ class _Math:
         return f"\ue002{self.nonce}:{len(self.formulas) - 1}\ue003"
 
     def fill(self, body: str) -> tuple[str, int]:
-        rendered = katex.render_all(self.formulas)
+        rendered = typeset.render_all(self.formulas)
         unrendered = 0
 
         def put(match: re.Match[str]) -> str:
@@ -206,7 +206,7 @@ def render_html(pages: list[RenderPage], *, title: str = "document", lang: str =
     kept = _Figures(figures or {}, inline_budget)
     body = "\n".join(_page_html(page, math, kept) for page in pages)
     body, unrendered = math.fill(body)
-    css = katex.inline_css(body)
+    css = typeset.inline_css(body)
     lang_attr = f' lang="{html.escape(lang, quote=True)}"' if lang else ""
     return (f'<!DOCTYPE html>\n<html{lang_attr}>\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from services.core.elements import FURNITURE, Element, ElementType
-from services.results.render import katex
+from services.results.render import typeset
 from services.results.render.derive import RenderPage, list_labels
 from services.results.render.inline import INLINE_MATH, inline_latex, tex_escape
 from services.results.render.sanitize import Cell, Table, parse_table
@@ -75,7 +75,7 @@ def _balanced(latex: str) -> bool:
 
 class _Math:
     def __init__(self, formulas: list[tuple[str, bool]]) -> None:
-        parsed = katex.render_all(formulas) if katex.available() else [""] * len(formulas)
+        parsed = typeset.render_all(formulas) if typeset.available() else [""] * len(formulas)
         self.ok = {f for f, html in zip(formulas, parsed, strict=True) if html is not None}
 
     def kept(self) -> list[str]:

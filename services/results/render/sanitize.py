@@ -239,10 +239,3 @@ def parse_table(markup: str, on_text: TextHook | None = None) -> Table:
     parser.feed(markup)
     parser.close_all()
     return parser.tables[0] if parser.tables else Table()
-
-
-def text_of(markup: str) -> str:
-    parser = _Sanitizer(None)
-    parser.feed(markup)
-    parser.close_all()
-    return " ".join("".join(parser.text).split())

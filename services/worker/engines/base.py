@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from services.core.elements import BBox, Element
 from services.core.pdf import PDF
+
+DEFAULT_RENDER_SIDE = 1288  # px, the longest side of a page image sent to a model unless a preset or setting says
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +58,70 @@ class PageOutput:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class GroupAnswer:
+    """The answer to one request of several pages, before it is split into pages."""
+
+    text: str
+    finish_reason: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    ms: int
+
+
 class Engine(Protocol):
     """One page in, one result out. One attempt: no retries, no storage, no queue."""
 
     name: str
     needs_text_layer: bool  # the pipeline extracts the page's text layer into PageInput.text_layer
     needs_image: bool  # the pipeline renders the page into PageInput.image
+    generative: bool  # True: a model whose answers are checked and retried; the engine is a `GenerativeEngine`
 
     def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput: ...
 
     def check_health(self) -> None:
         """Raises `EngineUnavailable` when the engine cannot take pages now."""
         ...
+
+
+class PresetFacts(Protocol):
+    """What the pipeline reads of a generative engine's preset (`services/worker/presets.py`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def reports_rotation(self) -> bool:
+        """The model says whether the page was turned, and how far (its answer's `rotation_*` details)."""
+        ...
+
+
+class GenerativeEngine(Engine, Protocol):
+    """A model behind a server (vllm): every member the pipeline, the group runner and the tasks read.
+
+    Its answers may be bad, so the pipeline checks them, climbs the temperature ladder and may fall back to the
+    cpu engine's reading; several consecutive pages may go in one request (`parse_group`, then `page_output`
+    per page).
+    """
+
+    model: str  # the served model, recorded on each page and on a fallback as `primary_model`
+    render_longest_side: int  # px: the longest side the pipeline renders a page at for this model
+    needs_anchor: bool  # the pipeline fills PageInput.anchor (text layer or the cpu engine's OCR)
+
+    @property
+    def preset(self) -> PresetFacts: ...
+
+    def parse_group(self, pages: list[PageInput], *, temperature: float = 0.0) -> GroupAnswer:
+        """One request for consecutive `pages` (images filled in, in order): the raw answer, split by the caller."""
+        ...
+
+    def page_output(self, text: str, page: PageInput, *, finish_reason: str, model: str, prompt_tokens: int,
+                    completion_tokens: int, ms: int) -> PageOutput:
+        """One page's answer `text` (alone, or its part of a group's) as the page's output."""
+        ...
+
+
+def is_generative(engine: Engine) -> TypeGuard[GenerativeEngine]:
+    """The engine declares itself generative: its full interface is `GenerativeEngine`."""
+    return engine.generative

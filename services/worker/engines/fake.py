@@ -13,6 +13,7 @@ class FakeEngine:
     name = "fake"
     needs_text_layer = False
     needs_image = False
+    generative = False
 
     def __init__(self, latency_ms: int = 0) -> None:
         self.latency_ms = latency_ms

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from services.core.elements import Element
-from services.core.errors import CorruptDocument
+from services.core.errors import CorruptDocument, clip
 from services.core.formats import DOCX, EML, EPUB, HTML, ODP, ODS, PPT, PPTX, XLS, XLSX
 from services.core.logging import get_logger
 from services.core.settings import Settings
@@ -55,7 +55,7 @@ def convert_document(data: bytes, media_type: str, settings: Settings) -> Conver
                 result.charts = read_charts(data)
             return result
         except CorruptDocument as exc:  # LibreOffice may still open what the reader cannot
-            log.info("convert.native_refused", media_type=media_type, error=str(exc)[:300])
+            log.info("convert.native_refused", media_type=media_type, error=clip(str(exc)))
             result.warnings.append("native_reader_refused")
     source, source_type = data, media_type
     if media_type == EML:

@@ -24,7 +24,7 @@ from services.core.errors import PagemillError
 from services.core.logging import get_logger
 from services.core.pdf import pdf_text_layer
 from services.core.settings import Settings
-from services.worker.engines.base import Engine, PageInput
+from services.worker.engines.base import Engine, GenerativeEngine, PageInput
 from services.worker.engines.vllm.presets import strip_fences
 from services.worker.pipeline.page import (
     PageOutcome,
@@ -116,7 +116,7 @@ def _table_rows(block: str) -> tuple[str | None, str]:
 
 # Running a group -------------------------------------------------------------------------------------------------
 
-def run_group(engine: Any, pages: list[PageInput], settings: Settings,
+def run_group(engine: GenerativeEngine, pages: list[PageInput], settings: Settings,
               heartbeat: Any = None) -> list[PageOutcome]:
     """The outcomes of consecutive pages read in one request (one per page, in order). `engine` is the vllm
     engine (it has `parse_group` and `page_output`)."""

@@ -16,13 +16,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.core.elements import Element, ElementType, page_markdown
-from services.core.errors import PagemillError
+from services.core.errors import PagemillError, clip
 from services.core.logging import get_logger
 from services.core.metrics import FALLBACK_PAGES, PAGE_RETRIES, stage_timer
 from services.core.pdf import load_image, pdf_text_layer, png_bytes, render_pdf_page
 from services.core.settings import EngineKind, Settings
 from services.worker.engines import load_engine
-from services.worker.engines.base import Engine, PageInput, PageOutput
+from services.worker.engines.base import (
+    DEFAULT_RENDER_SIDE,
+    Engine,
+    GenerativeEngine,
+    PageInput,
+    PageOutput,
+    is_generative,
+)
 from services.worker.engines.cpu.elements import pixel_map
 from services.worker.engines.cpu.model import Box
 from services.worker.engines.vllm.align import align
@@ -30,9 +37,6 @@ from services.worker.engines.vllm.answer_blocks import figure_pixels, split_answ
 from services.worker.pipeline.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
 
 log = get_logger(__name__)
-
-DEFAULT_RENDER_SIDE = 1288
-
 
 @dataclass(frozen=True, slots=True)
 class PageOutcome:
@@ -45,7 +49,9 @@ class PageOutcome:
 
 
 def render_side(engine: Engine, settings: Settings) -> int:
-    return settings.engine.render_longest_side or getattr(engine, "render_longest_side", DEFAULT_RENDER_SIDE)
+    if settings.engine.render_longest_side:
+        return settings.engine.render_longest_side
+    return engine.render_longest_side if is_generative(engine) else DEFAULT_RENDER_SIDE
 
 
 def render_png(page: PageInput, longest_side: int, settings: Settings) -> bytes:
@@ -80,7 +86,7 @@ def run_page(engine: Engine, page: PageInput, settings: Settings,
              heartbeat: Callable[[], None] | None = None) -> PageOutcome:
     """`heartbeat` is called before every retry of a generative page (the task keeps the page's lease)."""
     started = time.perf_counter()
-    if getattr(engine, "generative", False):
+    if is_generative(engine):
         return _run_generative(engine, page, settings, started, heartbeat)
     with stage_timer("render", engine.name):
         prepared = prepare_input(engine, page, settings)
@@ -94,7 +100,7 @@ def temperature_for(attempt: int, settings: Settings) -> float:
     return float(ladder[min(attempt, len(ladder) - 1)])
 
 
-def _run_generative(engine: Engine, page: PageInput, settings: Settings, started: float,
+def _run_generative(engine: GenerativeEngine, page: PageInput, settings: Settings, started: float,
                     heartbeat: Callable[[], None] | None = None) -> PageOutcome:
     cpu = _Hypothesis(page, settings)
     text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
@@ -121,7 +127,7 @@ def _run_generative(engine: Engine, page: PageInput, settings: Settings, started
                 raise  # the backend is down or busy: the task makes the page wait, nothing is wasted
             reason = exc.code  # the server refused this page; asking again the same way will not help
             attempts.append({"temperature": temperature, "rotation": current.rotation, "error": exc.code,
-                             "message": str(exc)[:300]})
+                             "message": clip(str(exc))})
             break
         spent["prompt_tokens"] += output.prompt_tokens
         spent["completion_tokens"] += output.completion_tokens
@@ -166,7 +172,7 @@ def _fall_back(cpu: _Hypothesis, reason: str, attempts: list[dict[str, Any]], sp
     details["fallback_reason"] = reason
     if engine is not None:
         details["primary_engine"] = engine.name
-        details["primary_model"] = getattr(engine, "model", "")
+        details["primary_model"] = engine.model if is_generative(engine) else ""
         details["primary_finish_reason"] = next((a.get("finish_reason") for a in reversed(attempts)
                                                  if a.get("finish_reason")), None)
     return PageOutcome(output=_with_tokens(output, spent), attempts=len(attempts), latency_ms=_ms(started),
@@ -252,9 +258,8 @@ def _rendered(elements: list[Element]) -> str:
     return body + "\n" if body else ""
 
 
-def _rotation_correction(engine: Engine, output: PageOutput) -> int:
-    preset = getattr(engine, "preset", None)
-    if preset is None or not preset.reports_rotation or output.details.get("rotation_valid", True):
+def _rotation_correction(engine: GenerativeEngine, output: PageOutput) -> int:
+    if not engine.preset.reports_rotation or output.details.get("rotation_valid", True):
         return 0
     return int(output.details.get("rotation_correction") or 0) % 360
 

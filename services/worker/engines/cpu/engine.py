@@ -69,6 +69,7 @@ class CpuEngine:
     name = "cpu"
     needs_text_layer = False  # reads the text layer itself, only for PDFs
     needs_image = False  # renders only pages without a usable text layer
+    generative = False
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

@@ -7,7 +7,7 @@ import re
 import statistics
 
 from services.worker.engines.cpu import tuning
-from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, union_all
+from services.worker.engines.cpu.model import Block, BlockKind, Line, union_all
 
 _PAGE_NUMBER = re.compile(
     r"^[\W_]*(?:(?:page|p\.|pg\.?|seite|página|pagina)\s*)?(?:[A-Z]{1,2}-)?(?:\d{1,4}|[ivxlcdm]{1,7})"
@@ -366,12 +366,3 @@ def _split_list_items(block: Block) -> list[Block]:
         kind = BlockKind.LIST_ITEM if begin in starts else block.kind
         pieces.append(Block(lines, union_all([line.box for line in lines]), kind))
     return pieces
-
-
-def typical_gap(lines: list[Line]) -> float:
-    heights = [line.box.height for line in lines]
-    return statistics.median(heights) if heights else tuning.LINE_HEIGHT_DEFAULT
-
-
-def page_box(lines: list[Line]) -> Box | None:
-    return union_all([line.box for line in lines]) if lines else None

@@ -30,7 +30,6 @@ SPACE_MIN_GAP = 0.08  # font sizes: a content-order space between glyphs closer 
 
 # --- Blocks, reading order, furniture, headings (layout.py) --------------------------------------------------------
 BODY_SIZE_DEFAULT = 10.0  # pt: the body size of a page without text
-LINE_HEIGHT_DEFAULT = 10.0  # pt: the typical line height of a page without lines
 BLOCK_MAX_GAP = 0.9  # line heights: a wider vertical gap starts a new block
 BLOCK_MAX_RISE = 0.5  # line heights: a line starting this far above the block's last line is no continuation
 BLOCK_ALIGN_TOLERANCE = 2  # line heights: left edges this close are aligned (a block may continue on them)

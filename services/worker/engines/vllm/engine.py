@@ -10,35 +10,18 @@ from __future__ import annotations
 import base64
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
-from services.core.errors import EngineUnavailable, PageError
+from services.core import openai_api
+from services.core.errors import DETAIL_CHARS, EngineUnavailable, PageError, clip
 from services.core.logging import get_logger
 from services.core.metrics import ENGINE_IN_FLIGHT, ENGINE_REQUESTS, ENGINE_TOKENS
 from services.core.settings import Settings
-from services.worker.engines.base import PageInput, PageOutput
+from services.worker.engines.base import GroupAnswer, PageInput, PageOutput
 from services.worker.engines.vllm.layout_answer import layout_elements, page_size
 from services.worker.engines.vllm.presets import Preset, get_preset
 
 log = get_logger(__name__)
-
-# Answers that mean "not now": the server is starting, restarting, overloaded, or a proxy in front lost it.
-_UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})
-
-
-@dataclass(frozen=True, slots=True)
-class GroupAnswer:
-    """The answer to one request of several pages, before it is split into pages."""
-
-    text: str
-    finish_reason: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    ms: int
 
 
 class EngineRejected(PageError):
@@ -66,13 +49,9 @@ class VllmEngine:
         self._open = 0
         self._open_lock = threading.Lock()
         self.peak_in_flight = 0
-        headers = {"Authorization": f"Bearer {engine.api_key}"} if engine.api_key else {}
-        self._client = httpx.Client(
-            base_url=engine.vllm_url.rstrip("/"), headers=headers,
-            timeout=httpx.Timeout(engine.request_timeout_s, connect=5.0),
-            limits=httpx.Limits(max_connections=engine.max_in_flight,
-                                max_keepalive_connections=engine.max_in_flight),
-        )
+        self._client = openai_api.open_client(engine.vllm_url, api_key=engine.api_key,
+                                              timeout_s=engine.request_timeout_s,
+                                              max_connections=engine.max_in_flight)
 
     # The request ------------------------------------------------------------------------------------------
 
@@ -150,28 +129,18 @@ class VllmEngine:
         with self._slots:  # never more than max_in_flight open requests from this process
             self._enter()
             try:
-                response = self._client.post("/v1/chat/completions", json=body)
-            except httpx.TimeoutException as exc:
+                return openai_api.request_json(self._client, "POST", "/v1/chat/completions", json=body)
+            except EngineUnavailable:
                 self._count("unavailable")
-                raise EngineUnavailable(f"vLLM at {self._client.base_url} timed out ({exc!r})") from exc
-            except httpx.TransportError as exc:
-                self._count("unavailable")
-                raise EngineUnavailable(f"vLLM at {self._client.base_url} is unreachable ({exc!r})") from exc
+                raise
+            except openai_api.ModelRefused as exc:
+                self._count("rejected")
+                raise EngineRejected(f"vLLM answered {exc.status_code}: {clip(exc.text, DETAIL_CHARS)}") from exc
+            except openai_api.ModelAnswerNotJson as exc:
+                self._count("rejected")
+                raise EngineRejected(f"vLLM answered {exc}") from exc
             finally:
                 self._leave()
-        if response.status_code in _UNAVAILABLE_STATUS:
-            self._count("unavailable")
-            raise EngineUnavailable(f"vLLM answered {response.status_code}: {response.text[:300]}")
-        if response.status_code >= 400:
-            self._count("rejected")
-            raise EngineRejected(f"vLLM answered {response.status_code}: {response.text[:500]}")
-        try:
-            answer = response.json()
-        except ValueError as exc:
-            self._count("rejected")
-            raise EngineRejected(f"vLLM answered {response.status_code} without JSON: {response.text[:200]}") from exc
-        found: dict[str, Any] = answer
-        return found
 
     def _output(self, answer: dict[str, Any], page: PageInput, ms: int) -> PageOutput:
         choice = (answer.get("choices") or [{}])[0]
@@ -192,12 +161,7 @@ class VllmEngine:
     # Health and bookkeeping ---------------------------------------------------------------------------------
 
     def check_health(self) -> None:
-        try:
-            response = self._client.get("/health", timeout=5.0)
-        except httpx.HTTPError as exc:
-            raise EngineUnavailable(f"vLLM at {self._client.base_url} is unreachable ({exc!r})") from exc
-        if response.status_code != 200:
-            raise EngineUnavailable(f"vLLM /health answered {response.status_code}")
+        openai_api.check_health(self._client)
 
     @property
     def in_flight(self) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.worker.engines.base import DEFAULT_RENDER_SIDE
 from services.worker.engines.vllm.layout_answer import layout_markdown, read_layout
 
 
@@ -38,7 +39,7 @@ class Preset:
     anchor_template: str
     parse: Callable[[str], ParsedAnswer]
     image_first: bool = True
-    render_longest_side: int = 1288
+    render_longest_side: int = DEFAULT_RENDER_SIDE
     max_tokens: int = 4096
     max_model_len: int = 16384
     sampling: dict[str, Any] = field(default_factory=dict)  # extra request fields (top_p, repetition_penalty…)

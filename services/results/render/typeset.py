@@ -19,6 +19,7 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
+from services.core.errors import describe
 from services.core.logging import get_logger
 
 log = get_logger(__name__)
@@ -55,7 +56,7 @@ def render_all(formulas: list[tuple[str, bool]]) -> list[str | None]:
                                   timeout=TIMEOUT_S)
             replies = json.loads(done.stdout)
         except (subprocess.SubprocessError, OSError, ValueError) as exc:
-            log.warning("katex.failed", formulas=len(wanted), error=f"{type(exc).__name__}: {exc}"[:300])
+            log.warning("katex.failed", formulas=len(wanted), error=describe(exc))
             return [None] * len(formulas)
         failed = sum(1 for reply in replies if reply["error"])
         if failed:
