@@ -27,9 +27,9 @@ from services.core.settings import Settings
 from services.worker.engines.base import Engine, GenerativeEngine, PageInput
 from services.worker.engines.vllm.presets import strip_fences
 from services.worker.pipeline.page import (
+    CpuHypothesis,
     PageOutcome,
-    _details,
-    _Hypothesis,
+    page_details,
     prepare_input,
     run_page,
     temperature_for,
@@ -121,7 +121,7 @@ def run_group(engine: GenerativeEngine, pages: list[PageInput], settings: Settin
     """The outcomes of consecutive pages read in one request (one per page, in order). `engine` is the vllm
     engine (it has `parse_group` and `page_output`)."""
     started = time.perf_counter()
-    hypotheses = [_Hypothesis(page, settings) for page in pages]
+    hypotheses = [CpuHypothesis(page, settings) for page in pages]
     layers = [pdf_text_layer(page.data) if page.is_pdf else "" for page in pages]
     prepared = [prepare_input(engine, replace(page, text_layer=layer, anchor=None, image=None), settings)
                 for page, layer in zip(pages, layers, strict=True)]
@@ -156,7 +156,7 @@ def run_group(engine: GenerativeEngine, pages: list[PageInput], settings: Settin
         attempt = {"temperature": temperature, "rotation": page.rotation, "finish_reason": output.finish_reason,
                    "prompt_tokens": output.prompt_tokens, "completion_tokens": output.completion_tokens,
                    "invalid": None, "ms": answer.ms, "group": len(pages)}
-        details = {**_details(output, [attempt], {"prompt_tokens": output.prompt_tokens,
+        details = {**page_details(output, [attempt], {"prompt_tokens": output.prompt_tokens,
                                                   "completion_tokens": output.completion_tokens}, "none", None),
                    "group": {**group, "split": "ok"}}
         outcomes.append(PageOutcome(output=output, attempts=1, latency_ms=int((time.perf_counter() - started) * 1000),
@@ -164,7 +164,7 @@ def run_group(engine: GenerativeEngine, pages: list[PageInput], settings: Settin
     return outcomes
 
 
-def _reading(hypothesis: _Hypothesis) -> str:
+def _reading(hypothesis: CpuHypothesis) -> str:
     try:
         return hypothesis.output().markdown
     except Exception:  # noqa: BLE001 - no cpu reading: the page is judged by its text layer alone

@@ -30,8 +30,7 @@ from services.worker.engines.base import (
     PageOutput,
     is_generative,
 )
-from services.worker.engines.cpu.elements import pixel_map
-from services.worker.engines.cpu.model import Box
+from services.worker.engines.geometry import Box, pixel_map
 from services.worker.engines.vllm.align import align
 from services.worker.engines.vllm.answer_blocks import figure_pixels, split_answer
 from services.worker.pipeline.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
@@ -102,7 +101,7 @@ def temperature_for(attempt: int, settings: Settings) -> float:
 
 def _run_generative(engine: GenerativeEngine, page: PageInput, settings: Settings, started: float,
                     heartbeat: Callable[[], None] | None = None) -> PageOutcome:
-    cpu = _Hypothesis(page, settings)
+    cpu = CpuHypothesis(page, settings)
     text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
     with stage_timer("anchor", engine.name):  # the text layer, or the cpu engine's OCR of a scan
         anchor, anchor_source = _anchor(text_layer, cpu, settings)
@@ -145,7 +144,7 @@ def _run_generative(engine: GenerativeEngine, page: PageInput, settings: Setting
         if problem is None:
             with stage_timer("align", engine.name):
                 output = with_elements(output, cpu, page)
-            details = _details(output, attempts, spent, anchor_source, anchor)
+            details = page_details(output, attempts, spent, anchor_source, anchor)
             return PageOutcome(output=_with_tokens(output, spent), attempts=len(attempts),
                                latency_ms=_ms(started), details=details)
         reason = problem
@@ -159,16 +158,16 @@ def _run_generative(engine: GenerativeEngine, page: PageInput, settings: Setting
 def run_fallback(page: PageInput, settings: Settings, reason: str) -> PageOutcome:
     """The cpu engine's reading of a page whose primary engine gave up (e.g. an outage outlasted its retries)."""
     started = time.perf_counter()
-    return _fall_back(_Hypothesis(page, settings), reason, [], {}, "none", None, started, None)
+    return _fall_back(CpuHypothesis(page, settings), reason, [], {}, "none", None, started, None)
 
 
-def _fall_back(cpu: _Hypothesis, reason: str, attempts: list[dict[str, Any]], spent: dict[str, int],
+def _fall_back(cpu: CpuHypothesis, reason: str, attempts: list[dict[str, Any]], spent: dict[str, int],
                anchor_source: str, anchor: str | None, started: float, engine: Engine | None) -> PageOutcome:
     FALLBACK_PAGES.labels(reason=reason or "unknown").inc()
     log.warning("page.fallback", document_id=cpu.page.document_id, index=cpu.page.index, reason=reason,
                 attempts=len(attempts))
     output = cpu.output()
-    details = _details(output, attempts, spent, anchor_source, anchor)
+    details = page_details(output, attempts, spent, anchor_source, anchor)
     details["fallback_reason"] = reason
     if engine is not None:
         details["primary_engine"] = engine.name
@@ -179,7 +178,7 @@ def _fall_back(cpu: _Hypothesis, reason: str, attempts: list[dict[str, Any]], sp
                        is_fallback=True, fallback_reason=reason, details=details)
 
 
-class _Hypothesis:
+class CpuHypothesis:
     """The cpu engine's reading of the page, made at most once: the anchor of a scanned page and the fallback."""
 
     def __init__(self, page: PageInput, settings: Settings) -> None:
@@ -197,10 +196,10 @@ def page_anchor(page: PageInput, settings: Settings) -> tuple[str | None, str]:
     """The anchor the engine sends for a page and its source, as `_run_generative` builds it: what specsim
     measures (`pagemill_eval/specsim`), so the simulation and the engine cannot drift apart."""
     text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
-    return _anchor(text_layer, _Hypothesis(page, settings), settings)
+    return _anchor(text_layer, CpuHypothesis(page, settings), settings)
 
 
-def _anchor(text_layer: str, cpu: _Hypothesis, settings: Settings) -> tuple[str | None, str]:
+def _anchor(text_layer: str, cpu: CpuHypothesis, settings: Settings) -> tuple[str | None, str]:
     """`auto`: the cpu engine's reading of the page — its Markdown of the text layer when it trusts it, its OCR
     otherwise — which is laid out as a model writes the page (reading order, headings, tables), so more of the
     model's n-grams are found in the prompt than in the raw text layer (docs/benchmarks.md, specsim). The
@@ -222,7 +221,7 @@ def _anchor(text_layer: str, cpu: _Hypothesis, settings: Settings) -> tuple[str 
     return None, "none"
 
 
-def with_elements(output: PageOutput, cpu: _Hypothesis, page: PageInput) -> PageOutput:
+def with_elements(output: PageOutput, cpu: CpuHypothesis, page: PageInput) -> PageOutput:
     """A model's answer as the page's element tree: its blocks, each boxed by the page words it matches (the
     cpu engine's reading: the text layer, or OCR for a scan). The page's Markdown becomes the blocks' rendering
     (the same text, one blank line between blocks). A model that boxed its answer itself keeps its boxes."""
@@ -264,8 +263,9 @@ def _rotation_correction(engine: GenerativeEngine, output: PageOutput) -> int:
     return int(output.details.get("rotation_correction") or 0) % 360
 
 
-def _details(output: PageOutput, attempts: list[dict[str, Any]], spent: dict[str, int], anchor_source: str,
+def page_details(output: PageOutput, attempts: list[dict[str, Any]], spent: dict[str, int], anchor_source: str,
              anchor: str | None) -> dict[str, Any]:
+    """The details a page result carries: attempts, the anchor sent and its source, tokens spent."""
     return {"attempt_log": attempts, "anchor_source": anchor_source, "anchor_chars": len(anchor or ""),
             "tokens_spent": dict(spent), **output.details}
 

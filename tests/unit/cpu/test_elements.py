@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from services.core.elements import ElementType, page_markdown
-from services.worker.engines.cpu.elements import pixel_map, to_elements
+from services.worker.engines.cpu.elements import to_elements
 from services.worker.engines.cpu.markdown import render
 from services.worker.engines.cpu.model import Block, BlockKind, Box, Line, Word
+from services.worker.engines.geometry import pixel_map
 
 
 def block(text: str, y0: float, kind: BlockKind = BlockKind.PARAGRAPH, *, x0: float = 50, size: float = 10,

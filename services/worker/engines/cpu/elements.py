@@ -4,57 +4,18 @@ footnote, code, page header/footer), boxed in page points, with the Markdown the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
-from services.core.elements import FURNITURE, BBox, Element, ElementType, element_id
+from services.core.elements import FURNITURE, Element, ElementType, element_id
 from services.worker.engines.base import PageWord
 from services.worker.engines.cpu.markdown import block_markdown, join_lines
 from services.worker.engines.cpu.model import Block, BlockKind, Box
+from services.worker.engines.geometry import BoxMap, identity
 
 _CAPTION = re.compile(r"^(table|tab\.|figure|fig\.|chart|exhibit|scheme|plate|listing|algorithm)\s*[\dIVX]+[:.\s]",
                       re.IGNORECASE)
 _FOOTNOTE_MARK = re.compile(r"^(?:\d{1,2}|[*†‡§¶])(?:\s|[A-Z])")
 _DISPLAY_MATH = re.compile(r"^\$(?P<latex>[^$]+)\$[.,;:]?$")
 _LIST_MARKER = re.compile(r"^(?:\d+\.|-)\s")
-
-# Maps a box in the engine's frame (text-layer points, or OCR pixels) to top-left page points.
-BoxMap = Callable[[Box], BBox]
-
-
-def identity(box: Box) -> BBox:
-    return _rounded((box.x0, box.y0, box.x1, box.y1))
-
-
-def _rounded(box: BBox) -> BBox:
-    return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
-
-
-def pixel_map(image_width: int, image_height: int, rotation: int, page_width: float, page_height: float) -> BoxMap:
-    """OCR pixel boxes on an image turned `rotation` degrees clockwise back to the page as displayed, in points.
-
-    `image_width`/`image_height` are the size of the turned image the boxes were read on."""
-    turn = rotation % 360
-    # The size of the image before it was turned.
-    width0, height0 = (image_height, image_width) if turn in (90, 270) else (image_width, image_height)
-    scale_x, scale_y = page_width / max(1, width0), page_height / max(1, height0)
-
-    def back(x: float, y: float) -> tuple[float, float]:
-        if turn == 90:  # turned clockwise: the old top-left corner went to the top-right
-            return y, height0 - x
-        if turn == 180:
-            return width0 - x, height0 - y
-        if turn == 270:
-            return width0 - y, x
-        return x, y
-
-    def to_page(box: Box) -> BBox:
-        xa, ya = back(box.x0, box.y0)
-        xb, yb = back(box.x1, box.y1)
-        return _rounded((min(xa, xb) * scale_x, min(ya, yb) * scale_y, max(xa, xb) * scale_x,
-                         max(ya, yb) * scale_y))
-
-    return to_page
-
 
 def block_text(block: Block) -> str:
     return join_lines([line.text for line in block.lines])

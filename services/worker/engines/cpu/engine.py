@@ -10,6 +10,7 @@ from PIL import Image
 from services.core.elements import Element, page_markdown
 from services.core.pdf import load_image, render_pdf_page
 from services.core.settings import Settings
+from services.worker.engines import geometry
 from services.worker.engines.base import PageInput, PageOutput
 from services.worker.engines.cpu import confidence, elements, layout, ocr, routes, tables, textlayer, tuning
 from services.worker.engines.cpu.model import Block, BlockKind, Line, PageText, Segment
@@ -133,7 +134,7 @@ class CpuEngine:
         logo), and the lines no text-layer line covers join the layer's lines."""
         image = self._render(page)
         scanned = ocr.read_image(np.asarray(image.convert("RGB")), try_turns=False)
-        to_page = elements.pixel_map(scanned.width, scanned.height, page.rotation + scanned.rotation,
+        to_page = geometry.pixel_map(scanned.width, scanned.height, page.rotation + scanned.rotation,
                                      text.width, text.height)
         scale = text.width / max(1, image.width)
         added = routes.picture_lines(scanned.lines, [*text.lines, *text.margin_lines], text.images, to_page, scale)
@@ -158,7 +159,7 @@ class CpuEngine:
         """OCR of the page's pixels; boxes are turned back and scaled to the page's `size` in points."""
         scanned = ocr.read_image(np.asarray(image.convert("RGB")))
         blocks = lay_out(scanned.lines, float(scanned.width), float(scanned.height), from_ocr=True)
-        to_page = elements.pixel_map(scanned.width, scanned.height, page.rotation + scanned.rotation, *size)
+        to_page = geometry.pixel_map(scanned.width, scanned.height, page.rotation + scanned.rotation, *size)
         tree = elements.to_elements(blocks, page=page.index + 1, height=float(scanned.height),
                                     body_size=layout.body_size(scanned.lines), to_page=to_page)
         signals = confidence.ocr_signals(scanned.scores, [line.text for line in scanned.lines], scanned.boxes_found)

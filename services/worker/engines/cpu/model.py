@@ -5,48 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-
-@dataclass(slots=True)
-class Box:
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-
-    @property
-    def width(self) -> float:
-        return self.x1 - self.x0
-
-    @property
-    def height(self) -> float:
-        return self.y1 - self.y0
-
-    @property
-    def cx(self) -> float:
-        return (self.x0 + self.x1) / 2
-
-    @property
-    def cy(self) -> float:
-        return (self.y0 + self.y1) / 2
-
-    def union(self, other: Box) -> Box:
-        return Box(min(self.x0, other.x0), min(self.y0, other.y0), max(self.x1, other.x1), max(self.y1, other.y1))
-
-    def x_overlap(self, other: Box) -> float:
-        return max(0.0, min(self.x1, other.x1) - max(self.x0, other.x0))
-
-    def y_overlap(self, other: Box) -> float:
-        return max(0.0, min(self.y1, other.y1) - max(self.y0, other.y0))
-
-    def contains_point(self, x: float, y: float, pad: float = 0.0) -> bool:
-        return self.x0 - pad <= x <= self.x1 + pad and self.y0 - pad <= y <= self.y1 + pad
-
-
-def union_all(boxes: list[Box]) -> Box:
-    box = boxes[0]
-    for other in boxes[1:]:
-        box = box.union(other)
-    return box
+from services.worker.engines.geometry import Box as Box
+from services.worker.engines.geometry import union_all as union_all
 
 
 @dataclass(slots=True)

@@ -15,8 +15,8 @@ from PIL import Image
 
 from services.worker.engines.base import PageOutput
 from services.worker.engines.cpu import confidence, tuning
-from services.worker.engines.cpu.elements import BoxMap
 from services.worker.engines.cpu.model import Box, Line, Word
+from services.worker.engines.geometry import BoxMap
 
 TEXT_DROPPED = "text_dropped"
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -12,8 +12,7 @@ from typing import Any
 
 from services.core.elements import Element, ElementType, element_id
 from services.core.pdf import PDF, PDFIUM_LOCK, load_image, open_pdf
-from services.worker.engines.cpu.elements import pixel_map
-from services.worker.engines.cpu.model import Box
+from services.worker.engines.geometry import Box, pixel_map
 from services.worker.engines.vllm.answer_blocks import pipe_table_html, plain_text
 
 CATEGORIES: dict[str, ElementType] = {

@@ -1,0 +1,31 @@
+"""The worker's import picture keeps issue 25's rules: no arrow back up, no private import, cpu insides sealed."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tools.worker_graph import measure
+
+
+def test_the_worker_has_no_upward_private_or_cpu_inside_import() -> None:
+    figures = measure()
+    assert figures.upward == []
+    assert figures.private == []
+    assert figures.cpu_insides == []
+
+
+def test_the_check_sees_each_kind_of_breach(tmp_path: Path) -> None:
+    """So the test above cannot pass by seeing nothing."""
+    engines = tmp_path / "services" / "worker" / "engines"
+    (engines / "vllm").mkdir(parents=True)
+    (engines / "vllm" / "engine.py").write_text(textwrap.dedent("""
+        from services.worker.pipeline.page import run_page
+        from services.worker.engines.cpu.model import Box
+        from services.worker.engines.base import _private
+        def f(engine):
+            return getattr(engine, "model", "")
+    """))
+    figures = measure(tmp_path)
+    assert len(figures.upward) == 1 and len(figures.cpu_insides) == 1 and len(figures.private) == 1
+    assert len(figures.engine_getattr) == 1
