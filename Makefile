@@ -173,7 +173,7 @@ test-deploy: $(STAMP) helm ## the compose stack and the chart's pods in containe
 	$(BIN)/python -m tools.images --backing
 	@rm -f $(DEPLOY_REPORT)
 	PAGEMILL_DEPLOY_REPORT=$(abspath $(DEPLOY_REPORT)) PAGEMILL_HELM=$(abspath $(HELM)) \
-	  $(BIN)/python -m pytest -m deploy tests/deploy $(PYTEST_ARGS)
+	  $(BIN)/python -m pytest -m deploy tests/containers $(PYTEST_ARGS)
 
 office-tools: ## install LibreOffice (Debian packages) for office, web and e-mail documents and their tests
 	@{ command -v soffice >/dev/null && dpkg -s $(OFFICE_FONTS) >/dev/null 2>&1; } || { \

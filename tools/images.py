@@ -11,7 +11,7 @@ imported as `localhost/pagemill-debian:bookworm`, then Debian's python3 on top (
 `--backing` also builds Redis, PostgreSQL and S3 stand-ins the same way (docker/standins/) where the official
 images of docker/compose.yaml cannot be pulled; `make test-deploy` uses them behind the same environment.
 
-What was built, its size and its build time go to `.pagemill/images.json` (read by tests/deploy and docs).
+What was built, its size and its build time go to `.pagemill/images.json` (read by tests/containers and docs).
 """
 
 from __future__ import annotations

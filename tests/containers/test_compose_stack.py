@@ -8,8 +8,6 @@ The tests share one stack and run in file order (the down/up test last): each le
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from services.core.queues import CONSUMERS_KEY
 from tests.containers.stack import PAGEMILL, Api, Stack, podman, record, require_podman
 from tests.faults.recovery import PAGE_MARKER
 from tests.harness import wait_until
@@ -106,8 +105,8 @@ def test_two_cpu_worker_replicas_both_take_pages_of_one_document(stack: Stack, a
     stack.scale_cpu_workers(2)
     second = stack.container("worker-cpu", 2)
     assert inspect(second)["State"]["Running"]
-    # Both consume before the upload: a Celery ping answered by each node (the signal a worker is consuming).
-    wait_until(lambda: _consumers(stack) >= 2, 180, "both CPU workers to consume", every=0.5)
+    # Both consume before the upload: each announces its slots on pages.cpu once Celery is consuming.
+    wait_until(lambda: len(_cpu_consumers(stack)) >= 2, 180, "both CPU workers to consume", every=0.5)
     source = tmp_path / "scan-16.pdf"
     source.write_bytes(repeat_pages(corpus / "dev" / "docling_ocr_test" / "ocr_test.pdf", 16))
     created = api.upload(source)
@@ -120,15 +119,14 @@ def test_two_cpu_worker_replicas_both_take_pages_of_one_document(stack: Stack, a
     record("compose", {"replicas": {"pages": 16, "worker_1": len(by_worker[1]), "worker_2": len(by_worker[2])}})
 
 
-def _consumers(stack: Stack) -> int:
-    """Celery nodes that answer a ping on the stack's broker (asked from inside the network)."""
-    probe = ("from services.celery_worker import app\n"
-             "print(len(app.control.ping(timeout=2) or []))\n")
-    result = podman("exec", stack.container("results"), "python", "-c", probe, check=False)
-    try:
-        return int(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return 0
+def _cpu_consumers(stack: Stack) -> set[str]:
+    """The Celery nodes whose announcement on pages.cpu is live (services.core.queues.announce_consumer: a
+    worker writes it on worker_ready, renews it while it runs), read with redis-cli in the Redis container. The
+    results worker consumes no page queue, so it is not counted, unlike with a ping of every node."""
+    now = str(int(time.time()))
+    out = podman("exec", stack.container("redis"), "redis-cli", "--raw", "zrangebyscore",
+                 CONSUMERS_KEY.format(queue="pages.cpu"), now, "+inf", check=False).stdout
+    return {line.split(" ", 1)[1] for line in out.splitlines() if " " in line}
 
 
 def test_a_worker_container_killed_mid_document_every_page_ends_once(stack: Stack, api: Api, corpus: Path,
@@ -142,9 +140,8 @@ def test_a_worker_container_killed_mid_document_every_page_ends_once(stack: Stac
     wait_until(lambda: stack.psql(f"select index from pages where document_id = '{created['id']}' and "
                                   f"status = 'running' and lease_owner like '{hostname}:%'"),
                180, "a page running on the victim", every=0.2)
-    pid = inspect(victim)["State"]["Pid"]
     killed_at = time.monotonic()
-    os.kill(int(pid), signal.SIGKILL)  # kill -9 of the container's main process, as the OOM killer would
+    podman("kill", "-s", "KILL", victim)  # kill -9 of the container, as the OOM killer or a lost node would
     state = api.wait_done(created["id"])
     recovered_s = round(time.monotonic() - killed_at, 1)
     assert state["status"] == "succeeded" and state["pages_failed"] == 0, state
