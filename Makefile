@@ -86,7 +86,11 @@ vllm-env: ## build the vLLM-on-CPU venv, the tiny test model and one tiny model 
 	$(abspath $(VLLM_VENV))/bin/python scripts/vllm/build_tiny_presets.py $(abspath $(VLLM_VENV))/models/presets
 
 test-vllm: $(STAMP) vllm-env ## the real-vLLM tier: `vllm serve` on 127.0.0.1 (tiny model, CPU), pages through the workers
-	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m vllm $(PYTEST_ARGS)
+	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m "vllm and not vllm_presets" $(PYTEST_ARGS)
+
+# Eleven `vllm serve` starts of ~100 s each on 2 cores: its own target, not in .ci/run's 45 minutes.
+test-vllm-presets: $(STAMP) vllm-env ## every preset's own `vllm serve` line on a tiny model of its architecture, one page each
+	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m vllm_presets $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff and mypy, and uv.lock agrees with pyproject.toml
 	$(UV) lock --check
@@ -229,4 +233,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed ## pagemill cpu vs CPU peers on
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: container-tools helm images test-deploy help install lock licenses tokenizer run test test-vllm vllm-env lint proto migrate bench bench-events bench-webhooks bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak
+.PHONY: container-tools helm images test-deploy help install lock licenses tokenizer run test test-vllm vllm-env lint test-vllm-presets proto migrate bench bench-events bench-webhooks bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak

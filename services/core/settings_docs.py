@@ -42,7 +42,7 @@ OTHER_VARIABLES = {
     "PAGEMILL_BASE_URL": "`pagemill mcp` and the Python SDK: the pagemill to call (default http://127.0.0.1:8000).",
     "PAGEMILL_CORPUS": "tests and `make` targets: where the shared evaluation corpus is.",
     "PAGEMILL_VLLM_VENV": "`make test-vllm`: the venv with `vllm serve` and the tiny model.",
-    "PAGEMILL_VLLM_PRESET_MODELS": "`make test-vllm`: the folder of the presets' tiny models "
+    "PAGEMILL_VLLM_PRESET_MODELS": "`make test-vllm-presets`: the folder of the presets' tiny models "
                                    "(default the venv's models/presets, built by `make vllm-env`).",
     "PAGEMILL_PYTHON_IMAGE": "`make images`: the Dockerfiles' base image (default Docker Hub's "
                              "python:3.11-slim-bookworm, else one made with debootstrap).",

@@ -33,7 +33,7 @@ from services.worker.pipeline.page import prepare_input
 from tests.servers import free_port
 from tests.vllm_server import VllmServer
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+pytestmark = [pytest.mark.vllm, pytest.mark.vllm_presets, pytest.mark.slow]
 
 # What differs from a GPU line: the CPU backend runs no fp8 and no CUDA graphs; the weights are vLLM's random
 # init of the architecture (the tiny checkpoints carry a config, a tokenizer and a processor, no weights).
