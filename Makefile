@@ -119,23 +119,20 @@ licenses: $(STAMP) ## licences of the runtime closure into docs/licenses.md; fai
 dashboards: $(STAMP) ## regenerate the Grafana dashboards in charts/pagemill/dashboards/
 	$(BIN)/python -m tools.dashboards
 
+# Every *-tools target installs its Debian packages through this one script (sudo unless root).
+APT_INSTALL := scripts/apt-tools.sh
 ops-tools: ## install promtool and prometheus (Debian package) for the alert-rule and scrape checks
-	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
-	  command -v apt-get >/dev/null || { echo "no apt-get: install Prometheus 2.x by hand"; exit 1; }; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || $(APT_INSTALL) prometheus
 	@promtool --version | head -1
 
 # Debian packages the output checks use (tests/integration/test_outputs_corpus.py skips, saying why, without them).
-APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); command -v apt-get >/dev/null || { echo "no apt-get"; exit 1; }; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends
 browser-tools: ## Debian chromium + chromium-driver for the document.html checks (driven by playwright from .venv)
-	@command -v chromium >/dev/null || { $(APT_INSTALL) chromium chromium-driver >/dev/null; }
+	@command -v chromium >/dev/null || $(APT_INSTALL) chromium chromium-driver
 	@chromium --version
 tex-tools: ## XeLaTeX, LuaLaTeX, longtable/multirow and the Noto fonts (Debian TeX Live) for the document.tex checks
 	@command -v xelatex >/dev/null && kpsewhich luaotfload.sty >/dev/null && fc-list | grep -q "Noto Serif CJK" \
-	  || { $(APT_INSTALL) texlive-xetex texlive-luatex texlive-latex-extra texlive-lang-arabic texlive-lang-cjk lmodern \
-	  fonts-noto-core fonts-noto-cjk >/dev/null; }
+	  || $(APT_INSTALL) texlive-xetex texlive-luatex texlive-latex-extra texlive-lang-arabic texlive-lang-cjk lmodern \
+	  fonts-noto-core fonts-noto-cjk
 	@xelatex --version | head -1 && lualatex --version | head -1
 
 outputs-doc: $(STAMP) ## regenerate the examples of docs/outputs.md from corpus documents
@@ -155,7 +152,7 @@ container-tools: ## install podman, buildah, podman-compose, runc, debootstrap (
 	  && command -v runc >/dev/null && command -v debootstrap >/dev/null || { \
 	  command -v apt-get >/dev/null || { echo "container-tools: no apt-get here: install podman, buildah," \
 	    "podman-compose, runc and debootstrap by hand (or use docker)"; exit 1; }; \
-	  $(APT_INSTALL) $(CONTAINER_PACKAGES) >/dev/null; }
+	  $(APT_INSTALL) $(CONTAINER_PACKAGES); }
 	@podman --version && podman info --format '{{.Host.OCIRuntime.Name}} {{.Host.CgroupManager}}' \
 	  || { echo "container-tools: podman is installed but cannot run containers here"; exit 1; }
 
@@ -181,12 +178,8 @@ test-deploy: $(STAMP) helm ## the compose stack and the chart's pods in containe
 	  $(BIN)/python -m pytest -m deploy tests/containers $(PYTEST_ARGS)
 
 office-tools: ## install LibreOffice (Debian packages) for office, web and e-mail documents and their tests
-	@{ command -v soffice >/dev/null && dpkg -s $(OFFICE_FONTS) >/dev/null 2>&1; } || { \
-	  command -v apt-get >/dev/null || { echo "no apt-get: install LibreOffice and $(OFFICE_FONTS) by hand"; exit 1; }; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
-	    libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui \
-	    $(OFFICE_FONTS) >/dev/null; }
+	@{ command -v soffice >/dev/null && dpkg -s $(OFFICE_FONTS) >/dev/null 2>&1; } || $(APT_INSTALL) \
+	  libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui $(OFFICE_FONTS)
 	@soffice --version | head -1
 # ... with the fonts every conversion is pinned to (services/worker/office/fonts.py; the worker image has them).
 OFFICE_FONTS := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core fonts-opensymbol
