@@ -39,6 +39,7 @@ from services.core.db.models import (
     WebhookDelivery,
 )
 from services.core.db.session import rowcount
+from services.core.lifecycle import clear_customer_fields, mark_scrubbed
 
 _FINAL_DELIVERY = (DeliveryStatus.SUCCEEDED.value, DeliveryStatus.FAILED.value)
 
@@ -74,8 +75,7 @@ def _scrub_details(details: dict[str, Any]) -> dict[str, Any]:
 def scrub_document(session: Session, document_id: str, now: datetime) -> bool:
     """Erases the document's copies of customer data, in the caller's transaction (which deletes or expires
     it). Returns True when nothing is left for later (no delivery of it is still pending)."""
-    session.execute(sa.update(Document).where(Document.id == document_id).values(
-        metadata_={}, filename="", error_message=None, task_params={}))
+    clear_customer_fields(session, document_id)
     document = session.get(Document, document_id)
     if document is not None and (attachments := (document.options or {}).get("attachments")):
         document.options = {**document.options, "attachments": [{**a, "filename": ""} for a in attachments]}
@@ -116,7 +116,7 @@ def _scrub_final_deliveries(session: Session, document_id: str, now: datetime) -
             WebhookAttempt.delivery_id.in_([delivery_id for delivery_id, _, _ in rows]),
             WebhookAttempt.response_excerpt.is_not(None)).values(response_excerpt=None))
     if not pending:
-        session.execute(sa.update(Document).where(Document.id == document_id).values(scrubbed_at=now))
+        mark_scrubbed(session, document_id, now)
     return not pending
 
 

@@ -6,9 +6,9 @@
                                    ▲                  │ retryable error / lease expired
                                    └──────────────────┘
     At assembly a page whose stored result is missing ends failed (`fail_missing_pages`); a batch's documents
-    are attached to it (`attach_to_batch`). UPDATEs still outside this module: the progress throttle
-    (events.py), erasure's scrubbing (erasure.py), the outbox's sent mark (queues.py) and the worker's
-    split/page-end/office writes (worker/split.py, page_ends.py, office/).
+    are attached to it (`attach_to_batch`); erasure clears a row (`clear_customer_fields`, `mark_scrubbed`).
+    UPDATEs still outside this module: the progress throttle (events.py) and the outbox's sent mark (queues.py),
+    which this module imports, and the worker's split/page-end/office writes (split.py, page_ends.py, office/).
 """
 
 from __future__ import annotations
@@ -438,6 +438,17 @@ def mark_expired(session: Session, document_id: str, now: datetime) -> bool:
     return bool(rowcount(session.execute(
         sa.update(Document).where(Document.id == document_id, Document.expired_at.is_(None))
         .values(expired_at=now, updated_at=now))))
+
+
+def clear_customer_fields(session: Session, document_id: str) -> None:
+    """Erasure: the document row keeps no customer data (metadata, filename, error text, task parameters)."""
+    session.execute(sa.update(Document).where(Document.id == document_id).values(
+        metadata_={}, filename="", error_message=None, task_params={}))
+
+
+def mark_scrubbed(session: Session, document_id: str, now: datetime) -> None:
+    """Erasure: nothing of the document's customer data is left anywhere (`scrubbed_at`)."""
+    session.execute(sa.update(Document).where(Document.id == document_id).values(scrubbed_at=now))
 
 
 def attach_to_batch(session: Session, document_ids: list[str], tenant_id: str, batch_id: str) -> None:
