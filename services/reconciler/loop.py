@@ -27,8 +27,9 @@ from services.core import erasure
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus, utcnow
 from services.core.db.session import session_scope
 from services.core.events import deliver_job, due_deliveries
-from services.core.lifecycle import (
-    claim_assembly,
+from services.core.lifecycle import claim_assembly
+from services.core.logging import get_logger
+from services.core.lost_work import (
     expired_running_pages,
     recently_deleted_documents,
     stale_queued_pages,
@@ -36,7 +37,6 @@ from services.core.lifecycle import (
     unsent_documents,
     unsplit_documents,
 )
-from services.core.logging import get_logger
 from services.core.metrics import PAGE_RETRIES, record_rss
 from services.core.queues import assemble_job, chunk_jobs, enqueue, mark_sent, outbox, split_job
 from services.core.settings import Settings

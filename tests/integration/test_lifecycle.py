@@ -10,14 +10,8 @@ import sqlalchemy as sa
 
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus, new_id, utcnow
 from services.core.db.session import session_scope
-from services.core.lifecycle import (
-    Claim,
-    PageFinish,
-    claim_page,
-    expired_running_pages,
-    finish_page,
-    unassembled_documents,
-)
+from services.core.lifecycle import Claim, PageFinish, claim_page, finish_page
+from services.core.lost_work import expired_running_pages, unassembled_documents
 
 PAGES = 12
 
