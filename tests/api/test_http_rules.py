@@ -146,3 +146,14 @@ def test_a_tenant_or_key_name_with_a_control_character_is_refused(api: Api, name
         assert name not in [tenant["name"] for tenant in admin.get("/v1/admin/tenants").json()]
         # printable text, accents and all, is a name
         assert admin.post("/v1/admin/tenants", json={"name": "Zoë & Co — 東京"}).status_code == 201
+
+
+@pytest.mark.parametrize("overlap", [False, True, "60"])
+def test_a_number_field_refuses_a_boolean_or_a_string(api: Api, overlap: object) -> None:
+    """JSON `false` is not 0 seconds (pydantic's lax mode made it one; the schema fuzzer found it)."""
+    with api.client() as client:
+        before = client.get("/v1/tenant").json()["webhook_secret"]
+        response = client.post("/v1/tenant/rotate-webhook-secret", json={"overlap_s": overlap})
+        assert error_of(response) == (422, "validation_error")
+        assert client.get("/v1/tenant").json()["webhook_secret"] == before  # nothing rotated
+        assert client.post("/v1/tenant/rotate-webhook-secret", json={"overlap_s": 60}).status_code == 200

@@ -1705,7 +1705,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description the client's error shape, with pagemill's code */
@@ -1872,7 +1872,7 @@ export interface operations {
                     "application/json": {
                         code?: string;
                         detail: string;
-                    };
+                    } | components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description the client's error shape, with pagemill's code */

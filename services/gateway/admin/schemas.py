@@ -15,11 +15,11 @@ class LimitsUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    requests_per_minute: int | None = Field(default=None, ge=1, le=MAX_INT_LIMIT)
-    pages_in_flight: int | None = Field(default=None, ge=1, le=MAX_INT_LIMIT)
-    max_file_bytes: int | None = Field(default=None, ge=1, le=MAX_INT_LIMIT)
-    max_pages: int | None = Field(default=None, ge=1, le=MAX_INT_LIMIT)
-    retention_days: float | None = Field(default=None, gt=0, le=MAX_RETENTION_DAYS)
+    requests_per_minute: int | None = Field(default=None, strict=True, ge=1, le=MAX_INT_LIMIT)
+    pages_in_flight: int | None = Field(default=None, strict=True, ge=1, le=MAX_INT_LIMIT)
+    max_file_bytes: int | None = Field(default=None, strict=True, ge=1, le=MAX_INT_LIMIT)
+    max_pages: int | None = Field(default=None, strict=True, ge=1, le=MAX_INT_LIMIT)
+    retention_days: float | None = Field(default=None, strict=True, gt=0, le=MAX_RETENTION_DAYS)
 
 
 class TenantCreate(BaseModel):

@@ -10,14 +10,16 @@ DETAIL_SCHEMA = {"type": "object", "required": ["detail"],
                  "properties": {"detail": {"type": "string"}, "code": {"type": "string"}}}
 
 
-# A query or path parameter FastAPI refuses before the route runs answers in pagemill's own shape.
+# What the framework refuses before the route runs answers in pagemill's own shape: a malformed query or path
+# parameter (422), a body that is not multipart at all (400, "Invalid multipart data.").
 EITHER_SCHEMA = {"anyOf": [DETAIL_SCHEMA, {"$ref": "#/components/schemas/ErrorResponse"}]}
 
 
 def detail_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The OpenAPI `responses` entries of these error statuses (422 also in pagemill's shape: a malformed query)."""
+    """The OpenAPI `responses` entries of these error statuses (400 and 422 also in pagemill's shape: see above)."""
     return {status: {"description": "the client's error shape, with pagemill's code",
-                     "content": {"application/json": {"schema": EITHER_SCHEMA if status == 422 else DETAIL_SCHEMA}}}
+                     "content": {"application/json": {
+                         "schema": EITHER_SCHEMA if status in (400, 422) else DETAIL_SCHEMA}}}
             for status in statuses}
 
 

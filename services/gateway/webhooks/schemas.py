@@ -48,7 +48,7 @@ class SecretRotate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     overlap_s: float | None = Field(
-        default=None, ge=0, le=7 * 86400,
+        default=None, strict=True, ge=0, le=7 * 86400,
         description="seconds the previous secret keeps signing (a second signature); 0: stop at once (a leaked "
                     "secret); default PAGEMILL_WEBHOOKS__SECRET_OVERLAP_S (24 h)")
 
