@@ -24,6 +24,7 @@ import pytest
 from pagemill_eval.corpus import load_cases
 from services.core.elements import FURNITURE, ElementType
 from services.core.settings import Settings
+from services.results.render import typeset
 from services.results.render.derive import RenderPage, document_pages
 from services.results.render.formats import render_document
 from services.runner import parse_locally
@@ -156,7 +157,7 @@ def open_html(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
 
 
 def test_every_document_html_renders_cleanly_in_chromium(browser: Any, corpus_outputs: list[Outputs]) -> None:
-    typeset = 0
+    typeset_count = 0
     for outputs in corpus_outputs:
         page, errors, dialogs = open_html(browser, outputs.files["html"])
         try:
@@ -174,7 +175,7 @@ def test_every_document_html_renders_cleanly_in_chromium(browser: Any, corpus_ou
                 box = tables.nth(n).bounding_box()
                 assert tables.nth(n).is_visible() and box and box["width"] > 0 and box["height"] > 0, (where, n)
             if typeset.available():
-                typeset += page.locator(".katex").count()
+                typeset_count += page.locator(".katex").count()
             if outputs.case_id == SCREENSHOT_CASE:
                 shot = ARTIFACTS / "screenshot.png"
                 page.screenshot(path=str(shot))
@@ -182,7 +183,7 @@ def test_every_document_html_renders_cleanly_in_chromium(browser: Any, corpus_ou
         finally:
             page.close()
     if typeset.available():
-        assert typeset >= 20, "the corpus's formulas are typeset by KaTeX"
+        assert typeset_count >= 20, "the corpus's formulas are typeset by KaTeX"
 
 
 def test_a_pdf_cannot_inject_script_or_markup(browser: Any, corpus: Path) -> None:
