@@ -145,7 +145,7 @@ bench-render: $(STAMP)
 # The deploy tier (docs/deploy.md): podman, buildah, podman-compose, runc and debootstrap from Debian's packages;
 # podman reads docker/podman/containers.conf (runc, cgroupfs, no default ulimits) instead of /etc.
 CONTAINER_PACKAGES := podman buildah podman-compose runc debootstrap netavark aardvark-dns slirp4netns uidmap \
-	fuse-overlayfs iptables
+	fuse-overlayfs iptables catatonit
 export CONTAINERS_CONF ?= $(abspath docker/podman/containers.conf)
 container-tools: ## install podman, buildah, podman-compose, runc, debootstrap (Debian packages) for make images / test-deploy
 	@command -v podman >/dev/null && command -v buildah >/dev/null && command -v podman-compose >/dev/null \
