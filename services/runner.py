@@ -105,6 +105,8 @@ def render_local(result: LocalResult, settings: Settings, formats: list[str], *,
     from services.results.figures import KeptFigures, crop_figures, page_image
     from services.results.forms import add_form_fields, read_form_fields
     from services.results.furniture import keep_furniture as keep_heads_and_feet
+    from services.results.key_values import layout_fields
+    from services.results.marks import mark_boxes
     from services.results.render.formats import render_document
     from services.results.tables import merge_tables
 
@@ -123,6 +125,10 @@ def render_local(result: LocalResult, settings: Settings, formats: list[str], *,
         fields = add_form_fields(result.pages, read_form_fields(source, [int(p["page_number"]) for p in result.pages
                                                                          if p["status"] == "succeeded"]))
     mark_checkboxes(result.pages)
+    if source is not None and all(media == PDF or media.startswith("image/") for _, media, _ in pages):
+        mark_boxes(result.pages, source if source.startswith(b"%PDF") else None, lambda entry: page_image(
+            by_position[int(entry["page"])][2], float(entry["width"]), float(entry["height"]), settings))
+    fields += layout_fields(result.pages)
     if keep_furniture:
         keep_heads_and_feet(result.pages)
     status = "succeeded" if result.failed == 0 else ("failed" if result.failed == len(result.pages) else "partial")

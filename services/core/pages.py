@@ -105,18 +105,21 @@ class FigureAsset(BaseModel):
 
 
 class FormFieldRead(BaseModel):
-    """One widget of the PDF's own form (AcroForm), as its `form_field` element holds it."""
+    """One field of the document: a widget of the PDF's own form (AcroForm, a `form_field` element), a checkbox
+    found on a page (a `checkbox` element), or a key–value pair of its layout (in a paragraph or table)."""
 
     model_config = ConfigDict(extra="forbid")
 
     element_id: str
     page: int = Field(description="1-based page number in the uploaded file")
     name: str = Field(description="the field's full name")
-    type: str = Field(description="text, checkbox, radio, combobox, listbox, signature, button")
+    type: str = Field(description="text, checkbox, radio, combobox, listbox, signature, button; key_value")
     value: str = Field(description="the field's value; a radio button: its own option")
     checked: bool | None = Field(description="checkboxes and radio buttons: ticked or not")
     label: str = Field(description="the field's tooltip (/TU), else its name")
     bbox: tuple[float, float, float, float] | None = Field(description="the widget, PDF points, top-left origin")
+    source: str = Field(default="acroform", description="acroform: the PDF's own form; page: a checkbox printed, "
+                                                        "drawn or scanned; layout: a key–value pair of the text")
 
 
 class DocumentResult(BaseModel):
@@ -144,8 +147,8 @@ class DocumentResult(BaseModel):
         default_factory=list, description="the figures' images, each served by `GET /v1/documents/{id}/figures/{name}`"
                                           " (none when the upload said `figures=false`)")
     fields: list[FormFieldRead] = Field(
-        default_factory=list, description="a PDF's own form fields (AcroForm), page by page, each also a "
-                                          "`form_field` element")
+        default_factory=list, description="a PDF's own form fields (AcroForm, each also a `form_field` "
+                                          "element), then the checkboxes and key–value pairs found on the pages")
     attachments: list[AttachmentRead] = Field(
         default_factory=list, description="an e-mail's attachments, each a child document or refused with a reason; "
                                           "statuses as they were when the e-mail finished")

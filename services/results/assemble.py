@@ -32,6 +32,8 @@ from services.results.document_task import TaskFailed, run_document_task
 from services.results.figures import KeptFigures, figures_wanted, keep_figures
 from services.results.forms import document_form_fields
 from services.results.furniture import keep_furniture, mark_running_furniture
+from services.results.key_values import layout_fields
+from services.results.marks import document_boxes
 from services.results.render.formats import render_document
 from services.results.render.markdown import render_charts, render_sheets, render_slides
 from services.results.tables import merge_tables
@@ -68,12 +70,12 @@ def _native_markdown(conversion: dict[str, Any], entries: list[dict[str, Any]]) 
     return ""
 
 
-def _task_answer(document: Document, entries: list[dict[str, Any]], settings: Settings,
-                 store: ObjectStore) -> tuple[dict[str, bytes], TaskFailed | None]:
+def _task_answer(document: Document, entries: list[dict[str, Any]], settings: Settings, store: ObjectStore,
+                 fields: list[dict[str, Any]]) -> tuple[dict[str, bytes], TaskFailed | None]:
     """The model task's answer, or the reason it has none (an unreachable server raises: assembly retries)."""
     task = task_of(document.task, document.task_params)
     try:
-        return run_document_task(task, document.id, entries, settings, store), None
+        return run_document_task(task, document.id, entries, settings, store, fields), None
     except TaskFailed as exc:
         log.warning("document.task_failed", document_id=document.id, task=task.kind.value, error=clip(str(exc)))
         return {}, exc
@@ -115,13 +117,15 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         else KeptFigures()
     form_fields = document_form_fields(document, entries, store)
     mark_checkboxes(entries)  # boxes printed as ☐ ☒ glyphs
+    document_boxes(document, pages, entries, settings, store)  # boxes drawn as squares, boxes on a scan
+    form_fields += layout_fields(entries)
     kept_furniture = (document.options or {}).get("furniture") == "keep"
     if kept_furniture:
         keep_furniture(entries)
     done = sum(1 for e in entries if e["status"] == "succeeded")
     failed = len(entries) - done
     status = final_status(done, failed, settings.worker.on_page_failure)
-    answer, task_error = _task_answer(document, entries, settings, store) if done else ({}, None)
+    answer, task_error = _task_answer(document, entries, settings, store, form_fields) if done else ({}, None)
     if task_error is not None:  # the parse formats stay readable; what was asked for on top of them is not there
         status = DocumentStatus.FAILED
     body = DocumentResult.model_validate({

@@ -4,7 +4,7 @@ A form printed without fields marks its options with box characters: "☒ Yes �
 a paragraph or list whose text starts with one of them is split at each box into `checkbox` elements (`checked`:
 ☑ or ☒ ticked, ☐ not), rendered `[x] Yes` / `[ ] No` in Markdown like a form's own checkboxes. An option keeps
 the block's box only when the block is one option (a box for each of several options would be made up). Boxes
-drawn as small squares, and boxes on a scan, are not found here (the engines do not report them yet).
+drawn as small squares, and boxes on a scan, are found by `marks.py`.
 """
 
 from __future__ import annotations

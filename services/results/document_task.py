@@ -47,8 +47,14 @@ EXTRACT_PROMPT = (
     "Extract what the JSON Schema asks for from the document below. The document is a list of elements, each "
     "line starting with the element's id in brackets. Answer with a JSON object: `data` holds the values, valid "
     "against the schema; `element_ids` lists the ids of the elements the values were read from.\n\n"
-    "JSON Schema:\n{schema}\n\nDocument:\n{document}"
+    "JSON Schema:\n{schema}\n\n{fields}Document:\n{document}"
 )
+FIELDS_PROMPT = (
+    "The document's fields, as read from its form and layout (JSON; `element_id` is the element each is in; "
+    "prefer these values, they are the form's own):\n{fields}\n\n"
+)
+MAX_FIELDS = 500  # a document of more fields than this sends the first ones
+
 SUMMARIZE_PROMPT = (
     "Summarize the document below in a few short paragraphs, in the document's own language: what it is, its "
     "main points and any figures that matter. Answer in Markdown, without a title.\n\n<<<DOCUMENT\n{document}\n"
@@ -117,8 +123,9 @@ class TaskModel:
 
 
 def run_document_task(task: TaskSpec, document_id: str, entries: list[dict[str, Any]], settings: Settings,
-                      store: ObjectStore) -> dict[str, bytes]:
-    """{result format: body} of the task's answer ({} for `parse`). An answer already stored (the assembly ran
+                      store: ObjectStore, fields: list[dict[str, Any]] | None = None) -> dict[str, bytes]:
+    """{result format: body} of the task's answer ({} for `parse`); `fields`: the JSON's `fields`, given to
+    extract as structured input. An answer already stored (the assembly ran
     before and was interrupted) is used again, not asked for twice."""
     fmt = task.result_format
     if fmt is None:
@@ -132,7 +139,8 @@ def run_document_task(task: TaskSpec, document_id: str, entries: list[dict[str, 
         if task.kind is TaskKind.TRANSLATE:
             body = translate(model, entries, str(task.params["target_language"]), settings).encode()
         elif task.kind is TaskKind.EXTRACT:
-            body = json.dumps(extract(model, entries, task.params["schema"], settings), ensure_ascii=False).encode()
+            body = json.dumps(extract(model, entries, task.params["schema"], settings, fields),
+                              ensure_ascii=False).encode()
         else:
             body = summarize(model, entries, settings).encode()
     finally:
@@ -211,11 +219,37 @@ def fitted(ask: Callable[[int], T], budget: int) -> T:
     return ask(budget)
 
 
+def fields_block(fields: list[dict[str, Any]], budget: int) -> str:
+    """The document's fields (AcroForm, checkboxes, key–value pairs) as compact JSON for the prompt, within
+    `budget` characters (fields past it are left out); "" when it has none."""
+    kept: list[str] = []
+    used = 0
+    for field in fields[:MAX_FIELDS]:
+        item = {"element_id": field.get("element_id"), "name": field.get("label") or field.get("name"),
+                "type": field.get("type"), "value": field.get("value")}
+        if field.get("checked") is not None:
+            item["checked"] = field["checked"]
+        line = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+        if used + len(line) + 1 > budget:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return FIELDS_PROMPT.format(fields="[" + ",\n".join(kept) + "]") if kept else ""
+
+
+def extract_prompt(entries: list[dict[str, Any]], schema: dict[str, Any], fields: list[dict[str, Any]],
+                   budget: int) -> tuple[str, list[str]]:
+    """What extract asks the model, within `budget` characters of document (the fields take at most a quarter
+    of it), and the element ids the document holds."""
+    given = fields_block(fields, budget // 4)
+    document, ids = element_lines(entries, budget - len(given))
+    return EXTRACT_PROMPT.format(schema=json.dumps(schema, ensure_ascii=False), fields=given, document=document), ids
+
+
 def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, Any],
-            settings: Settings) -> dict[str, Any]:
+            settings: Settings, fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     def ask(budget: int) -> tuple[tuple[str, str, dict[str, int]], list[str]]:
-        document, ids = element_lines(entries, budget)
-        prompt = EXTRACT_PROMPT.format(schema=json.dumps(schema, ensure_ascii=False), document=document)
+        prompt, ids = extract_prompt(entries, schema, fields or [], budget)
         # Compact JSON comes from the server's --structured-outputs-config (services/worker/engines/vllm/serve.py).
         structured = {"json": answer_schema(schema, ids)}
         return model.complete(prompt, extra={"structured_outputs": structured}), ids

@@ -58,7 +58,7 @@ def _text(function: Any, *args: Any) -> str:
     return buffer.raw[: size - 2].decode("utf-16-le", errors="replace")
 
 
-def _displayed(page: Any, width: float, height: float, rect: Any) -> BBox:
+def displayed(page: Any, width: float, height: float, rect: Any) -> BBox:
     """A widget's rectangle (PDF user space) in the page as displayed (after /Rotate), top-left origin."""
     corners = []
     for x, y in ((rect.left, rect.bottom), (rect.right, rect.top)):
@@ -112,7 +112,7 @@ def _page_fields(page: Any, env: Any, width: float, height: float, *, rotation: 
                 value = _text(pdfium_c.FPDFAnnot_GetFormFieldExportValue, env, annot) or value
             label = _text(pdfium_c.FPDFAnnot_GetFormFieldAlternateName, env, annot) or name
             rect = pdfium_c.FS_RECTF()
-            box = _displayed(page, width, height, rect) if pdfium_c.FPDFAnnot_GetRect(annot, rect) else None
+            box = displayed(page, width, height, rect) if pdfium_c.FPDFAnnot_GetRect(annot, rect) else None
             fields.append(FormField(name=name, kind=kind, value=value, checked=checked, label=label, bbox=box))
         finally:
             pdfium_c.FPDFPage_CloseAnnot(annot)
@@ -132,7 +132,7 @@ def field_markdown(field: FormField) -> str:
     return f"{label}: {' '.join(field.value.split())}".rstrip()
 
 
-def _insert(elements: list[Element], element: Element) -> None:
+def insert_in_order(elements: list[Element], element: Element) -> None:
     """After the last content element that starts above the field (furniture keeps its place)."""
     content_end = next((i for i in range(len(elements), 0, -1) if elements[i - 1].type not in FURNITURE
                         or elements[i - 1].type is ElementType.PAGE_HEADER), 0)
@@ -161,10 +161,10 @@ def add_form_fields(entries: list[dict[str, Any]], fields: dict[int, list[FormFi
                               text=" ".join(part for part in (field.label, field.value) if part),
                               markdown=field_markdown(field), field_name=field.name, field_type=field.kind,
                               value=field.value, checked=field.checked)
-            _insert(elements, element)
+            insert_in_order(elements, element)
             listed.append({"element_id": element.id, "page": number, "name": field.name, "type": field.kind,
                            "value": field.value, "checked": field.checked, "label": field.label,
-                           "bbox": list(field.bbox) if field.bbox else None})
+                           "bbox": list(field.bbox) if field.bbox else None, "source": "acroform"})
         entry["elements"] = [e.model_dump(mode="json") for e in elements]
         if consistent:
             body = page_markdown(elements)

@@ -1,7 +1,7 @@
 """Figures through the running platform (gateway, worker, cpu engine): the JSON lists the kept image, the
 figure route serves it, Markdown names it and the HTML inlines it; `figures=false` keeps none; a cached copy
 serves its own copy of the images; DELETE takes them with the rest. `furniture=keep` puts the running heads
-and feet in the Markdown, marked; a PDF's form fields are listed."""
+and feet in the Markdown, marked; a PDF's form fields, boxes drawn or scanned and key–value pairs are listed."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from pagemill_client import Client
 from PIL import Image
 
+from pagemill_eval.generated_forms import KEY_VALUES, OPTIONS, boxes_pdf, boxes_scan
 from services.core.storage import figure_key, get_store
 from tests.conftest import PlatformFactory
 from tests.integration.test_running_furniture_pdf import TITLE, running_pdf
@@ -80,5 +81,16 @@ def test_furniture_kept_at_upload(platform_factory: PlatformFactory, sqlite_url:
     assert [(f["name"], f["checked"]) for f in fields if f["type"] == "checkbox"] == [("agree", True),
                                                                                      ("newsletter", False)]
     assert "[x] agree" in api.result(created["id"])
+    for name, data in (("boxes.pdf", boxes_pdf()), ("boxes.png", boxes_scan())):  # boxes drawn, boxes scanned
+        printed = tmp_path / name
+        printed.write_bytes(data)
+        done = api.upload(printed)
+        assert api.wait_done(done["id"])["status"] == "succeeded"
+        listed = api.result(done["id"], "json")["fields"]
+        boxes = sorted((f for f in listed if f["type"] == "checkbox"), key=lambda f: (round(f["bbox"][1] / 20),
+                                                                                      f["bbox"][0]))
+        assert [f["checked"] for f in boxes] == [state != "" for _, state, _, _ in OPTIONS], (name, listed)
+        assert [(f["name"], f["value"]) for f in listed if f["type"] == "key_value"] == \
+            [(key.rstrip(":"), value) for key, value, _ in KEY_VALUES]
     markdown = kept.results["markdown"]
     assert markdown.count(f"<!-- page_header -->\n{TITLE}") == 2 and "<!-- page_footer -->\nPage 2 of 2" in markdown

@@ -835,7 +835,7 @@ export interface components {
             created_at: string | null;
             /**
              * Fields
-             * @description a PDF's own form fields (AcroForm), page by page, each also a `form_field` element
+             * @description a PDF's own form fields (AcroForm, each also a `form_field` element), then the checkboxes and key–value pairs found on the pages
              */
             fields?: components["schemas"]["FormFieldRead"][];
             /**
@@ -1049,7 +1049,8 @@ export interface components {
         };
         /**
          * FormFieldRead
-         * @description One widget of the PDF's own form (AcroForm), as its `form_field` element holds it.
+         * @description One field of the document: a widget of the PDF's own form (AcroForm, a `form_field` element), a checkbox
+         *     found on a page (a `checkbox` element), or a key–value pair of its layout (in a paragraph or table).
          */
         FormFieldRead: {
             /**
@@ -1085,8 +1086,14 @@ export interface components {
              */
             page: number;
             /**
+             * Source
+             * @description acroform: the PDF's own form; page: a checkbox printed, drawn or scanned; layout: a key–value pair of the text
+             * @default acroform
+             */
+            source: string;
+            /**
              * Type
-             * @description text, checkbox, radio, combobox, listbox, signature, button
+             * @description text, checkbox, radio, combobox, listbox, signature, button; key_value
              */
             type: string;
             /**
