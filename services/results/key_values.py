@@ -71,15 +71,20 @@ class _Rows(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[list[str]] = []
+        self.headers: list[bool] = []  # by row: all its cells are <th> (a header row: not a pair)
         self._cell: list[str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "tr":
             self.rows.append([])
+            self.headers.append(True)
         elif tag in ("td", "th"):
+            if tag == "td" and self.headers:
+                self.headers[-1] = False
             self._cell = []
             if any(name in ("colspan", "rowspan") and value not in (None, "1") for name, value in attrs):
-                self.rows.append(["", "", ""])  # a spanning cell: not a plain two-column box
+                self.rows[-1].append("")  # a spanning cell: not a plain two-column box
+                self.rows[-1].append("")
 
     def handle_endtag(self, tag: str) -> None:
         if tag in ("td", "th") and self._cell is not None and self.rows:
@@ -91,14 +96,21 @@ class _Rows(HTMLParser):
             self._cell.append(data)
 
 
+def _numeric(value: str) -> bool:
+    return bool(re.fullmatch(r"[-+(]?[$€£]?\s?[\d.,' ]*\d[\d.,' ]*\s?%?\)?", value.strip()))
+
+
 def table_pairs(html: str) -> list[tuple[str, str]]:
     """A two-column table's rows as (label, value) pairs, or [] when it is not one (more columns, spans, long
-    or numeric labels)."""
+    or numeric labels); a header row (all `<th>`, or words over a column of
+    numbers) is left out."""
     parser = _Rows()
     parser.feed(html)
-    rows = [row for row in parser.rows if row]
+    rows = [row for row, header in zip(parser.rows, parser.headers, strict=False) if row and not header]
     if not 2 <= len(rows) <= MAX_TABLE_ROWS or any(len(row) != 2 for row in rows):
         return []
+    if len(rows) > 2 and not _numeric(rows[0][1]) and sum(_numeric(v) for _, v in rows[1:]) >= 0.6 * (len(rows) - 1):
+        rows = rows[1:]  # a first row of words over a column of numbers is the header the engine did not mark
     pairs = [(label.rstrip(":").strip(), value) for label, value in rows]
     if any(not label or len(label.split()) > MAX_KEY_WORDS or not any(c.isalpha() for c in label)
            for label, _ in pairs):

@@ -4,9 +4,10 @@ A form printed without fields draws its options as small squares. At assembly ea
 is looked at once more:
 
 - **Digital pages** (a text layer): every top-level path object that is a stroked, unfilled square of
-  `MIN_SIDE`..`MAX_SIDE` points, made of straight lines only, and not touching another such square (a grid of
-  cells is a table, not options), is a box. It is `checked` when another path (a tick, a cross) or a character
-  ("X", "✓") lies inside it. Its label is the text of the same line to its right, up to the next box.
+  `MIN_SIDE`..`MAX_SIDE` points, made of straight lines only, touching no other path but what lies inside it
+  (a grid of cells is a table, not options) and holding at most one character, is a box. It is `checked` when
+  another path (a tick, a cross) or a character ("X", "✓") lies inside it. Its label is the text of the same
+  line to its right, up to the next box.
 - **Scanned pages** (no text layer, or an image upload): the page's pixels (a PDF page rendered at
   `outputs.figure_dpi`; an image upload's longest side taken as a letter sheet's 11 inches to know the size of
   a point) are searched for square outlines of the same size: a dark run of pixels whose length is the side, a
@@ -121,13 +122,16 @@ def page_drawn_boxes(page: Any, textpage: Any, width: float, height: float, *, r
         if pdfium_c.FPDFPageObj_GetType(obj) == pdfium_c.FPDF_PAGEOBJ_PATH:
             paths.append((obj, _bounds(obj)))
     squares = [bounds for obj, bounds in paths if _is_outline_square(obj, bounds)]
-    lone = [s for s in squares if not any(o is not s and _touching(s, o) for o in squares)]
+    # a box stands alone: a square touching another path that is not inside it (a tick) is a table's cell
+    lone = [s for s in squares if not any(o is not s and _touching(s, o) and not _inside(o, s) for _, o in paths)]
     if rotation % 180:
         width, height = height, width
     found: list[FoundBox] = []
     for box in lone:
         ticked = any(b is not box and b not in squares and _inside(b, box) for _, b in paths)
-        inner = _bounded_text(textpage, box[0] + 0.5, box[3] - 0.5, box[2] - 0.5, box[1] + 0.5).strip()
+        inner = "".join(_bounded_text(textpage, box[0] + 0.5, box[3] - 0.5, box[2] - 0.5, box[1] + 0.5).split())
+        if len(inner) > 1:
+            continue  # words or a number in a square: a cell or a frame, not a box (a box holds one mark)
         ticked = ticked or bool(inner)
         same_line = [o for o in lone if o[0] > box[2] and o[1] < box[3] and o[3] > box[1]]
         right = min([o[0] for o in same_line] + [box[2] + LABEL_REACH])

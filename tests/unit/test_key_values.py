@@ -61,3 +61,12 @@ def test_extract_gives_the_model_the_fields_and_the_elements() -> None:
     plain, _ = extract_prompt(entries, {"type": "object"}, [], 10_000)
     assert "fields" not in plain.split("Document:")[0].lower().replace("json schema", "")
     assert fields_block(fields, 40) == ""  # no field fits: none sent rather than a cut one
+
+
+def test_a_header_row_of_a_two_column_table_is_not_a_pair() -> None:
+    table = ("<table><tr><th>Country</th><th>Signed (EURm)</th></tr><tr><td>Algeria</td><td>6.19</td></tr>"
+             "<tr><td>Egypt</td><td>6.60</td></tr></table>")
+    assert table_pairs(table) == [("Algeria", "6.19"), ("Egypt", "6.60")]
+    unmarked = table.replace("th>", "td>")  # the header words over a column of numbers: still a header
+    assert table_pairs(unmarked.replace("</table>", "<tr><td>Jordan</td><td>4.20</td></tr></table>")) == [
+        ("Algeria", "6.19"), ("Egypt", "6.60"), ("Jordan", "4.20")]
