@@ -24,16 +24,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from pagemill_eval.corpus import Case, load_cases
+from pagemill_eval.generated_forms import KEY_VALUES, OPTIONS, boxes_pdf, boxes_scan
 from services.core.elements import Element, ElementType
 from services.core.pdf import PDF, pdf_text_layer
 from services.core.settings import Settings
 from services.results.figures import crop_figures, page_image
 from services.results.forms import read_form_fields
+from services.results.key_values import layout_fields
+from services.results.marks import mark_boxes
 from services.results.tables import merge_tables
 from services.runner import page_inputs, parse_locally
 
 SECTION = "figures"
+GENERATED = "generated form"
 MATCH_IOU = 0.5
 Box = tuple[float, float, float, float]
 
@@ -106,6 +112,7 @@ def measure_case(case: Case, settings: Settings) -> dict[str, Any] | None:
     merges = merge_tables(result.pages)
     merge_ms = (time.perf_counter() - started) * 1000
     row: dict[str, Any] = {"case_id": case.case_id, "pages": len(pages), "scanned_pages": scanned,
+                           **_boxes(data, result.pages, by_position, settings),
                            "merge_ms": round(merge_ms, 2), "merges": merges, **_forms(data, len(pages)),
                            **_multi_page_truth(case),
                            "found": sum(len(v) for v in found_boxes.values()), "kept": len(kept.assets),
@@ -147,6 +154,52 @@ def _forms(data: bytes, pages: int) -> dict[str, Any]:
             "checkboxes": boxes}
 
 
+def _boxes(data: bytes, entries: list[dict[str, Any]], by_position: dict[int, tuple[int, str, bytes]],
+           settings: Settings) -> dict[str, Any]:
+    """Checkboxes drawn or scanned (`services/results/marks.py`) and key–value pairs found, with the time the
+    box search took on the case's digital and scanned pages."""
+    import copy
+    copied = copy.deepcopy(entries)
+    started = time.perf_counter()
+    found = mark_boxes(copied, data if data.startswith(b"%PDF") else None, lambda entry: page_image(
+        by_position[int(entry["page"])][2], float(entry["width"]), float(entry["height"]), settings))
+    box_ms = (time.perf_counter() - started) * 1000
+    boxes = [e for entry in copied for e in entry.get("elements") or [] if e["type"] == "checkbox"]
+    pairs = [f for f in layout_fields(copied) if f["type"] == "key_value"]
+    return {"boxes": found, "boxes_checked": sum(1 for b in boxes if b["checked"]), "box_ms": round(box_ms, 1),
+            "key_values": len(pairs), "box_ids": [f'{b["id"]}:{b["text"][:30]}' for b in boxes][:20]}
+
+
+def generated_forms(settings: Settings) -> dict[str, Any]:
+    """The generated order form (`pagemill_eval.generated_forms`), digital and scanned: boxes found, their
+    states and labels against the drawn ones, key–value pairs against the printed ones."""
+    report: dict[str, Any] = {}
+    truth = [(label, state != "") for label, state, _, _ in OPTIONS]
+    pairs = [(key.rstrip(":"), value) for key, value, _ in KEY_VALUES]
+    for name, data in (("digital", boxes_pdf()), ("scanned", boxes_scan())):
+        result = parse_locally(data, settings, engine_name="cpu")
+        _, pages = page_inputs(data)
+        started = time.perf_counter()
+        page_file = pages[0][2]
+
+        def pixels(entry: dict[str, Any], page_file: bytes = page_file) -> Image.Image:
+            return page_image(page_file, float(entry["width"]), float(entry["height"]), settings)
+
+        mark_boxes(result.pages, data if name == "digital" else None, pixels)
+        box_ms = (time.perf_counter() - started) * 1000
+        boxes = sorted((Element.model_validate(e) for e in result.pages[0]["elements"] if e["type"] == "checkbox"),
+                       key=lambda e: (round(e.bbox[1] / 20), e.bbox[0]) if e.bbox else (0, 0.0))
+        found_pairs = [(f["name"], f["value"]) for f in layout_fields(result.pages) if f["type"] == "key_value"]
+        report[name] = {"boxes_truth": len(truth), "boxes_found": len(boxes),
+                        "states_equal": sum(1 for b, (_, checked) in zip(boxes, truth, strict=False)
+                                            if b.checked == checked) if len(boxes) == len(truth) else 0,
+                        "labels_equal": sum(1 for b, (label, _) in zip(boxes, truth, strict=False) if b.text == label)
+                        if len(boxes) == len(truth) else 0,
+                        "key_values_truth": len(pairs), "key_values_equal": len(set(found_pairs) & set(pairs)),
+                        "box_ms": round(box_ms, 1)}
+    return report
+
+
 def _multi_page_truth(case: Case) -> dict[str, Any]:
     """ICDAR-2013 region files: tables, and those whose regions lie on several pages."""
     import xml.etree.ElementTree as ET
@@ -185,11 +238,20 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                      f'{sum(r.get("checkboxes", 0) for r in rows)}',
             "form_ms_per_page": round(sum(r.get("form_ms", 0.0) for r in rows) / max(1, sum(r["pages"] for r in rows)),
                                       2),
+            "boxes": sum(r.get("boxes", 0) for r in rows),
+            "boxes_checked": sum(r.get("boxes_checked", 0) for r in rows),
+            "key_values": sum(r.get("key_values", 0) for r in rows),
+            "box_ms_digital": _box_ms(digital), "box_ms_scanned": _box_ms(scanned),
             "merges": sum(r["merges"] for r in rows),
             "truth_multi_page_tables": sum(r.get("truth_multi_page_tables", 0) for r in rows),
             "false_merges": sum(max(0, r["merges"] - r.get("truth_multi_page_tables", 0)) for r in rows
                                 if "truth_tables" in r),
             "merge_ms_per_page": round(sum(r["merge_ms"] for r in rows) / max(1, sum(r["pages"] for r in rows)), 2)}
+
+
+def _box_ms(group: list[dict[str, Any]]) -> float | None:
+    pages = sum(r["pages"] for r in group)
+    return round(sum(r.get("box_ms", 0.0) for r in group) / pages, 1) if pages else None
 
 
 def markdown_section(report: dict[str, dict[str, Any]], command: str) -> str:
@@ -200,7 +262,7 @@ def markdown_section(report: dict[str, dict[str, Any]], command: str) -> str:
              "| corpus | cases | pages | figures found | kept (cropped) | cases with picture truth | pictures in "
              "truth | matched | recall | precision | crop ms/page digital | crop ms/page scanned | crop ms/page "
              "(pages of cases with figures) |", "|" + "---|" * 13]
-    for name, figures in report.items():
+    for name, figures in ((n, f) for n, f in report.items() if n != GENERATED):
         cells = [name, figures["cases"], figures["pages"], figures["found"], figures["kept"],
                  figures["scored_cases"], figures["truth_pictures"], figures["matched"], figures["recall"],
                  figures["precision"], figures["ms_per_page_digital"], figures["ms_per_page_scanned"],
@@ -211,11 +273,33 @@ def markdown_section(report: dict[str, dict[str, Any]], command: str) -> str:
               "| corpus | AcroForm fields (pypdf) | found by pdfium | text values equal | checkbox states equal | "
               "form ms/page | tables merged | multi-page tables in truth | false merges (ICDAR cases) | "
               "merge ms/page |", "|" + "---|" * 10]
-    for name, figures in report.items():
+    for name, figures in ((n, f) for n, f in report.items() if n != GENERATED):
         cells = [name, figures["truth_fields"], figures["fields_found"], figures["text_values_equal"],
                  figures["checkbox_states_equal"], figures["form_ms_per_page"], figures["merges"],
                  figures["truth_multi_page_tables"], figures["false_merges"], figures["merge_ms_per_page"]]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    lines += ["", "Checkboxes without a form (`services/results/marks.py`: squares drawn on digital pages, boxes on "
+              "scans) and key–value pairs (`services/results/key_values.py`), same run; the corpora have no "
+              "printed forms, so every box found there is a false one:", "",
+              "| corpus | boxes found | of them checked | key–value pairs | box search ms/page digital | "
+              "box search ms/page scanned |", "|" + "---|" * 6]
+    for name, figures in report.items():
+        if name == GENERATED:
+            continue
+        cells = [name, figures["boxes"], figures["boxes_checked"], figures["key_values"],
+                 figures["box_ms_digital"], figures["box_ms_scanned"]]
+        lines.append("| " + " | ".join("–" if c is None else str(c) for c in cells) + " |")
+    generated = report.get(GENERATED)
+    if generated:
+        lines += ["", "The generated order form (`pagemill_eval/generated_forms.py`: 4 drawn boxes, 2 ticked, a grid "
+                  "of 8 touching cells and a square bullet that are not boxes, 3 key–value pairs), as a digital "
+                  "PDF and as its 150 dpi rendering (a scan):", "",
+                  "| page | boxes (truth) | boxes found | states equal | labels equal | key–value pairs (truth) | "
+                  "pairs equal | box search ms |", "|" + "---|" * 8]
+        for kind, found in generated.items():
+            cells = [kind, found["boxes_truth"], found["boxes_found"], found["states_equal"], found["labels_equal"],
+                     found["key_values_truth"], found["key_values_equal"], found["box_ms"]]
+            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -251,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         rows_by_corpus[corpus.name] = rows
         report[corpus.name] = summary(rows)
         print(corpus.name, json.dumps(report[corpus.name]), flush=True)
+    report[GENERATED] = generated_forms(settings)
+    print(GENERATED, json.dumps(report[GENERATED]), flush=True)
     if args.json:
         args.json.write_text(json.dumps({"report": report, "rows": rows_by_corpus}, indent=1) + "\n")
     if args.write:
