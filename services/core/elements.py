@@ -7,7 +7,8 @@ none of the page's words) — never a made-up box.
 
 Page headers and footers stay in the tree, typed, but are left out of the Markdown (unless the upload asked
 `furniture=keep`). A figure gets its image at assembly (`image`: its path under the document's results,
-`figures/p3-e5.png`) and the id of its caption (`caption_id`), when it has one.
+`figures/p3-e5.png`) and the id of its caption (`caption_id`), when it has one. A chart is a figure with `chart`
+set; its data table, when one was read (`derived`), is its `html`, and its Markdown the image and that table.
 """
 
 from __future__ import annotations
@@ -80,8 +81,23 @@ class Element(BaseModel):
         default=None, description="form fields: text, checkbox, radio, combobox, listbox, signature, button")
     value: str | None = Field(default=None, description="form fields: the value (a radio button: its option)")
     checked: bool | None = Field(default=None, description="checkboxes, radio buttons: ticked or not")
+    chart: str | None = Field(default=None, description="figures that are charts: `bar` or `line`")
+    derived: bool | None = Field(
+        default=None, description="charts: `html` is their data table read from the drawing (bar heights, points "
+                                  "against the value axis) or written by the model, not printed on the page")
     parts: list[TablePart] | None = Field(
         default=None, description="a table merged across pages: each page's part, in order (one logical table)")
+
+
+DERIVED_NOTE = "*Chart data (derived: read from the drawing, not printed on the page):*"
+
+
+def chart_markdown(element: Element, image_markdown: str = "") -> str:
+    """A chart's Markdown: its image (once kept), then its derived data table under a note saying so."""
+    blocks = [image_markdown] if image_markdown else []
+    if element.html and element.derived:
+        blocks += [DERIVED_NOTE, element.html]
+    return "\n\n".join(blocks)
 
 
 def element_id(page: int, n: int) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from PIL import Image, ImageStat
 
 from services.core.db.models import Document, Page
-from services.core.elements import Element, ElementType, page_markdown
+from services.core.elements import Element, ElementType, chart_markdown, page_markdown
 from services.core.errors import describe
 from services.core.logging import get_logger
 from services.core.pdf import PDF, PDFIUM_LOCK, copy_page, load_image, open_pdf, render_pdf_page
@@ -172,9 +172,11 @@ def crop_figures(entries: list[dict[str, Any]], pixels: PagePixels, *, document_
             data, extension = encode(image)
             path = f"figures/{element.id}.{extension}"
             caption = caption_of(elements, index)
-            alt = caption.text if caption is not None else (element.text or "figure")
+            alt = caption.text if caption is not None else (
+                f"{element.chart} chart" if element.chart else element.text or "figure")
             elements[index] = element.model_copy(update={
-                "image": path, "caption_id": caption.id if caption else None, "markdown": figure_markdown(alt, path)})
+                "image": path, "caption_id": caption.id if caption else None,
+                "markdown": chart_markdown(element, figure_markdown(alt, path))})
             kept.images[path] = data
             kept.assets.append({
                 "element_id": element.id, "page": int(entry["page_number"]), "bbox": list(element.bbox),

@@ -13,7 +13,7 @@ import json
 import re
 import secrets
 
-from services.core.elements import Element, ElementType
+from services.core.elements import DERIVED_NOTE, Element, ElementType
 from services.core.storage import RESULT_HTML_CSP
 from services.results.render import typeset
 from services.results.render.derive import RenderPage, list_labels
@@ -104,15 +104,25 @@ def _math_text(math: _Math) -> object:
 
 
 def _figure_html(element: Element, figures: _Figures | None) -> str:
-    label = element.text or "figure"
+    label = f"{element.chart} chart" if element.chart else element.text or "figure"
     if element.image and figures is not None and (url := figures.data_url(element.image)):
         alt = html.escape(element.markdown[2:element.markdown.find("](")] if element.markdown.startswith("![")
                           else label, quote=True)
-        return f'<figure{_attrs(element)}><img src="{url}" alt="{alt}"></figure>'
-    if element.image:  # kept, but over the inline budget: named, fetched beside the document
-        return (f'<figure{_attrs(element)}><div class="figure-placeholder">[{html.escape(label)}: '
-                f'{html.escape(element.image)}]</div></figure>')
-    return f'<figure{_attrs(element)}><div class="figure-placeholder">[{html.escape(label)}]</div></figure>'
+        inner = f'<img src="{url}" alt="{alt}">'
+    elif element.image:  # kept, but over the inline budget: named, fetched beside the document
+        inner = f'<div class="figure-placeholder">[{html.escape(label)}: {html.escape(element.image)}]</div>'
+    else:
+        inner = f'<div class="figure-placeholder">[{html.escape(label)}]</div>'
+    return f"<figure{_attrs(element)}>{inner}{_derived_table(element)}</figure>"
+
+
+def _derived_table(element: Element) -> str:
+    """A chart's data table under its image, with the note that it was read from the drawing."""
+    table = parse_table(element.html) if element.html and element.derived else None
+    if table is None or not table.rows:
+        return ""
+    body = re.sub(r"^<table>", '<table class="derived" data-derived="true">', table.to_html())
+    return f'<figcaption class="derived-note">{html.escape(DERIVED_NOTE.strip("*"))}</figcaption>{body}'
 
 
 def _page_breaks(table_html: str, element: Element) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from services.core.elements import FURNITURE, Element, ElementType
+from services.core.elements import DERIVED_NOTE, FURNITURE, Element, ElementType
 from services.results.render import typeset
 from services.results.render.derive import RenderPage, list_labels
 from services.results.render.inline import INLINE_MATH, inline_latex, tex_escape
@@ -212,7 +212,7 @@ _FIGURE_PATH = re.compile(r"^figures/p[0-9]+-e[0-9]+\.(?:png|jpg)$")
 def _figure(element: Element) -> str:
     """A kept figure's image from `figures/` beside the .tex (the result endpoint serves each one); without it
     there (the .tex alone) the document still compiles, with a framed note naming the file."""
-    label = _wrap_scripts(tex_escape(element.text or "figure"))
+    label = _wrap_scripts(tex_escape(f"{element.chart} chart" if element.chart else element.text or "figure"))
     if element.image and _FIGURE_PATH.match(element.image):
         missing = "\\fbox{" + label + " (" + tex_escape(element.image) + ")}"
         return (f"\\begin{{center}}\\IfFileExists{{{element.image}}}{{\\includegraphics[width=\\linewidth,"
@@ -254,6 +254,10 @@ def element_latex(element: Element, math: _Math) -> str:
     if kind is ElementType.CODE:
         return _code(element)
     if kind is ElementType.FIGURE:
+        derived = parse_table(element.html) if element.html and element.derived else None
+        if derived is not None and derived.rows:  # a chart's data table, read from the drawing
+            note = r"{\small\itshape " + tex_escape(DERIVED_NOTE.strip("*")) + r"\par}"
+            return _figure(element) + "\n\n" + note + "\n" + table_latex(derived, math)
         return _figure(element)
     if kind in (ElementType.FORM_FIELD, ElementType.CHECKBOX) and element.checked is not None:
         box = r"$\boxtimes$" if element.checked else r"$\square$"

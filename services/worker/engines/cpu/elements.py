@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 
-from services.core.elements import FURNITURE, Element, ElementType, element_id
+from services.core.elements import FURNITURE, Element, ElementType, chart_markdown, element_id
 from services.worker.engines.base import PageWord
+from services.worker.engines.cpu.charts import Chart
 from services.worker.engines.cpu.markdown import block_markdown, join_lines
 from services.worker.engines.cpu.model import Block, BlockKind, Box
 from services.worker.engines.geometry import BoxMap, identity
@@ -22,10 +23,12 @@ def block_text(block: Block) -> str:
 
 
 def to_elements(blocks: list[Block], *, page: int, height: float, body_size: float,
-                to_page: BoxMap = identity, images: list[Box] | None = None, width: float = 0.0) -> list[Element]:
+                to_page: BoxMap = identity, images: list[Box] | None = None, width: float = 0.0,
+                charts: list[Chart] | None = None) -> list[Element]:
     """The elements of a page from its blocks in reading order (`lay_out` puts furniture last; here running
     heads come first and running feet last), with
-    figures where the page draws pictures (`images`, text-layer pages; no Markdown of their own).
+    figures where the page draws pictures (`images`, text-layer pages; no Markdown of their own) and where it
+    draws `charts` (their text kept, their derived data table as `html` and Markdown).
 
     Adjacent list items of one column become one list element; rendering the elements with `page_markdown`
     gives the same Markdown the blocks render to."""
@@ -77,7 +80,14 @@ def to_elements(blocks: list[Block], *, page: int, height: float, body_size: flo
                 **_formula_fields(markdown))
     close_list()
     lines = [line.box for block in blocks for line in block.lines]
+    for chart in charts or []:
+        drawing = Element(id="", type=ElementType.FIGURE, page=page, bbox=to_page(chart.box), text=chart.text,
+                          chart=chart.kind, html=chart.html or None, derived=True if chart.html else None)
+        _insert_in_reading_order(elements, drawing.model_copy(update={"markdown": chart_markdown(drawing)}))
+    drawn = [chart.box for chart in charts or []]
     for figure in _figures(images or [], width, height, lines):
+        if any(figure.x_overlap(box) > 0 and figure.y_overlap(box) > 0 for box in drawn):
+            continue
         _insert_in_reading_order(elements, Element(id="", type=ElementType.FIGURE, page=page, bbox=to_page(figure)))
     # Running heads open the page's reading order and running feet close it.
     ordered = ([e for e in elements if e.type == ElementType.PAGE_HEADER]

@@ -12,7 +12,7 @@ from services.core.pdf import load_image, render_pdf_page
 from services.core.settings import Settings
 from services.worker.engines import geometry
 from services.worker.engines.base import PageInput, PageOutput
-from services.worker.engines.cpu import confidence, elements, layout, ocr, routes, tables, textlayer, tuning
+from services.worker.engines.cpu import charts, confidence, elements, layout, ocr, routes, tables, textlayer, tuning
 from services.worker.engines.cpu.model import Block, BlockKind, Line, PageText, Segment
 
 # A text layer with fewer characters than this over a page that is mostly picture is a scan with a stray label.
@@ -117,10 +117,13 @@ class CpuEngine:
         return routes.settle(scanned, _ocr_held(scanned), _ink_if_empty(scanned, lambda: image))
 
     def _text_layer_page(self, text: PageText, page: PageInput, pictured: list[Line] | None = None) -> PageOutput:
-        blocks = lay_out(text.lines, text.width, text.height, rules=text.rules, margin_lines=text.margin_lines,
+        found = charts.find_charts(text) if text.shapes else []
+        flow = charts.without_charts(text, found) if found else text
+        blocks = lay_out(flow.lines, text.width, text.height, rules=flow.rules, margin_lines=text.margin_lines,
                          content_lines=pictured)
         tree = elements.to_elements(blocks, page=page.index + 1, height=text.height,
-                                    body_size=layout.body_size(text.lines), images=text.images, width=text.width)
+                                    body_size=layout.body_size(text.lines), images=text.images, width=text.width,
+                                    charts=found)
         # Judged on the words themselves, not on Markdown syntax or escaped link targets.
         signals = confidence.text_layer_signals(text, "\n".join(line.text for line in text.lines))
         return PageOutput(markdown=_markdown(tree), engine=self.name, model="text-layer",
@@ -143,7 +146,7 @@ class CpuEngine:
             return text_output, held
         merged = PageText(width=text.width, height=text.height, lines=[*text.lines, *added], rules=text.rules,
                           margin_lines=text.margin_lines, chars=text.chars, images=text.images,
-                          image_coverage=text.image_coverage)
+                          image_coverage=text.image_coverage, shapes=text.shapes)
         output = self._text_layer_page(merged, page, pictured=added)
         output.signals = {**text_output.signals, "picture_ocr_lines": float(len(added))}
         output.confidence = text_output.confidence

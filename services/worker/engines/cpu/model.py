@@ -85,6 +85,17 @@ class Segment:
 
 
 @dataclass(slots=True)
+class Shape:
+    """A drawn shape a chart may be made of: a filled rectangle (`bar`) or an open run of straight strokes
+    (`line`, its `points` in order), with its fill or stroke colour."""
+
+    kind: str  # "bar" | "line"
+    box: Box
+    color: tuple[int, int, int]
+    points: list[tuple[float, float]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class PageText:
     """What the text layer of one page holds, in display orientation (top-left origin, points)."""
 
@@ -98,3 +109,4 @@ class PageText:
     invisible_chars: int = 0  # render mode 3: an OCR layer laid over a scan
     image_coverage: float = 0.0  # share of the page covered by images
     images: list[Box] = field(default_factory=list)  # the images drawn on the page (figures, logos, a scan)
+    shapes: list[Shape] = field(default_factory=list)  # bars and polylines (what vector charts are drawn with)

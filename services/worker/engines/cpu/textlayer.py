@@ -15,7 +15,8 @@ from services.core.pdf import PDFIUM_LOCK, open_page_pdf
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import is_rtl_text, visual_to_logical
 from services.worker.engines.cpu.mathtext import Glyph, alphabet_of, is_math_font, word_latex
-from services.worker.engines.cpu.model import Box, Line, PageText, Segment, Word
+from services.worker.engines.cpu.model import Box, Line, PageText, Segment, Shape, Word
+from services.worker.engines.cpu.shapes import shape_of
 
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi", "-bd", ",bd")
 _ITALIC_NAMES = ("italic", "oblique", "-it", ",it")
@@ -88,7 +89,7 @@ def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage) -> PageText:
     transform = _Transform(left, bottom, right, top, page.get_rotation())
     result = PageText(width=transform.width, height=transform.height)
     links = _links(pdf, page, transform)
-    result.rules, result.image_coverage = _graphics(page, transform, result.images)
+    result.rules, result.image_coverage = _graphics(page, transform, result.images, result.shapes)
     textpage = page.get_textpage()
     try:
         chars, rotated = _chars(textpage, transform, links, result)
@@ -266,9 +267,10 @@ def _link_at(links: list[tuple[Box, str]], box: Box) -> str:
     return ""
 
 
-def _graphics(page: pdfium.PdfPage, transform: _Transform, images: list[Box]) -> tuple[list[Segment], float]:
+def _graphics(page: pdfium.PdfPage, transform: _Transform, images: list[Box],
+              shapes: list[Shape]) -> tuple[list[Segment], float]:
     """Straight ruling lines (strokes, hairline fills, rectangle edges) and the share of the page under images
-    (whose boxes go into `images`)."""
+    (whose boxes go into `images`; bars and polylines a chart may be drawn with into `shapes`)."""
     rules: list[Segment] = []
     image_area = 0.0
     page_area = max(1.0, transform.width * transform.height)
@@ -295,6 +297,8 @@ def _graphics(page: pdfium.PdfPage, transform: _Transform, images: list[Box]) ->
                 continue
             if box.width * box.height > 0.5 * page_area:
                 continue  # a page background, not a rule
+            if (shape := shape_of(obj, box, transform.point)) is not None:
+                shapes.append(shape)
             if box.height <= tuning.RULE_MAX_THICKNESS and box.width > tuning.RULE_MIN_LENGTH:
                 rules.append(Segment(box.x0, box.cy, box.x1, box.cy))
             elif box.width <= tuning.RULE_MAX_THICKNESS and box.height > tuning.RULE_MIN_LENGTH:
