@@ -3,6 +3,11 @@ figures, paragraphs — as elements without boxes (the aligner gives them theirs
 
 Every line of the answer lands in exactly one block, so `page_markdown` of the blocks gives the answer back
 with its blocks one blank line apart: nothing a model wrote is dropped by the split.
+
+Models that write a chart as its data table (the mission's output spec; any preset whose model does it) get the
+table kept under the chart: a table marked as a chart's (`<table data-chart>`, `class="chart…"`), or a table
+right under a figure whose alt text names a chart, graph or plot, becomes that figure's `html`, `derived`
+(not printed on the page) with `chart` set; a marked table with no figure above it is a chart figure itself.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ _CAPTION = re.compile(r"^\s*(?:\*\*|_)?(table|tab\.|figure|fig\.|chart|scheme|li
 _TAG = re.compile(r"<[^>]+>")
 _INLINE_MARKUP = re.compile(r"[*_`~]+|\\(?=[\\`*_{}\[\]()#+\-.!|$])")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_CHART_TABLE = re.compile(r"^\s*<table\b[^>]*(?:\bdata-chart\b|\bclass\s*=\s*[\"'][^\"']*\bchart)", re.IGNORECASE)
+_CHART_ALT = re.compile(r"\b(chart|graph|plot|histogram)s?\b", re.IGNORECASE)
+_CHART_KIND = re.compile(r"\b(bar|line|pie|scatter|area)\b", re.IGNORECASE)
 
 
 # olmOCR names a figure after where it sits in the rendered image: page_{x}_{y}_{width}_{height}.png (pixels).
@@ -65,7 +73,33 @@ def split_answer(markdown: str, *, page: int = 1) -> list[Element]:
         if source:
             elements.append(_element(kind, source, page, len(elements) + 1, first_heading=not any(
                 e.type in (ElementType.TITLE, ElementType.HEADING) for e in elements)))
-    return elements
+    return fold_chart_tables(elements, page)
+
+
+def fold_chart_tables(elements: list[Element], page: int) -> list[Element]:
+    """Chart data tables kept under their chart (see the module's docstring); ids renumbered."""
+    folded: list[Element] = []
+    for element in elements:
+        if element.type is not ElementType.TABLE:
+            folded.append(element)
+            continue
+        marked = bool(_CHART_TABLE.match(element.markdown))
+        above = folded[-1] if folded else None
+        if above is not None and above.type is ElementType.FIGURE and above.html is None and (
+                marked or _CHART_ALT.search(above.text)):
+            folded[-1] = above.model_copy(update={
+                "markdown": above.markdown + "\n\n" + element.markdown, "html": element.html, "derived": True,
+                "chart": _chart_kind(above.text)})
+        elif marked:
+            folded.append(element.model_copy(update={"type": ElementType.FIGURE, "derived": True, "chart": "chart"}))
+        else:
+            folded.append(element)
+    return [e.model_copy(update={"id": element_id(page, n)}) for n, e in enumerate(folded, 1)]
+
+
+def _chart_kind(alt: str) -> str:
+    kind = _CHART_KIND.search(alt)
+    return kind.group(1).lower() if kind else "chart"
 
 
 def _block_end(lines: list[str], start: int) -> tuple[int, str]:
