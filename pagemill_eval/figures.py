@@ -10,7 +10,10 @@ Ground truth: docling's JSON (`pictures[].prov[].bbox`, PDF points, bottom-left 
 where a case has one; a figure element matches a picture when their boxes overlap with IoU >= `MATCH_IOU`
 (one-to-one, best first). Cases without such a file count their figures (found) but score nothing. The cost is
 the document step's cropping (`services/results/figures.py`: render the page at `outputs.figure_dpi`, crop,
-encode) in ms per page, split by digital pages (a text layer) and scanned ones (none).
+encode) in ms per page, split by digital pages (a text layer) and scanned ones (none). Charts: the figure
+elements the cpu engine marks `chart` (vector bar/line charts, `services/worker/engines/cpu/charts.py`), those
+with a derived data table, and the chart finder's own time per digital page (`find_charts` over the page's
+text layer and shapes; a scanned page is never searched, the cpu engine reads charts only from drawings).
 
     .venv/bin/python -m pagemill_eval.figures ../shared/corpus/dev ../shared/corpus/wide --write docs/evaluation.md
 """
@@ -37,6 +40,7 @@ from services.results.key_values import layout_fields
 from services.results.marks import mark_boxes
 from services.results.tables import merge_tables
 from services.runner import page_inputs, parse_locally
+from services.worker.engines.cpu import charts, textlayer
 
 SECTION = "figures"
 GENERATED = "generated form"
@@ -116,11 +120,29 @@ def measure_case(case: Case, settings: Settings) -> dict[str, Any] | None:
                            "merge_ms": round(merge_ms, 2), "merges": merges, **_forms(data, len(pages)),
                            **_multi_page_truth(case),
                            "found": sum(len(v) for v in found_boxes.values()), "kept": len(kept.assets),
-                           "crop_ms": round(crop_ms, 1), "bytes": sum(a["bytes"] for a in kept.assets)}
+                           "crop_ms": round(crop_ms, 1), "bytes": sum(a["bytes"] for a in kept.assets),
+                           **_charts(result.pages, pages)}
     if truth is not None:
         row["truth"] = sum(len(v) for v in truth.values())
         row["matched"] = sum(matched(found_boxes.get(page, []), boxes) for page, boxes in truth.items())
     return row
+
+
+def _charts(entries: list[dict[str, Any]], pages: list[tuple[int, str, bytes]]) -> dict[str, Any]:
+    """Chart figures and derived tables in the parsed pages, and the chart finder's time on the digital pages."""
+    elements = [raw for entry in entries for raw in entry.get("elements") or []]
+    finder_ms = 0.0
+    for _, media, page in pages:
+        if media != PDF:
+            continue
+        text = textlayer.read_page(page)
+        if text.chars == 0:
+            continue
+        started = time.perf_counter()
+        charts.find_charts(text)
+        finder_ms += (time.perf_counter() - started) * 1000
+    return {"charts": sum(1 for e in elements if e.get("chart")),
+            "derived_tables": sum(1 for e in elements if e.get("derived")), "chart_ms": round(finder_ms, 2)}
 
 
 def _forms(data: bytes, pages: int) -> dict[str, Any]:
@@ -230,6 +252,10 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "precision": round(hit / found_scored, 3) if found_scored else None,
             "ms_per_page_digital": per_page(digital), "ms_per_page_scanned": per_page(scanned),
             "ms_per_page_with_figures": per_page([r for r in rows if r["kept"]]),
+            "charts": sum(r.get("charts", 0) for r in rows),
+            "derived_tables": sum(r.get("derived_tables", 0) for r in rows),
+            "chart_ms_per_digital_page": round(sum(r.get("chart_ms", 0.0) for r in digital)
+                                               / max(1, sum(r["pages"] for r in digital)), 3),
             "truth_fields": sum(r.get("truth_fields", 0) for r in rows),
             "fields_found": sum(r.get("fields_found", 0) for r in rows),
             "text_values_equal": f'{sum(r.get("text_values_equal", 0) for r in rows)}/'
@@ -261,12 +287,14 @@ def markdown_section(report: dict[str, dict[str, Any]], command: str) -> str:
              "(`services/results/figures.py`) in ms per page (every page counted, those without figures too).", "",
              "| corpus | cases | pages | figures found | kept (cropped) | cases with picture truth | pictures in "
              "truth | matched | recall | precision | crop ms/page digital | crop ms/page scanned | crop ms/page "
-             "(pages of cases with figures) |", "|" + "---|" * 13]
+             "(pages of cases with figures) | charts (vector) | derived tables | chart finder ms/page digital |",
+             "|" + "---|" * 16]
     for name, figures in ((n, f) for n, f in report.items() if n != GENERATED):
         cells = [name, figures["cases"], figures["pages"], figures["found"], figures["kept"],
                  figures["scored_cases"], figures["truth_pictures"], figures["matched"], figures["recall"],
                  figures["precision"], figures["ms_per_page_digital"], figures["ms_per_page_scanned"],
-                 figures["ms_per_page_with_figures"]]
+                 figures["ms_per_page_with_figures"], figures.get("charts"), figures.get("derived_tables"),
+                 figures.get("chart_ms_per_digital_page")]
         lines.append("| " + " | ".join("–" if c is None else str(c) for c in cells) + " |")
     lines += ["", "Form fields (each PDF its own ground truth: pypdf's `get_fields()`) and tables across pages "
               "(ICDAR-2013 `*-reg.xml`: a table with regions on several pages), same run:", "",

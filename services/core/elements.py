@@ -81,14 +81,14 @@ class Element(BaseModel):
         default=None, description="form fields: text, checkbox, radio, combobox, listbox, signature, button")
     value: str | None = Field(default=None, description="form fields: the value (a radio button: its option)")
     checked: bool | None = Field(default=None, description="checkboxes, radio buttons: ticked or not")
+    parts: list[TablePart] | None = Field(
+        default=None, description="a table merged across pages: each page's part, in order (one logical table)")
     chart: str | None = Field(
         default=None, description="figures that are charts: `bar`, `line` (read by the cpu engine); a model's: "
                                   "`bar`, `line`, `pie`, `scatter`, `area` from its alt text, else `chart`")
     derived: bool | None = Field(
         default=None, description="charts: `html` is their data table read from the drawing (bar heights, points "
                                   "against the value axis) or written by the model, not printed on the page")
-    parts: list[TablePart] | None = Field(
-        default=None, description="a table merged across pages: each page's part, in order (one logical table)")
 
 
 DERIVED_NOTE = "*Chart data (derived: read from the drawing, not printed on the page):*"

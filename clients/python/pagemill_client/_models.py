@@ -227,6 +227,8 @@ class Element(Model):
     value: str | None = None
     checked: bool | None = None
     parts: list[dict[str, Any]] | None = None
+    chart: str | None = None  # figures that are charts: bar, line, … (their data table in `html` when `derived`)
+    derived: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

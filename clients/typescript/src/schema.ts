@@ -905,10 +905,20 @@ export interface components {
              */
             caption_id?: string | null;
             /**
+             * Chart
+             * @description figures that are charts: `bar`, `line` (read by the cpu engine); a model's: `bar`, `line`, `pie`, `scatter`, `area` from its alt text, else `chart`
+             */
+            chart?: string | null;
+            /**
              * Checked
              * @description checkboxes, radio buttons: ticked or not
              */
             checked?: boolean | null;
+            /**
+             * Derived
+             * @description charts: `html` is their data table read from the drawing (bar heights, points against the value axis) or written by the model, not printed on the page
+             */
+            derived?: boolean | null;
             /**
              * Field Name
              * @description form fields: the AcroForm field's full name
