@@ -32,7 +32,10 @@ LABEL_REACH = 24.0
 # pt: a legend key is at most this big, its text starts at most LEGEND_GAP after it.
 LEGEND_KEY_MAX = 16.0
 LEGEND_GAP = 12.0
+LEGEND_REACH = 0.35
 MIN_TICKS = 3
+# Polylines: more series than this on one page is a drawing, not a line chart.
+MAX_SERIES = 8
 # Plot heights: tick labels are looked for this far above and below the drawn data.
 TICK_SPAN = 0.6
 
@@ -73,13 +76,27 @@ def find_charts(text: PageText) -> list[Chart]:
         chart = _bar_chart(group, text, bars)
         if chart is not None and not any(_overlaps(chart.box, c.box) for c in charts):
             charts.append(chart)
-    series = [s for s in text.shapes if s.kind == "line" and len(s.points) >= 3
-              and not any(c.box.contains_point(s.box.cx, s.box.cy) for c in charts)]
+    series = [Shape(s.kind, s.box, s.color, points) for s in text.shapes if s.kind == "line"
+              and (points := _run(s.points)) and not any(c.box.contains_point(s.box.cx, s.box.cy) for c in charts)]
+    if len(series) > MAX_SERIES:
+        series = []  # a drawing of many strokes (a map, a diagram), not a few data series
     if series:
         chart = _line_chart(series, text)
         if chart is not None:
             charts.append(chart)
     return charts
+
+
+def _run(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """A data series' points: three or more, left to right (an axis or tick drawn there and back is none)."""
+    kept: list[tuple[float, float]] = []
+    for point in points:
+        if not kept or abs(point[0] - kept[-1][0]) > 0.5 or abs(point[1] - kept[-1][1]) > 0.5:
+            kept.append(point)
+    if len(kept) >= 2 and kept[0][0] > kept[-1][0]:
+        kept.reverse()
+    steps = [b[0] - a[0] for a, b in zip(kept, kept[1:], strict=False)]
+    return kept if len(kept) >= 3 and all(step > 0.5 for step in steps) else []
 
 
 def without_charts(text: PageText, charts: list[Chart]) -> PageText:
@@ -154,10 +171,14 @@ def _decimals(ticks: list[tuple[Line, float]]) -> int:
     return shown + 1
 
 
-def _legend(text: PageText, keys: list[Shape]) -> dict[tuple[int, int, int], tuple[Line, Shape]]:
-    """Series names by colour: a text line starting right after a small key (a square or a short line)."""
+def _legend(text: PageText, keys: list[Shape], plot: Box) -> dict[tuple[int, int, int], tuple[Line, Shape]]:
+    """Series names by colour: a text line starting right after a small key (a square or a short line) near the
+    plot (within LEGEND_REACH of its size)."""
     names: dict[tuple[int, int, int], tuple[Line, Shape]] = {}
+    pad = LEGEND_REACH * max(plot.width, plot.height)
     for key in keys:
+        if not plot.contains_point(key.box.cx, key.box.cy, pad=pad):
+            continue
         if max(key.box.width, key.box.height) > (LEGEND_KEY_MAX if key.kind == "bar" else 3 * LEGEND_KEY_MAX):
             continue
         beside = [line for line in text.lines if 0 <= line.box.x0 - key.box.x1 <= LEGEND_GAP
@@ -177,16 +198,16 @@ def _bar_chart(group: list[Shape], text: PageText, all_bars: list[Shape]) -> Cha
     hanging = all(abs(s.box.y0 - group[0].box.y0) <= BASELINE_SLACK for s in group)  # bars below zero
     ticks = _ticks(text, plot.x0, plot.y0, plot.y1)
     fit = _fit(ticks)
-    legend = _legend(text, [s for s in text.shapes if s not in group and s.kind in ("bar", "line")])
+    legend = _legend(text, [s for s in text.shapes if s not in group and s.kind in ("bar", "line")], plot)
     taken = {id(line) for line, _ in ticks} | {id(line) for line, _ in legend.values()}
     labels = _labels_under(text, plot, taken)
     parts = [plot, *(line.box for line, _ in ticks), *(line.box for line in labels),
              *(line.box.union(key.box) for line, key in legend.values())]
     box = union_all(parts)
     inside = [line for line in text.lines if box.contains_point(line.box.cx, line.box.cy)]
-    if fit is None or _stacked(group, all_bars):
-        if not labels and not legend and fit is None:
-            return None  # coloured boxes in a row with no axis or label: a layout, not a chart
+    if fit is None:
+        return None  # coloured boxes without a value axis: shaded cells of a table, a layout, not a chart read here
+    if _stacked(group, all_bars):
         return Chart("bar", box, inside)  # no table: stacked segments are not read as bars of their own
     a, b = fit
     decimals = _decimals(ticks)
@@ -237,11 +258,11 @@ def _line_chart(series_shapes: list[Shape], text: PageText) -> Chart | None:
     fit = _fit(ticks)
     if fit is None:
         return None  # polylines without an axis: a drawing, not a chart read here
-    legend = _legend(text, [s for s in text.shapes if s not in series_shapes])
+    legend = _legend(text, [s for s in text.shapes if s not in series_shapes], plot)
     taken = {id(line) for line, _ in ticks} | {id(line) for line, _ in legend.values()}
     # The x axis: at the lowest tick (the value axis' foot), or the plot's bottom when that is lower.
     axis = max(plot.y1, *(line.box.cy for line, _ in ticks))
-    labels = _labels_under(text, Box(plot.x0, plot.y0, plot.x1, axis), taken)
+    labels = _words(_labels_under(text, Box(plot.x0, plot.y0, plot.x1, axis), taken))
     a, b = fit
     decimals = _decimals(ticks)
     xs = sorted({round(px, 1) for s in series_shapes for px, _ in s.points})
@@ -270,6 +291,18 @@ def _line_chart(series_shapes: list[Shape], text: PageText) -> Chart | None:
     box = union_all(parts)
     inside = [line for line in text.lines if box.contains_point(line.box.cx, line.box.cy)]
     return Chart("line", box, inside, _table(header, rows))
+
+
+def _words(lines: list[Line]) -> list[Line]:
+    """Label lines with a wide gap between words ("Jan Feb Mar" set as one run) split into one line per word."""
+    out: list[Line] = []
+    for line in lines:
+        gaps = [b.box.x0 - a.box.x1 for a, b in zip(line.words, line.words[1:], strict=False)]
+        if gaps and min(gaps) > 0.6 * line.box.height:
+            out.extend(Line([word], word.box) for word in line.words)
+        else:
+            out.append(line)
+    return out
 
 
 def _format(value: float | None, decimals: int) -> str:
