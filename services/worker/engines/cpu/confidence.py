@@ -79,7 +79,7 @@ def text_layer_confidence(signals: dict[str, float]) -> float:
     return round(max(0.0, min(1.0, value)), 4)
 
 
-def ocr_signals(scores: list[float], texts: list[str], boxes_found: int) -> dict[str, float]:
+def ocr_signals(scores: list[float], texts: list[str], boxes_found: int, skew: float = 0.0) -> dict[str, float]:
     weights = [max(1, len(t)) for t in texts]
     mean = sum(s * w for s, w in zip(scores, weights, strict=False)) / sum(weights) if weights else 0.0
     return {
@@ -88,6 +88,7 @@ def ocr_signals(scores: list[float], texts: list[str], boxes_found: int) -> dict
         "ocr_lines": float(len(texts)),
         "ocr_boxes": float(boxes_found),
         "ocr_kept": round(len(texts) / boxes_found, 4) if boxes_found else 1.0,
+        "ocr_skew_deg": round(skew, 2),
     }
 
 
@@ -95,7 +96,15 @@ def ocr_confidence(signals: dict[str, float]) -> float:
     if signals["ocr_boxes"] == 0:
         return tuning.OCR_BLANK_CONFIDENCE  # nothing on the page looked like text: a blank page, confidently empty
     value = signals["ocr_mean_score"] * (tuning.OCR_CONFIDENCE_BASE + tuning.OCR_KEPT_WEIGHT * signals["ocr_kept"])
+    value *= skew_factor(signals.get("ocr_skew_deg", 0.0))
     return round(max(0.0, min(1.0, value)), 4)
+
+
+def skew_factor(skew: float) -> float:
+    """What a tilted scan takes off an OCR page's confidence: recognition scores stay high on tilted lines while
+    the reading order and line grouping (built on level boxes) break, so the tilt itself is the signal."""
+    excess = max(0.0, skew - tuning.OCR_SKEW_OK_DEG)
+    return max(tuning.OCR_SKEW_FLOOR, 1.0 - tuning.OCR_SKEW_PENALTY_PER_DEG * excess)
 
 
 class _Cells(HTMLParser):

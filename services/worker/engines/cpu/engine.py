@@ -165,7 +165,8 @@ class CpuEngine:
         to_page = geometry.pixel_map(scanned.width, scanned.height, page.rotation + scanned.rotation, *size)
         tree = elements.to_elements(blocks, page=page.index + 1, height=float(scanned.height),
                                     body_size=layout.body_size(scanned.lines), to_page=to_page)
-        signals = confidence.ocr_signals(scanned.scores, [line.text for line in scanned.lines], scanned.boxes_found)
+        signals = confidence.ocr_signals(scanned.scores, [line.text for line in scanned.lines], scanned.boxes_found,
+                                       scanned.skew)
         signals["ocr_turns_tried"] = float(scanned.turns_tried)
         return PageOutput(markdown=_markdown(tree), engine=self.name, model="rapidocr-ppocrv6",
                           confidence=confidence.ocr_confidence(signals), signals=signals,

@@ -45,6 +45,7 @@ class OcrPage:
     scores: list[float] = field(default_factory=list)
     boxes_found: int = 0
     turns_tried: int = 1  # 4 when the first reading was doubtful and every turn was read
+    skew: float = 0.0  # degrees: width-weighted median tilt of the read lines' boxes (a skewed scan)
 
 
 def quad_size(quad: np.ndarray) -> tuple[float, float]:
@@ -162,13 +163,35 @@ def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: i
     quads = sorted(quads, key=lambda q: (float(q[:, 1].min()), float(q[:, 0].min())))
     crops = ocr.crop_text_regions(image, quads)
     recognized = ocr.recognize_txt(crops)
+    tilts: list[tuple[float, float]] = []
     for quad, text, score in zip(quads, recognized.txts or (), recognized.scores or (), strict=False):
         text = str(text).strip()
         if not text or float(score) < MIN_SCORE:
             continue
         page.scores.append(float(score))
         page.lines.append(_line(quad, text, float(score)))
+        tilts.append((quad_tilt(quad), quad_size(quad)[0]))
+    page.skew = _weighted_median(tilts)
     return page
+
+
+def quad_tilt(quad: np.ndarray) -> float:
+    """Absolute angle in degrees of a detected box's top edge against the horizontal (0 for a level line)."""
+    dx, dy = (float(v) for v in quad[1] - quad[0])
+    angle = abs(np.degrees(np.arctan2(dy, dx))) if dx or dy else 0.0
+    return float(min(angle, 180.0 - angle))
+
+
+def _weighted_median(values: list[tuple[float, float]]) -> float:
+    total = sum(weight for _, weight in values)
+    if total <= 0:
+        return 0.0
+    seen = 0.0
+    for value, weight in sorted(values):
+        seen += weight
+        if seen >= total / 2:
+            return round(value, 2)
+    return 0.0
 
 
 def _line(quad: np.ndarray, text: str, score: float) -> Line:

@@ -153,6 +153,9 @@ PICTURE_PAGE_PENALTY = 0.8  # ... has its confidence scaled by this (it may not 
 OCR_BLANK_CONFIDENCE = 0.9  # confidence of a page where OCR found no text at all (a blank page)
 OCR_CONFIDENCE_BASE = 0.6  # OCR confidence = mean score × (this + OCR_KEPT_WEIGHT × share of boxes read)
 OCR_KEPT_WEIGHT = 0.4
+OCR_SKEW_OK_DEG = 1.0  # degrees of line tilt an OCR page reads at without losing confidence
+OCR_SKEW_PENALTY_PER_DEG = 0.12  # confidence lost per degree of tilt beyond OCR_SKEW_OK_DEG ...
+OCR_SKEW_FLOOR = 0.3  # ... down to this factor
 
 # --- What the page holds against what the engine wrote (routes.py, engine.py) --------------------------------------
 LAYER_OVER_OCR_SHARE = 0.5  # a rejected layer is kept when OCR reads fewer words than this share of its words
