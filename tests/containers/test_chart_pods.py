@@ -6,6 +6,7 @@ gateway. The objects kube play cannot run are listed in KUBE_PLAY_SKIPS with whe
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -37,6 +38,11 @@ KUBE_PLAY_SKIPS = {
     "ScaledObject": "KEDA CRD (GPU values): trigger and auth: tests/unit/test_chart.py",
     "TriggerAuthentication": "KEDA CRD (GPU values): tests/unit/test_chart.py",
 }
+
+# podman 4.3 (Debian bookworm's) `kube play` refuses to start a container of these images with "workdir "/app"
+# does not exist on container" although `podman run` of the same image starts in /app (and a host /app does
+# not help); the images read nothing from their working directory, so the played pods start in "/".
+PLAY_WORKDIR = "/"
 
 
 def helm_template(values: dict[str, Any], tmp_path: Path) -> list[dict[str, Any]]:
@@ -86,7 +92,8 @@ def test_the_charts_pods_parse_a_document(backing: Stack, corpus: Path, tmp_path
     }, tmp_path)
     kinds = {d["kind"] for d in docs}
     assert kinds - RUNS <= set(KUBE_PLAY_SKIPS), f"objects neither run nor accounted for: {kinds - RUNS}"
-    config = [d for d in docs if d["kind"] in ("ConfigMap", "Secret") and "dashboards" not in d["metadata"]["name"]]
+    config = [d for d in docs if d["kind"] == "ConfigMap" and "dashboards" not in d["metadata"]["name"]]
+    secrets = [d for d in docs if d["kind"] == "Secret"]
     jobs = [d for d in docs if d["kind"] == "Job"]
     deployments = [d for d in docs if d["kind"] == "Deployment"]
     assert {d["metadata"]["name"] for d in deployments} == {"pagemill-gateway", "pagemill-worker-cpu",
@@ -94,6 +101,10 @@ def test_the_charts_pods_parse_a_document(backing: Stack, corpus: Path, tmp_path
     assert [j["metadata"]["name"] for j in jobs] == ["pagemill-migrations"]
     for deployment in deployments:  # one pod each is enough here (kube play runs a Deployment as one pod)
         deployment["spec"]["replicas"] = 1
+    for template in [*(d["spec"]["template"] for d in deployments), jobs[0]["spec"]["template"]]:
+        for container in template["spec"]["containers"]:
+            container.setdefault("workingDir", PLAY_WORKDIR)
+            container.pop("ports", None)  # see PLAY_WORKDIR
     played: list[Path] = []
 
     def play(name: str, objects: list[dict[str, Any]]) -> None:
@@ -105,6 +116,8 @@ def test_the_charts_pods_parse_a_document(backing: Stack, corpus: Path, tmp_path
         assert result.returncode == 0, result.stdout + result.stderr
 
     try:
+        for secret in secrets:
+            _create_secret(secret, backing)
         started = time.monotonic()
         play("migrations", [*config, job_as_pod(jobs[0])])
         migrate = _container_of("pagemill-migrations")
@@ -135,14 +148,38 @@ def test_the_charts_pods_parse_a_document(backing: Stack, corpus: Path, tmp_path
         for path in reversed(played):
             subprocess.run(["podman", "kube", "down", str(path)], capture_output=True, check=False,
                            env=backing.env())
+        for secret in secrets:
+            podman("secret", "rm", secret["metadata"]["name"], check=False)
+
+
+def _create_secret(secret: dict[str, Any], backing: Stack) -> None:
+    """A chart Secret as the podman secret its pods' `secretKeyRef`s read.
+
+    Played as a kube object, podman 4.3 (Debian bookworm's) stores the Secret's YAML but reads a `secretKeyRef`
+    as a JSON map of base64 values ("secret ... is not valid JSON"); later podman reads both. So the Secret is
+    created here in the form every version reads: `{"KEY": "<base64>"}`, from `data` (already base64) and
+    `stringData` (encoded here), as the API server would merge them.
+    """
+    name = secret["metadata"]["name"]
+    values = dict(secret.get("data") or {})
+    values.update({k: base64.b64encode(str(v).encode()).decode() for k, v in (secret.get("stringData") or {}).items()})
+    podman("secret", "rm", name, check=False)
+    result = subprocess.run(["podman", "secret", "create", name, "-"], input=json.dumps(values), capture_output=True,
+                            text=True, check=False, env=backing.env())
+    assert result.returncode == 0, result.stderr
 
 
 def _container_of(workload: str) -> str:
-    """The (non-infra) container kube play made for a Pod or Deployment of this name."""
-    names = podman("ps", "-a", "--format", "{{.Names}}", "--filter", f"pod={workload}-pod",
-                   check=False).stdout.split() or podman("ps", "-a", "--format", "{{.Names}}", "--filter",
-                                                         f"pod={workload}", check=False).stdout.split()
-    names = [n for n in names if not n.endswith("-infra")]
+    """The (non-infra) container kube play made for a Pod or Deployment of this name.
+
+    A Pod's pod takes its name; a Deployment's is `<name>-pod-0` (podman 4.3) or `<name>-pod` (later podman).
+    """
+    names: list[str] = []
+    for pod in (workload, f"{workload}-pod-0", f"{workload}-pod"):
+        names = podman("ps", "-a", "--format", "{{.Names}}", "--filter", f"pod={pod}", check=False).stdout.split()
+        names = [n for n in names if not n.endswith("-infra")]
+        if names:
+            break
     assert names, podman("pod", "ps", check=False).stdout
     return names[0]
 
