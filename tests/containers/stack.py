@@ -234,13 +234,17 @@ class Stack:
         return out.split()
 
     def page_events(self, container: str, document_id: str) -> list[int]:
-        """Indexes of the pages a worker container logged as parsed for this document (its JSON log)."""
+        """Indexes of the pages a worker container logged as parsed for this document (its JSON log).
+
+        A line may carry a prefix before its JSON object (a Celery pool child's stderr goes through Celery's
+        redirect, which prefixes the level and process), so the object is read from the line's first `{`.
+        """
         indexes = []
         for line in self.logs(container).splitlines():
-            if '"page.parsed"' not in line or document_id not in line:
+            if '"page.parsed"' not in line or document_id not in line or "{" not in line:
                 continue
             try:
-                event = json.loads(line)
+                event = json.loads(line[line.index("{"):])
             except ValueError:
                 continue
             if event.get("event") == "page.parsed" and event.get("document_id") == document_id:

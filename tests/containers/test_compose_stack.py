@@ -113,7 +113,9 @@ def test_two_cpu_worker_replicas_both_take_pages_of_one_document(stack: Stack, a
     state = api.wait_done(created["id"])
     assert state["status"] == "succeeded", state
     by_worker = {n: stack.page_events(stack.container("worker-cpu", n), created["id"]) for n in (1, 2)}
-    assert by_worker[1] and by_worker[2], f"pages per replica: {by_worker}"
+    assert by_worker[1] and by_worker[2], (f"pages per replica: {by_worker}", [
+        line for n in (1, 2) for line in stack.logs(stack.container("worker-cpu", n)).splitlines()
+        if "page.parsed" in line][:4])
     assert sorted(by_worker[1] + by_worker[2]) == list(range(16)), by_worker
     assert sorted(page_numbers(api.result(created["id"]).text)) == list(range(1, 17))
     record("compose", {"replicas": {"pages": 16, "worker_1": len(by_worker[1]), "worker_2": len(by_worker[2])}})
