@@ -42,16 +42,21 @@ def simulate(prompt: Sequence[int], target: Sequence[int], params: LookupParams)
     index.extend(target[:1])
     position, stats.steps = 1, 1
     while position < len(target):
-        draft = index.propose()
-        accepted = 0
-        while (accepted < len(draft) and position + accepted < len(target)
-               and draft[accepted] == target[position + accepted]):
-            accepted += 1
-        committed = min(accepted + 1, len(target) - position)
+        committed = verify(index.propose(), target, position, stats)
         index.extend(target[position:position + committed])
         position += committed
-        stats.steps += 1
-        stats.drafted += len(draft)
-        stats.accepted += accepted
     stats.generated = position
     return stats
+
+
+def verify(draft: Sequence[int], target: Sequence[int], position: int, stats: DecodeStats) -> int:
+    """One verification step of `draft` at `position` against the oracle `target`: the tokens it commits (the
+    accepted prefix plus the bonus token, within the target), counted into `stats`."""
+    accepted = 0
+    while (accepted < len(draft) and position + accepted < len(target)
+           and draft[accepted] == target[position + accepted]):
+        accepted += 1
+    stats.steps += 1
+    stats.drafted += len(draft)
+    stats.accepted += accepted
+    return min(accepted + 1, len(target) - position)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pagemill_eval.specsim.simulate import DecodeStats
+from pagemill_eval.specsim.simulate import DecodeStats, verify
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,16 +123,9 @@ class SuffixCache:
             global_draft, global_score = self.global_tree.speculate(pattern, self.params)
             if global_score > score:
                 draft = global_draft
-            accepted = 0
-            while (accepted < len(draft) and position + accepted < len(target)
-                   and draft[accepted] == target[position + accepted]):
-                accepted += 1
-            committed = min(accepted + 1, len(target) - position)
+            committed = verify(draft, target, position, stats)
             commit(target[position:position + committed])
             position += committed
-            stats.steps += 1
-            stats.drafted += len(draft)
-            stats.accepted += accepted
         stats.generated = position
         return stats
 
