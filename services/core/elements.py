@@ -89,6 +89,10 @@ class Element(BaseModel):
     derived: bool | None = Field(
         default=None, description="charts: `html` is their data table read from the drawing (bar heights, points "
                                   "against the value axis) or written by the model, not printed on the page")
+    confidence: float | None = Field(
+        default=None, description="0..1: how likely the block was read right, from what the engine knows of this "
+                                  "block (OCR scores of its lines, text-layer quality, a table's grid, a model's "
+                                  "token probabilities); null when the engine gives none")
 
 
 DERIVED_NOTE = "*Chart data (derived: read from the drawing, not printed on the page):*"

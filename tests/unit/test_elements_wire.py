@@ -12,7 +12,7 @@ ELEMENTS = [
             items=["a", "b"], ordered=False, alignment=0.0),
     Element(id="p1-e3", type=ElementType.TABLE, page=1, bbox=(1.0, 2.0, 3.0, 4.0), text="x",
             markdown="<table><tr><td>x</td></tr></table>", html="<table><tr><td>x</td></tr></table>",
-            alignment=0.93),
+            alignment=0.93, confidence=0.61),
 ]
 
 
@@ -23,6 +23,7 @@ def test_elements_survive_the_page_result_message() -> None:
     assert stored["width"] == 612 and stored["height"] == 792
     assert [from_wire(raw) for raw in stored["elements"]] == ELEMENTS
     assert "bbox" not in to_wire(ELEMENTS[1]) and stored["elements"][1]["bbox"] == []  # no box: empty on the wire
+    assert stored["elements"][2]["confidence"] == 0.61 and "confidence" not in stored["elements"][0]  # optional
 
 
 def test_renumbered_for_the_page_it_now_sits_on() -> None:

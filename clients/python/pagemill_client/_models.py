@@ -229,6 +229,7 @@ class Element(Model):
     parts: list[dict[str, Any]] | None = None
     chart: str | None = None  # figures that are charts: bar, line, … (their data table in `html` when `derived`)
     derived: bool | None = None
+    confidence: float | None = None  # 0..1: how likely this block was read right (None: the engine gave none)
 
 
 @dataclass(frozen=True, slots=True)

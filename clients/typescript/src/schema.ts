@@ -915,6 +915,11 @@ export interface components {
              */
             checked?: boolean | null;
             /**
+             * Confidence
+             * @description 0..1: how likely the block was read right, from what the engine knows of this block (OCR scores of its lines, text-layer quality, a table's grid, a model's token probabilities); null when the engine gives none
+             */
+            confidence?: number | null;
+            /**
              * Derived
              * @description charts: `html` is their data table read from the drawing (bar heights, points against the value axis) or written by the model, not printed on the page
              */

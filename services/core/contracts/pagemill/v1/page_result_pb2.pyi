@@ -15,7 +15,7 @@ class PageError(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class PageElement(_message.Message):
-    __slots__ = ("id", "type", "page", "bbox", "text", "markdown", "html", "latex", "level", "items", "ordered", "alignment", "chart", "derived")
+    __slots__ = ("id", "type", "page", "bbox", "text", "markdown", "html", "latex", "level", "items", "ordered", "alignment", "chart", "derived", "confidence")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
@@ -30,6 +30,7 @@ class PageElement(_message.Message):
     ALIGNMENT_FIELD_NUMBER: _ClassVar[int]
     CHART_FIELD_NUMBER: _ClassVar[int]
     DERIVED_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     id: str
     type: str
     page: int
@@ -44,7 +45,8 @@ class PageElement(_message.Message):
     alignment: float
     chart: str
     derived: bool
-    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., page: _Optional[int] = ..., bbox: _Optional[_Iterable[float]] = ..., text: _Optional[str] = ..., markdown: _Optional[str] = ..., html: _Optional[str] = ..., latex: _Optional[str] = ..., level: _Optional[int] = ..., items: _Optional[_Iterable[str]] = ..., ordered: _Optional[bool] = ..., alignment: _Optional[float] = ..., chart: _Optional[str] = ..., derived: _Optional[bool] = ...) -> None: ...
+    confidence: float
+    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., page: _Optional[int] = ..., bbox: _Optional[_Iterable[float]] = ..., text: _Optional[str] = ..., markdown: _Optional[str] = ..., html: _Optional[str] = ..., latex: _Optional[str] = ..., level: _Optional[int] = ..., items: _Optional[_Iterable[str]] = ..., ordered: _Optional[bool] = ..., alignment: _Optional[float] = ..., chart: _Optional[str] = ..., derived: _Optional[bool] = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class PageResult(_message.Message):
     __slots__ = ("document_id", "page_index", "page_number", "markdown", "engine", "model", "attempts", "latency_ms", "is_fallback", "fallback_reason", "error", "confidence", "signals", "finish_reason", "prompt_tokens", "completion_tokens", "width_px", "height_px", "rotation", "width", "height", "elements", "warnings")
