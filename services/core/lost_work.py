@@ -1,5 +1,5 @@
 """The reconciler's queries: documents and pages whose work was lost or is late (read only; the state changes
-they lead to are in `services/core/lifecycle.py`)."""
+they lead to are in `services/core/lifecycle/`)."""
 
 from __future__ import annotations
 
