@@ -19,17 +19,20 @@ from services.core.pdf import PDF, split_pdf
 from services.core.settings import Settings
 from services.worker.engines import PageInput, load_engine
 from services.worker.pipeline.page import run_page
+from tests.openai_answers import completion
 
 
 class _Model(http.server.BaseHTTPRequestHandler):
     answer: ClassVar[str] = ""
     requests: ClassVar[list[dict[str, Any]]] = []
+    doubtful: ClassVar[frozenset[str]] = frozenset()  # words the model writes with a low probability
 
     def do_POST(self) -> None:  # http.server's naming
-        type(self).requests.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))
-        body = json.dumps({"model": "m", "choices": [{"message": {"content": type(self).answer},
-                                                       "finish_reason": "stop"}],
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 2}}).encode()
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        type(self).requests.append(request)
+        doubtful = type(self).doubtful
+        body = json.dumps(completion(type(self).answer, logprobs=bool(request.get("logprobs")),
+                                     logprob_of=lambda token: -2.0 if token.strip() in doubtful else -0.01)).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -97,3 +100,33 @@ def test_hunyuan_renders_at_its_native_size(model: type[_Model], corpus: Path) -
     outcome = run_page(load_engine("vllm", settings), a_page_with_text(corpus), settings)
     assert max(outcome.output.width_px, outcome.output.height_px) == 2048
     assert model.requests[0]["top_k"] == 1
+
+
+def test_each_block_is_as_sure_as_the_tokens_that_wrote_it_and_agrees_with_the_page(
+        model: type[_Model], corpus: Path) -> None:
+    read_right = ("The concept of the word processor predates modern computers and has evolved through several "
+                  "technological milestones.")
+    made_up = "The first word processor was invented on the Moon in 1802."
+    model.answer = f"## The Evolution of the Word Processor\n\n{read_right}\n\n{made_up}\n"
+    model.doubtful = frozenset({"Moon", "1802."})
+    settings = settings_for("generic", model.url)  # type: ignore[attr-defined]
+    outcome = run_page(load_engine("vllm", settings), a_page_with_text(corpus), settings)
+    assert model.requests[0]["logprobs"] is True
+    confidence = {e.text: e.confidence for e in outcome.output.elements}
+    assert all(c is not None and 0 < c <= 1 for c in confidence.values())
+    assert confidence[read_right] > 0.95  # sure tokens, and the page's text layer says the same
+    assert confidence[made_up] < 0.5 * confidence[read_right]  # type: ignore[operator]
+    page = outcome.output.confidence
+    assert page is not None and confidence[made_up] < page < confidence[read_right]  # type: ignore[operator]
+    assert outcome.output.signals["tokens_scored"] > 0 and 0 < outcome.output.signals["agreement"] < 1
+
+
+def test_a_server_that_sends_no_logprobs_leaves_agreement_alone(model: type[_Model], corpus: Path) -> None:
+    model.answer = "## The Evolution of the Word Processor\n\nZebras juggle xylophones beside marmalade volcanoes.\n"
+    settings = Settings(engine={"kind": "vllm", "preset": "generic", "vllm_url": model.url,  # type: ignore[attr-defined]
+                                "request_timeout_s": 10, "request_extra": {"logprobs": False}})
+    outcome = run_page(load_engine("vllm", settings), a_page_with_text(corpus), settings)
+    assert model.requests[0]["logprobs"] is False
+    heading, made_up = outcome.output.elements
+    assert heading.confidence == 1.0 and made_up.confidence is not None and made_up.confidence < 0.5
+    assert "tokens_scored" not in outcome.output.signals

@@ -35,6 +35,16 @@ class PageWord:
     bbox: BBox
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerTokens:
+    """The tokens a model wrote and their log-probabilities, placed on its answer: token i wrote
+    `text[spans[i][0]:spans[i][1]]` (an empty span: a token that wrote no character of it)."""
+
+    text: str
+    spans: tuple[tuple[int, int], ...]
+    logprobs: tuple[float, ...]
+
+
 @dataclass(slots=True)
 class PageOutput:
     markdown: str
@@ -54,6 +64,7 @@ class PageOutput:
     height: float = 0.0
     elements: list[Element] = field(default_factory=list)  # reading order; `markdown` is their rendering
     words: list[PageWord] = field(default_factory=list)  # the page's words in reading order (not stored)
+    tokens: AnswerTokens | None = None  # a model's tokens and their log-probabilities (not stored)
     # What the reader should know about the page: `text_dropped` (the page holds text the output lost).
     warnings: list[str] = field(default_factory=list)
 
@@ -68,6 +79,7 @@ class GroupAnswer:
     prompt_tokens: int
     completion_tokens: int
     ms: int
+    tokens: AnswerTokens | None = None  # the answer's tokens and log-probabilities, when the server gave them
 
 
 class Engine(Protocol):
@@ -117,8 +129,9 @@ class GenerativeEngine(Engine, Protocol):
         ...
 
     def page_output(self, text: str, page: PageInput, *, finish_reason: str, model: str, prompt_tokens: int,
-                    completion_tokens: int, ms: int) -> PageOutput:
-        """One page's answer `text` (alone, or its part of a group's) as the page's output."""
+                    completion_tokens: int, ms: int, tokens: AnswerTokens | None = None) -> PageOutput:
+        """One page's answer `text` (alone, or its part of a group's) as the page's output; `tokens`: the
+        tokens that wrote it, with their log-probabilities."""
         ...
 
 

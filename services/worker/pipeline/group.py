@@ -24,8 +24,9 @@ from services.core.errors import PagemillError
 from services.core.logging import get_logger
 from services.core.pdf import pdf_text_layer
 from services.core.settings import Settings
-from services.worker.engines.base import Engine, GenerativeEngine, PageInput
+from services.worker.engines.base import AnswerTokens, Engine, GenerativeEngine, PageInput
 from services.worker.engines.vllm.presets import strip_fences
+from services.worker.engines.vllm.token_confidence import slice_tokens
 from services.worker.pipeline.page import (
     CpuHypothesis,
     PageOutcome,
@@ -141,9 +142,11 @@ def run_group(engine: GenerativeEngine, pages: list[PageInput], settings: Settin
         log.info("group.split_failed", document_id=pages[0].document_id, pages=group["pages"], reason=reason)
         return _one_by_one(engine, pages, settings, heartbeat, reason=reason, shares=shares, group=group)
     outcomes = []
+    tokens = page_tokens(answer.tokens, len(pages))
     for i, (page, text) in enumerate(zip(prepared, split, strict=True)):
         output = engine.page_output(text, page, finish_reason=answer.finish_reason, model=answer.model,
-                                    prompt_tokens=shares[0][i], completion_tokens=shares[1][i], ms=answer.ms)
+                                    prompt_tokens=shares[0][i], completion_tokens=shares[1][i], ms=answer.ms,
+                                    tokens=tokens[i])
         has_text = usable_text_layer(layers[i]) or has_words(_reading(hypotheses[i]))
         problem = invalid_reason(output.markdown, output.finish_reason,
                                  page_has_text=has_text and not output.details.get("empty"))
@@ -162,6 +165,15 @@ def run_group(engine: GenerativeEngine, pages: list[PageInput], settings: Settin
         outcomes.append(PageOutcome(output=output, attempts=1, latency_ms=int((time.perf_counter() - started) * 1000),
                                     details=details))
     return outcomes
+
+
+def page_tokens(tokens: AnswerTokens | None, count: int) -> list[AnswerTokens | None]:
+    """Each page's share of a group answer's tokens: those written between its marker and the next."""
+    markers = list(_MARKER.finditer(tokens.text)) if tokens is not None else []
+    if tokens is None or [int(m.group(1)) for m in markers] != list(range(1, count + 1)):
+        return [None] * count
+    ends = [m.start() for m in markers[1:]] + [len(tokens.text)]
+    return [slice_tokens(tokens, marker.end(), end) for marker, end in zip(markers, ends, strict=True)]
 
 
 def _reading(hypothesis: CpuHypothesis) -> str:

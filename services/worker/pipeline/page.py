@@ -33,6 +33,7 @@ from services.worker.engines.base import (
 from services.worker.engines.geometry import Box, pixel_map
 from services.worker.engines.vllm.align import align
 from services.worker.engines.vllm.answer_blocks import figure_pixels, split_answer
+from services.worker.engines.vllm.token_confidence import score_elements
 from services.worker.pipeline.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
 
 log = get_logger(__name__)
@@ -224,20 +225,26 @@ def _anchor(text_layer: str, cpu: CpuHypothesis, settings: Settings) -> tuple[st
 def with_elements(output: PageOutput, cpu: CpuHypothesis, page: PageInput) -> PageOutput:
     """A model's answer as the page's element tree: its blocks, each boxed by the page words it matches (the
     cpu engine's reading: the text layer, or OCR for a scan). The page's Markdown becomes the blocks' rendering
-    (the same text, one blank line between blocks). A model that boxed its answer itself keeps its boxes."""
+    (the same text, one blank line between blocks). A model that boxed its answer itself keeps its boxes. Each
+    block's confidence comes from the model's token log-probabilities and its agreement with that reading."""
     if output.elements:
-        return replace(output, markdown=_rendered(output.elements))
+        return _scored(replace(output, markdown=_rendered(output.elements)), output.elements, has_reading=False)
     blocks = split_answer(output.markdown, page=page.index + 1)
     try:
         reading = cpu.output()
     except Exception as exc:  # noqa: BLE001 - no words to align to is no reason to lose the model's answer
         log.warning("page.align_failed", document_id=page.document_id, index=page.index, error=str(exc))
-        return replace(output, elements=blocks, markdown=_rendered(blocks))
+        return _scored(replace(output, elements=blocks, markdown=_rendered(blocks)), blocks, has_reading=False)
     elements = _place_figures(align(blocks, reading.words), output, reading)
     boxed = sum(1 for e in elements if e.bbox is not None)
     details = {**output.details, "elements_boxed": boxed, "elements": len(elements)}
-    return replace(output, elements=elements, markdown=_rendered(elements), width=reading.width,
-                   height=reading.height, details=details)
+    return _scored(replace(output, markdown=_rendered(elements), width=reading.width, height=reading.height,
+                           details=details), elements, has_reading=bool(reading.words))
+
+
+def _scored(output: PageOutput, elements: list[Element], *, has_reading: bool) -> PageOutput:
+    scored, confidence, signals = score_elements(elements, output.tokens, reading_has_words=has_reading)
+    return replace(output, elements=scored, confidence=confidence, signals={**output.signals, **signals})
 
 
 def _place_figures(elements: list[Element], output: PageOutput, reading: PageOutput) -> list[Element]:

@@ -17,9 +17,10 @@ from services.core.errors import DETAIL_CHARS, EngineUnavailable, PageError, cli
 from services.core.logging import get_logger
 from services.core.metrics import ENGINE_IN_FLIGHT, ENGINE_REQUESTS, ENGINE_TOKENS
 from services.core.settings import Settings
-from services.worker.engines.base import GroupAnswer, PageInput, PageOutput
+from services.worker.engines.base import AnswerTokens, GroupAnswer, PageInput, PageOutput
 from services.worker.engines.vllm.layout_answer import layout_elements, page_size
 from services.worker.engines.vllm.presets import Preset, get_preset
+from services.worker.engines.vllm.token_confidence import read_tokens
 
 log = get_logger(__name__)
 
@@ -77,6 +78,8 @@ class VllmEngine:
         content = [*images, *text_parts] if self.preset.image_first else [*text_parts, *images]
         return {
             **self.preset.sampling,
+            # Each token's log-probability: what the blocks' confidence is made of (token_confidence.py).
+            "logprobs": True,
             **self.settings.engine.request_extra,
             "model": self.model,
             "messages": [{"role": "user", "content": content}],
@@ -99,13 +102,16 @@ class VllmEngine:
         completion_tokens = int(usage.get("completion_tokens") or 0)
         finish_reason = choice.get("finish_reason") or "stop"
         self._count_tokens(prompt_tokens, completion_tokens, finish_reason)
-        return GroupAnswer(text=(choice.get("message") or {}).get("content") or "", finish_reason=finish_reason,
+        text = (choice.get("message") or {}).get("content") or ""
+        return GroupAnswer(text=text, finish_reason=finish_reason,
                            model=str(answer.get("model") or self.model), prompt_tokens=prompt_tokens,
-                           completion_tokens=completion_tokens, ms=int((time.perf_counter() - started) * 1000))
+                           completion_tokens=completion_tokens, ms=int((time.perf_counter() - started) * 1000),
+                           tokens=read_tokens(choice, text))
 
     def page_output(self, text: str, page: PageInput, *, finish_reason: str, model: str, prompt_tokens: int,
-                    completion_tokens: int, ms: int) -> PageOutput:
-        """One page's answer (alone, or its part of a group's) as the page's output."""
+                    completion_tokens: int, ms: int, tokens: AnswerTokens | None = None) -> PageOutput:
+        """One page's answer (alone, or its part of a group's) as the page's output; `tokens`: those that wrote
+        it, with their log-probabilities (the pipeline turns them into the blocks' confidence)."""
         parsed = self.preset.parse(text)
         width, height = _png_size(page.image or b"")
         boxed: dict[str, Any] = {}
@@ -122,6 +128,7 @@ class VllmEngine:
                      "rotation_valid": parsed.rotation_valid, "rotation_correction": parsed.rotation_correction,
                      **({"empty": True} if parsed.empty else {}),
                      **({"page_meta": parsed.meta} if parsed.meta else {})},
+            tokens=tokens,
             **boxed,
         )
 
@@ -151,7 +158,8 @@ class VllmEngine:
         completion_tokens = int(usage.get("completion_tokens") or 0)
         self._count_tokens(prompt_tokens, completion_tokens, finish_reason)
         return self.page_output(text, page, finish_reason=finish_reason, model=str(answer.get("model") or self.model),
-                                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, ms=ms)
+                                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, ms=ms,
+                                tokens=read_tokens(choice, text))
 
     def _count_tokens(self, prompt_tokens: int, completion_tokens: int, finish_reason: str) -> None:
         ENGINE_TOKENS.labels(engine=self.name, kind="prompt").inc(prompt_tokens)
