@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 import redis
 
+from pagemill_eval.sections import write_section
 from tests.harness import CORPUS, REPO, Platform
 from tests.pdfs import repeat_pages
 from tests.servers import fresh_database, start_postgres, start_redis
@@ -163,15 +164,7 @@ def upload_latency(platform: Platform, workdir: Path, pages: int = 500, repeats:
             "max_s": max(times)}
 
 
-def write_section(path: Path, text: str, name: str = "bench") -> None:
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{start}\n{text.rstrip()}\n{end}"
-    if start in current and end in current:
-        current = current[: current.index(start)] + block + current[current.index(end) + len(end):]
-    else:
-        current = current.rstrip() + "\n\n" + block + "\n"
-    path.write_text(current)
+
 
 
 def main() -> None:
@@ -255,7 +248,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        write_section(args.write, text)
+        write_section(args.write, text, "bench")
 
 
 if __name__ == "__main__":

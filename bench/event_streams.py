@@ -29,7 +29,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from bench.control_plane import write_section
+from pagemill_eval.sections import write_section
 from services.core.db.models import PageStatus
 from services.core.db.session import _normalize_url, migrate, session_scope
 from services.core.lifecycle import PageFinish, finish_page

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+from pagemill_eval.sections import write_section
 from services.core.elements import Element, ElementType, page_markdown
 from services.core.formats import NATIVE_TYPES, sniff_office
 from services.core.pdf import inspect_document
@@ -267,16 +268,9 @@ def main() -> None:
         *quality_rows, QUALITY_END])
     print(table)
     print(quality_table)
-    for target, start, end, text in ((args.write, START, END, table),
-                                     (args.quality, QUALITY_START, QUALITY_END, quality_table)):
-        if target is None:
-            continue
-        page = target.read_text() if target.exists() else ""
-        if start in page:
-            page = page[:page.index(start)] + text + page[page.index(end) + len(end):]
-        else:
-            page = page.rstrip() + "\n\n" + text + "\n"
-        target.write_text(page)
+    for target, name, text in ((args.write, "bench-office", table), (args.quality, "eval-office", quality_table)):
+        if target is not None:
+            write_section(target, text, name)
 
 
 if __name__ == "__main__":

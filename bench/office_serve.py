@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.control_plane import write_section
+from pagemill_eval.sections import write_section
 from services.core.formats import NATIVE_TYPES, sniff_office
 from tests.harness import REPO
 from tests.servers import free_port, wait_for

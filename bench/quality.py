@@ -23,6 +23,7 @@ from typing import Any
 
 from pagemill_eval.evaluate import evaluate
 from pagemill_eval.run import LocalPagemill, SavedPredictions
+from pagemill_eval.sections import write_section
 from services.core.settings import Settings
 
 START, END = "<!-- bench-quality:start -->", "<!-- bench-quality:end -->"
@@ -120,17 +121,7 @@ def _side_by_side(by_corpus: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     return lines
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replaces this benchmark's section (between its markers) or appends it; other sections are kept."""
-    text = path.read_text(encoding="utf-8") if path.is_file() else "# Benchmarks\n"
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        after = rest.split(END, 1)[1]
-        text = before + section.rstrip("\n") + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+
 
 
 def _one_corpus(corpus: Path, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -176,7 +167,7 @@ def main() -> int:
     section = render_section(by_corpus, command, versions(args.peers_python))
     print(section)
     if args.write:
-        write_section(args.write, section)
+        write_section(args.write, section, "bench-quality")
         print(f"wrote {args.write}")
     return 0
 

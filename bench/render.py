@@ -11,8 +11,8 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.control_plane import write_section
 from pagemill_eval.corpus import load_cases
+from pagemill_eval.sections import write_section
 from services.core.settings import Settings
 from services.results.render import typeset
 from services.results.render.chunks import encoding

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.control_plane import write_section
 from pagemill_eval.corpus import load_cases
+from pagemill_eval.sections import write_section
 from tests.harness import REPO
 from tests.servers import free_port, wait_for
 

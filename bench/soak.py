@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.control_plane import write_section
+from pagemill_eval.sections import write_section
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("PAGEMILL_CORPUS", REPO.parent / "shared" / "corpus"))

@@ -27,7 +27,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bench.control_plane import write_section
+from pagemill_eval.sections import write_section
 from services.core.db.models import Document, Page
 from services.core.db.session import session_scope
 from tests.harness import CORPUS, REPO, Platform

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pagemill_eval.corpus import Case, load_cases
+from pagemill_eval.sections import write_section
 from services.core.elements import FURNITURE, BBox, Element, ElementType
 from services.core.pdf import PDF, open_pdf, split_pdf
 from services.core.settings import Settings
@@ -297,15 +298,7 @@ def markdown_section(report: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, text: str) -> None:
-    start, end = f"<!-- {SECTION}:start -->", f"<!-- {SECTION}:end -->"
-    current = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    block = f"{start}\n{text.rstrip()}\n{end}"
-    if start in current and end in current:
-        current = current[: current.index(start)] + block + current[current.index(end) + len(end):]
-    else:
-        current = current.rstrip() + "\n\n" + block + "\n"
-    path.write_text(current, encoding="utf-8")
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -332,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         shown = " ".join(str(p) for p in args.corpus_dirs)
         command = f"make bench-boxes  # python -m pagemill_eval.boxes {shown}"
-        write_section(args.write, markdown_section(report, command))
+        write_section(args.write, markdown_section(report, command), SECTION)
     return 0
 
 

@@ -31,6 +31,7 @@ from PIL import Image
 
 from pagemill_eval.corpus import Case, load_cases
 from pagemill_eval.generated_forms import KEY_VALUES, OPTIONS, boxes_pdf, boxes_scan
+from pagemill_eval.sections import write_section
 from services.core.elements import Element, ElementType
 from services.core.pdf import PDF, pdf_text_layer
 from services.core.settings import Settings
@@ -331,15 +332,7 @@ def markdown_section(report: dict[str, dict[str, Any]], command: str) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, text: str) -> None:
-    start, end = f"<!-- {SECTION}:start -->", f"<!-- {SECTION}:end -->"
-    current = path.read_text(encoding="utf-8")
-    block = f"{start}\n{text.rstrip()}\n{end}"
-    if start in current and end in current:
-        current = current[: current.index(start)] + block + current[current.index(end) + len(end):]
-    else:
-        current = current.rstrip() + "\n\n" + block + "\n"
-    path.write_text(current, encoding="utf-8")
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -369,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"report": report, "rows": rows_by_corpus}, indent=1) + "\n")
     if args.write:
         shown = " ".join(str(p) for p in args.corpus_dirs)
-        write_section(args.write, markdown_section(report, f"python -m pagemill_eval.figures {shown}"))
+        write_section(args.write, markdown_section(report, f"python -m pagemill_eval.figures {shown}"), SECTION)
     return 0
 
 

@@ -9,12 +9,12 @@ import json
 import re
 from pathlib import Path
 
+from pagemill_eval.sections import write_section
 from services.core.settings import Settings
 from services.runner import parse_locally, render_local
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "outputs.md"
-START, END = "<!-- outputs-examples:start -->", "<!-- outputs-examples:end -->"
 CASES = ("docling_2305.03393v1-pg9/2305.03393v1-pg9.pdf", "docling_code_and_formula/code_and_formula.pdf")
 MAX_LINES = 40
 
@@ -68,10 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     args = parser.parse_args()
-    current = DOC.read_text(encoding="utf-8")
-    block = f"{START}\n{examples(args.corpus)}\n{END}"
-    current = current[:current.index(START)] + block + current[current.index(END) + len(END):]
-    DOC.write_text(current, encoding="utf-8")
+    write_section(DOC, examples(args.corpus), "outputs-examples")
     print(f"updated: {DOC}")
 
 

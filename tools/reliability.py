@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.control_plane import write_section
+from pagemill_eval.sections import write_section
 
 # The order the table reads in: the platform's own processes first, then the servers underneath.
 ORDER = ("pool worker", "whole worker", "reconciler", "gateway", "FLUSHDB", "Redis restarted", "PostgreSQL",

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pagemill_eval import sections
 from pagemill_eval.specsim.run import MEASURED_ANCHORS, PageResult, SpecsimRun
 from pagemill_eval.specsim.simulate import DecodeStats
 
@@ -135,14 +136,4 @@ front matter dropped) → derived HTML tables (PubTabNet crops: the whole image;
 
 def write_section(path: Path, section: str) -> None:
     """Puts the section between the specsim markers, leaving the rest of the file as it is."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"# Benchmarks\n\n{section}\n", encoding="utf-8")
-        return
-    text = path.read_text(encoding="utf-8")
-    if START in text and END in text and text.index(START) < text.index(END):
-        before, rest = text.split(START, 1)
-        after = rest.split(END, 1)[1]
-        path.write_text(before + section + after, encoding="utf-8")
-    else:
-        path.write_text(text.rstrip("\n") + "\n\n" + section + "\n", encoding="utf-8")
+    sections.write_section(path, section, "specsim")

@@ -43,7 +43,7 @@ from services.worker.engines.fake import FakeEngine
 from services.worker.split import split_document
 from services.worker.tasks import register_worker_tasks
 from tests.conftest import PlatformFactory
-from tests.harness import _redis_dbs, wait_until
+from tests.harness import wait_until
 from tests.integration.test_lifecycle import make_document
 from tests.pdfs import make_pdf, stored_upload, text_pages
 
@@ -143,16 +143,6 @@ def test_chunk_size_spreads_a_document_over_idle_workers() -> None:
     assert chunk_size(1, settings, waiting=0) == 1
     assert chunk_size(64, settings, waiting=0, workers=8) == 8  # a GPU worker's eight threads
     assert chunk_size(40, Settings(worker={"chunk_max_pages": 1}), waiting=0) == 1
-
-
-@pytest.fixture
-def broker(redis_server: str) -> Iterator[tuple[str, redis.Redis]]:
-    url = f"{redis_server.rsplit('/', 1)[0]}/{next(_redis_dbs)}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url, client
-    client.flushdb()
-    client.close()
 
 
 def page_messages(client: redis.Redis) -> list[tuple[PageTask, dict[str, Any]]]:

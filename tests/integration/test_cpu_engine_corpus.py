@@ -7,23 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from services.core.pdf import PDF, split_pdf
-from services.core.settings import Settings
-from services.worker.engines.base import PageInput, PageOutput
 from services.worker.engines.cpu import CpuEngine
-
-
-@pytest.fixture(scope="module")
-def engine() -> CpuEngine:
-    return CpuEngine(Settings())
-
-
-def parse(engine: CpuEngine, path: Path, page: int = 1) -> PageOutput:
-    data = path.read_bytes()
-    if path.suffix == ".pdf":
-        return engine.parse(PageInput("test", page - 1, PDF, next(split_pdf(data, [page]))))
-    media = {".png": "image/png", ".jpg": "image/jpeg", ".webp": "image/webp", ".tif": "image/tiff"}[path.suffix]
-    return engine.parse(PageInput("test", 0, media, data))
+from tests.corpus_pages import parse_file as parse
 
 
 def test_right_to_left_page_is_in_logical_order(engine: CpuEngine, corpus: Path) -> None:

@@ -4,25 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from services.core.elements import ElementType, page_markdown
-from services.core.pdf import PDF, split_pdf
-from services.core.settings import Settings
-from services.worker.engines.base import PageInput, PageOutput
+from services.worker.engines.base import PageOutput
 from services.worker.engines.cpu import CpuEngine
-
-
-@pytest.fixture(scope="module")
-def engine() -> CpuEngine:
-    return CpuEngine(Settings())
-
-
-def parse(engine: CpuEngine, path: Path, page: int = 1) -> PageOutput:
-    data = path.read_bytes()
-    if path.suffix == ".pdf":
-        return engine.parse(PageInput("test", page - 1, PDF, next(split_pdf(data, [page]))))
-    return engine.parse(PageInput("test", 0, "image/png", data))
+from tests.corpus_pages import parse_file as parse
 
 
 def assert_on_page(out: PageOutput) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -27,7 +26,6 @@ from services.worker.office.libreoffice import available
 from services.worker.split import split_document
 from services.worker.tasks import register_worker_tasks
 from tests import office_files
-from tests.harness import _redis_dbs
 from tests.integration.test_chunks import page_messages
 from tests.integration.test_outbox import messages
 from tests.pdfs import stored_upload, text_pages
@@ -46,16 +44,6 @@ def paged_docx(pages: int, name: str) -> bytes:
                    for n in range(1, pages + 1))
     return office_files.docx(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {_W}>'
                              f"<w:body>{body}</w:body></w:document>".encode())
-
-
-@pytest.fixture
-def broker(redis_server: str) -> Iterator[tuple[str, redis.Redis]]:
-    url = f"{redis_server.rsplit('/', 1)[0]}/{next(_redis_dbs)}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url, client
-    client.flushdb()
-    client.close()
 
 
 def held_splits(client: redis.Redis) -> dict[str, str | None]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,7 @@ from services.core.queues import (
 from services.core.settings import Settings
 from services.core.storage import get_store
 from services.gateway.documents.service import create_document
-from tests.harness import _redis_dbs
 from tests.pdfs import stored_upload, text_page
-
-
-@pytest.fixture
-def broker(redis_server: str) -> Iterator[tuple[str, redis.Redis]]:
-    url = f"{redis_server.rsplit('/', 1)[0]}/{next(_redis_dbs)}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url, client
-    client.flushdb()
-    client.close()
 
 
 def messages(client: redis.Redis, queue: Queue) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from structlog.testing import capture_logs
 from services.core.queues import Job, Queue, TaskName, make_celery, redis_lists, send_jobs
 from services.core.settings import Settings
 from tests.clients.proxy import LoopbackProxy
-from tests.harness import _redis_dbs
+from tests.harness import redis_database
 
 
 @dataclass
@@ -68,9 +68,8 @@ class CountingProxy(LoopbackProxy):
 
 @pytest.fixture
 def proxied(redis_server: str) -> Iterator[tuple[CountingProxy, str, redis.Redis]]:
-    database = next(_redis_dbs)
-    direct = redis.Redis.from_url(f"{redis_server.rsplit('/', 1)[0]}/{database}")
-    direct.flushdb()
+    direct = redis.Redis.from_url(redis_database(redis_server))
+    database = direct.connection_pool.connection_kwargs["db"]
     host, port = direct.connection_pool.connection_kwargs["host"], direct.connection_pool.connection_kwargs["port"]
     proxy = CountingProxy((host, int(port)))
     url = f"redis://127.0.0.1:{proxy.port}/{database}"

@@ -11,8 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import RedirectResponse, Response
 
-from services.core.db.models import DOCUMENT_FINAL
-from services.core.errors import NotFound, ResultExpired, ResultNotReady
+from services.core.errors import NotFound
 from services.core.storage import FIGURE_MEDIA_TYPES, FIGURE_NAME, ObjectNotFound, figure_key
 from services.gateway.deps import CurrentTenant, SessionDep, SettingsDep, StoreDep
 from services.gateway.documents import service
@@ -31,11 +30,7 @@ def get_figure(
                                                                 "as the JSON's `figures[].path` names it")],
     redirect: Annotated[bool, Query(description="307 to a presigned object-store URL (S3 store only)")] = False,
 ) -> Response:
-    document = service.get_document(session, document_id, tenant.id)
-    if document.status not in DOCUMENT_FINAL or document.status == "cancelled":
-        raise ResultNotReady(f"the document is {document.status}; its figures exist once it has finished")
-    if document.expired_at is not None:
-        raise ResultExpired("the document's results were deleted when its retention period ended")
+    document = service.finished_document(session, document_id, tenant.id, "its figures exist")
     key = figure_key(document.id, name)
     if redirect:
         url = store.presigned_url(key, settings.storage.presign_expiry_s)

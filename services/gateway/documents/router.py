@@ -270,11 +270,7 @@ def get_result(
                       ] = ResultFormat.MARKDOWN,
     redirect: Annotated[bool, Query(description="307 to a presigned object-store URL (S3 store only)")] = False,
 ) -> Response:
-    document = service.get_document(session, document_id, tenant.id)
-    if document.status not in DOCUMENT_FINAL or document.status == "cancelled":
-        raise ResultNotReady(f"the document is {document.status}; the result exists once it has finished")
-    if document.expired_at is not None:
-        raise ResultExpired("the document's results were deleted when its retention period ended")
+    document = service.finished_document(session, document_id, tenant.id, "the result exists")
     if format.value not in (ready := ready_formats(document)):
         raise NotFound(f"the document has no {format.value} result; it has: {', '.join(ready)}")
     key = document_result_key(document.id, format.value)

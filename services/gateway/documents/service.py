@@ -16,7 +16,15 @@ from services.core import erasure
 from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, new_id, utcnow
 from services.core.document_tasks import TaskSpec, parse_task
 from services.core.documents import NewDocument, insert_document
-from services.core.errors import NotFound, TooManyPages, UnsupportedMediaType, ValidationFailed, clip
+from services.core.errors import (
+    NotFound,
+    ResultExpired,
+    ResultNotReady,
+    TooManyPages,
+    UnsupportedMediaType,
+    ValidationFailed,
+    clip,
+)
 from services.core.formats import EML, NATIVE_TYPES, sniff_office
 from services.core.lifecycle import cancel_document
 from services.core.pdf import EXTENSIONS, DocumentInfo, inspect_document
@@ -183,6 +191,17 @@ def get_document(session: Session, document_id: str, tenant_id: str | None = Non
     document = session.execute(visible_documents(tenant_id).where(Document.id == document_id)).scalar_one_or_none()
     if document is None:
         raise NotFound(f"no document {document_id!r}")
+    return document
+
+
+def finished_document(session: Session, document_id: str, tenant_id: str | None, what: str) -> Document:
+    """The document, once `what` (its result, its figures) exists: 409 while it is unfinished or when it was
+    cancelled, 410 once the retention period erased its results."""
+    document = get_document(session, document_id, tenant_id)
+    if document.status not in DOCUMENT_FINAL or document.status == "cancelled":
+        raise ResultNotReady(f"the document is {document.status}; {what} once it has finished")
+    if document.expired_at is not None:
+        raise ResultExpired("the document's results were deleted when its retention period ended")
     return document
 
 
