@@ -16,7 +16,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import anyio
 import httpx
 
-from services.core.errors import FileTooLarge, NotFound, ValidationFailed
+from services.core.errors import FileTooLarge, NotFound, ValidationFailed, clip
 from services.core.webhooks import check_url
 from services.gateway.mcp.api import Upload
 
@@ -75,7 +75,7 @@ async def fetch_url(policy: SourcePolicy, url: str, filename: str | None) -> Upl
     except TimeoutError as exc:
         raise ValidationFailed(f"url: not fetched within {policy.fetch_timeout_s:g} s") from exc
     except (httpx.InvalidURL, ValueError, UnicodeError) as exc:  # a host that is no hostname, a broken IPv6
-        raise ValidationFailed(f"url: not a valid URL ({exc})"[:300]) from exc
+        raise ValidationFailed(clip(f"url: not a valid URL ({exc})")) from exc
 
 
 async def _fetch(policy: SourcePolicy, url: str, filename: str | None) -> Upload:
