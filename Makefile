@@ -192,11 +192,18 @@ bench-office: $(STAMP)
 # One benchmark command: `make bench WHAT="serve boxes"` runs bench-serve and bench-boxes. Each bench-NAME target
 # below is what WHAT=NAME runs (the names stay usable on their own, as the docs and reports quote them).
 WHAT ?= control events webhooks
-bench: $(addprefix bench-,$(WHAT)) ## benchmarks into docs/: WHAT=control|events|webhooks|serve|boxes|fair|render|office|quality (default: control events webhooks)
+bench: $(addprefix bench-,$(WHAT)) ## benchmarks into docs/: WHAT=control|events|webhooks|serve|boxes|fair|render|office|quality|gpu-path (default: control events webhooks)
 
 # control plane: the fake engine through pagemill beside raw Celery
 bench-control: $(STAMP)
 	$(BIN)/python -m bench.control_plane --write docs/benchmarks.md
+
+# bench-gpu-path: one `vllm serve` (CPU, tiny model) driven by a direct OpenAI-API client and through `pagemill
+# serve`, alternately, with the same pages and requests: pages/s, tokens/s and vLLM's idle share, into
+# docs/benchmarks.md (~10 min on 2 cores; not in .ci/run)
+bench-gpu-path: $(STAMP) vllm-env
+	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m bench.gpu_path --corpus $(PAGEMILL_CORPUS)/dev \
+		--write docs/benchmarks.md
 
 # bench-events: one gateway's CPU and DB statements/s with 10, 100 and 1,000 open event streams
 bench-events: $(STAMP)
@@ -239,4 +246,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: container-tools helm images test-deploy help install lock licenses tokenizer run test test-vllm vllm-env lint test-vllm-presets proto migrate bench bench-control bench-events bench-webhooks bench-serve bench-fair dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak
+.PHONY: container-tools helm images test-deploy help install lock licenses tokenizer run test test-vllm vllm-env lint test-vllm-presets proto migrate bench bench-control bench-events bench-webhooks bench-serve bench-fair bench-gpu-path dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak

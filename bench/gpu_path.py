@@ -1,0 +1,355 @@
+"""`make bench-gpu-path`: is pagemill ever what the GPU waits for? One `vllm serve`, the same pages two ways.
+
+One vLLM server (vLLM on CPU, the tiny random-weight Qwen2-VL of `make test-vllm`) is started once. The same
+digital pages of the dev corpus are then sent to it, alternately:
+
+- **direct**: an async OpenAI-API client fires exactly the requests pagemill's vllm engine sends (built by the
+  engine's own `request_body`, after the pipeline's own anchor and render), `engine.max_in_flight` at a time;
+- **pagemill**: `pagemill serve` with engine=vllm, pointed at the same server, gets the same pages uploaded
+  (mode `accurate`: every page to vLLM); the clock runs from the first upload to the last `succeeded`.
+
+While each run lasts, vLLM's `/metrics` is sampled every 100 ms (`num_requests_running`, `num_requests_waiting`)
+and its counters are read before and after (generated tokens, finished requests). A warm-up of each way comes
+first (vLLM's prefix and image caches, the worker's engines loaded), then the ways alternate to cancel the
+noise of a shared machine. The table goes to docs/benchmarks.md; the figures' maths is bench/gpu_path_figures.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform as host
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.gpu_path_figures import RunFigures, Sample, parse_metrics, ratio, run_figures, table, totals
+from pagemill_eval.corpus import load_cases
+from pagemill_eval.sections import write_section
+from services.core.pdf import PDF, PDFIUM_LOCK, copy_page, open_pdf, pdf_text_layer
+from services.core.settings import Settings
+from services.worker.engines import PageInput
+from services.worker.engines.vllm.engine import VllmEngine
+from services.worker.engines.vllm.serve import pages_per_request
+from services.worker.pipeline.page import page_anchor, prepare_input, temperature_for
+from tests.harness import CORPUS, REPO
+from tests.servers import free_port, wait_for
+from tests.vllm_server import VllmServer, engine_env
+
+FINAL = {"succeeded", "partial", "failed", "cancelled"}
+# Answers of the random-weight model are noise: stopped at the first of a few common characters once
+# `min_tokens` are out, so a page is one request that finishes "stop" (never "length", which pagemill's checks
+# would send up the temperature ladder) after about as many tokens as the bench asks for.
+STOP = ["e", "a", " ", "|"]
+STAGES = ("queue_wait", "fetch", "anchor", "render", "engine", "align", "store")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The first `pages` pages of one corpus PDF: one upload through pagemill, that many direct requests."""
+
+    case_id: str
+    path: Path
+    pages: int
+
+
+def choose_pages(corpus: Path, count: int, per_document: int) -> list[Source]:
+    """Digital PDF pages of the corpus, up to `per_document` of each case in case order, `count` in all."""
+    chosen: list[Source] = []
+    left = count
+    for case in sorted(load_cases(corpus), key=lambda c: c.case_id):
+        if left <= 0:
+            break
+        if case.input_path.suffix.lower() != ".pdf" or "digital" not in case.kinds:
+            continue
+        with PDFIUM_LOCK:
+            document = open_pdf(case.input_path.read_bytes())
+            total = len(document)
+            document.close()
+        take = min(total, per_document, left)
+        chosen.append(Source(case.case_id, case.input_path, take))
+        left -= take
+    if left > 0:
+        raise SystemExit(f"{corpus} has {count - left} digital PDF pages, fewer than --pages {count}")
+    return chosen
+
+
+def request_bodies(settings: Settings, sources: list[Source]) -> list[bytes]:
+    """The request pagemill's worker sends for each page's first attempt, built the way it builds it: the page
+    copied out of its PDF, the anchor, the render, then the engine's own `request_body`; JSON-encoded once here,
+    so the direct client spends nothing on them while it runs."""
+    if pages_per_request(settings) != 1:
+        raise SystemExit("the bench sends one page per request: use a preset whose pages_per_request is 1")
+    engine = VllmEngine(settings)
+    bodies = []
+    try:
+        for source in sources:
+            with PDFIUM_LOCK:
+                document = open_pdf(source.path.read_bytes())
+                singles = [copy_page(document, number) for number in range(1, source.pages + 1)]
+                document.close()
+            for index, data in enumerate(singles):
+                page = PageInput(document_id=source.case_id, index=index, media_type=PDF, data=data)
+                anchor, _ = page_anchor(page, settings)
+                current = replace(page, text_layer=pdf_text_layer(data), anchor=anchor)
+                prepared = prepare_input(engine, current, settings)
+                body = engine.request_body(prepared, temperature=temperature_for(0, settings))
+                bodies.append(json.dumps(body).encode())
+    finally:
+        engine.close()
+    return bodies
+
+
+class Sampler:
+    """Reads vLLM's `/metrics` every `every_s` seconds on a thread of its own, keeping the gauges."""
+
+    def __init__(self, url: str, every_s: float = 0.1) -> None:
+        self.url, self.every_s = url, every_s
+        self.samples: list[Sample] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=5) as client:
+            while not self._stop.is_set():
+                try:
+                    text = client.get(f"{self.url}/metrics").text
+                except httpx.HTTPError:
+                    pass
+                else:
+                    self.samples.append(Sample.of(time.monotonic(), parse_metrics(text)))
+                self._stop.wait(self.every_s)
+
+
+def read_counters(url: str) -> dict[str, float]:
+    return parse_metrics(httpx.get(f"{url}/metrics", timeout=10).text)
+
+
+async def _fire(url: str, bodies: list[bytes], concurrency: int) -> None:
+    """The bodies through `concurrency` workers sharing one connection pool, as pagemill's GPU worker keeps
+    `max_in_flight` requests open; a failed request fails the run."""
+    queue: asyncio.Queue[bytes] = asyncio.Queue()
+    for body in bodies:
+        queue.put_nowait(body)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
+
+        async def worker() -> None:
+            while not queue.empty():
+                body = queue.get_nowait()
+                response = await client.post("/v1/chat/completions", content=body,
+                                             headers={"Content-Type": "application/json"})
+                if response.status_code != 200:
+                    raise RuntimeError(f"vLLM answered {response.status_code}: {response.text[:500]}")
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+def direct_run(url: str, bodies: list[bytes], concurrency: int, sampler: Sampler) -> RunFigures:
+    before = read_counters(url)
+    started = time.monotonic()
+    asyncio.run(_fire(url, bodies, concurrency))
+    ended = time.monotonic()
+    return run_figures("direct", len(bodies), started, ended, before, read_counters(url), sampler.samples)
+
+
+class Pagemill:
+    """`pagemill serve` on a fresh data dir (embedded Redis, SQLite, local folder), engine vllm."""
+
+    def __init__(self, workdir: Path, engine: dict[str, Any]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.data = workdir / "pagemill"
+        self.log_path = workdir / "pagemill-serve.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_")}
+        env.update(engine_env(engine))
+        # The same pages again and again: no result cache; and no rate limit on the bench's own uploads.
+        env.update(PAGEMILL_LOG_LEVEL="WARNING", PAGEMILL_CACHE__ENABLED="false",
+                   PAGEMILL_LIMITS__REQUESTS_PER_MINUTE="100000")
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "services.cli", "serve", "--port", str(self.port), "--data-dir",
+                 str(self.data)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for(self._ready, 180, "pagemill serve")
+        key = (self.data / "api_key").read_text().strip()
+        self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"pagemill serve exited with {self.process.returncode}: see {self.log_path}")
+        try:
+            return httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        self.client.close()
+        os.killpg(self.process.pid, signal.SIGTERM)
+        self.process.wait(60)
+
+    def stage_seconds(self) -> dict[str, tuple[float, float]]:
+        """(seconds, pages) so far of each stage of the vllm engine's pages, from pagemill's own /metrics."""
+        sums: dict[str, list[float]] = {}
+        for line in self.client.get("/metrics").text.splitlines():
+            for suffix, slot in (("_sum", 0), ("_count", 1)):
+                name = f"pagemill_page_stage_seconds{suffix}{{"
+                if line.startswith(name) and 'engine="vllm"' in line:
+                    stage = line.split('stage="', 1)[1].split('"', 1)[0]
+                    sums.setdefault(stage, [0.0, 0.0])[slot] += float(line.rsplit(" ", 1)[1])
+        return {stage: (value[0], value[1]) for stage, value in sums.items()}
+
+    def run(self, sources: list[Source], vllm_url: str, sampler: Sampler) -> tuple[RunFigures, dict[str, Any]]:
+        """The sources uploaded one after another, then each waited for; the clock stops at the last
+        `succeeded`. Also returns what pagemill's pages say (engine, attempts, fallbacks)."""
+        before = read_counters(vllm_url)
+        started = time.monotonic()
+        ids = []
+        for source in sources:
+            response = self.client.post(
+                "/v1/documents", files={"file": (source.path.name, source.path.read_bytes())},
+                data={"cache": "false", "mode": "accurate", "pages": f"1-{source.pages}"})
+            response.raise_for_status()
+            ids.append(response.json()["id"])
+        states = [self._wait(document_id) for document_id in ids]
+        ended = time.monotonic()
+        figures = run_figures("pagemill", sum(s.pages for s in sources), started, ended, before,
+                              read_counters(vllm_url), sampler.samples)
+        not_ok = [s["status"] for s in states if s["status"] != "succeeded"]
+        pages = [page for document_id in ids for page in self.client.get(
+            f"/v1/documents/{document_id}/result", params={"format": "json"}).json()["pages"]]
+        return figures, {"not_succeeded": not_ok, "attempts": sum(p.get("attempts") or 1 for p in pages),
+                         "fallbacks": sum(1 for p in pages if p.get("is_fallback")),
+                         "not_vllm": sum(1 for p in pages if p.get("engine") != "vllm")}
+
+    def _wait(self, document_id: str) -> dict[str, Any]:
+        while True:
+            state: dict[str, Any] = self.client.get(f"/v1/documents/{document_id}", params={"wait": 30}).json()
+            if state["status"] in FINAL:
+                return state
+
+
+def stage_lines(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]) -> str:
+    """Mean milliseconds per page of each stage over the measured pagemill runs."""
+    parts = []
+    for stage in STAGES:
+        seconds = after.get(stage, (0.0, 0.0))[0] - before.get(stage, (0.0, 0.0))[0]
+        pages = after.get(stage, (0.0, 0.0))[1] - before.get(stage, (0.0, 0.0))[1]
+        if pages:
+            parts.append(f"{stage} {1000 * seconds / pages:.0f} ms")
+    return ", ".join(parts)
+
+
+def request_extra(args: argparse.Namespace) -> dict[str, Any]:
+    return {"stop": STOP, "min_tokens": args.min_tokens}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--venv", type=Path, default=Path(os.environ.get("PAGEMILL_VLLM_VENV", ".venv-vllm")),
+                        help="the vLLM venv of `make vllm-env` (its models/tiny-vlm)")
+    parser.add_argument("--corpus", type=Path, default=CORPUS / "dev")
+    parser.add_argument("--pages", type=int, default=24)
+    parser.add_argument("--per-document", type=int, default=4, help="pages taken from each PDF at most")
+    parser.add_argument("--rounds", type=int, default=2, help="direct+pagemill pairs after the warm-up")
+    parser.add_argument("--max-in-flight", type=int, default=8, help="pagemill's engine.max_in_flight (default 8)")
+    parser.add_argument("--min-tokens", type=int, default=192, help="tokens each answer has at least")
+    parser.add_argument("--max-tokens", type=int, default=256)
+    # The tiny model's context is 4,096 tokens and its tokenizer spends ~2.6 tokens per Korean character: 1,000
+    # characters of anchor keep every chosen page's prompt and answer inside it.
+    parser.add_argument("--anchor-max-chars", type=int, default=1000)
+    parser.add_argument("--write", type=Path, default=None, help="update this Markdown file's gpu-path section")
+    args = parser.parse_args()
+    venv = args.venv.resolve()
+    sources = choose_pages(args.corpus, args.pages, args.per_document)
+    with tempfile.TemporaryDirectory(prefix="pagemill-gpu-path-") as tmp:
+        workdir = Path(tmp)
+        server = VllmServer(venv, workdir)
+        # pagemill's defaults where the tier shrinks them (max_in_flight, and so --max-num-seqs), the bench's
+        # token budget and stop rule.
+        server.engine.update(max_in_flight=args.max_in_flight, max_tokens=args.max_tokens,
+                             request_extra=request_extra(args), max_attempts=3,
+                             anchor_max_chars=args.anchor_max_chars)
+        server.settings = Settings(engine=server.engine)
+        bodies = request_bodies(server.settings, sources)
+        print(f"{len(bodies)} pages from {len(sources)} PDFs; starting vllm serve", flush=True)
+        server.start()
+        pagemill = None
+        try:
+            print(f"vllm serve up in {server.startup_s:.0f} s; starting pagemill serve", flush=True)
+            pagemill = Pagemill(workdir, server.engine)
+            runs: list[RunFigures] = []
+            checks: list[dict[str, Any]] = []
+            with Sampler(server.url) as sampler:
+                direct_run(server.url, bodies, args.max_in_flight, sampler)  # warm-ups, not counted
+                pagemill.run(sources, server.url, sampler)
+                stages_before = pagemill.stage_seconds()
+                for _ in range(args.rounds):
+                    runs.append(direct_run(server.url, bodies, args.max_in_flight, sampler))
+                    print(runs[-1], flush=True)
+                    figures, check = pagemill.run(sources, server.url, sampler)
+                    runs.append(figures)
+                    checks.append(check)
+                    print(figures, check, flush=True)
+                stages = stage_lines(stages_before, pagemill.stage_seconds())
+        finally:
+            if pagemill is not None:
+                pagemill.stop()
+            server.stop()
+    text = report(args, sources, runs, checks, stages, server)
+    print(text)
+    if args.write:
+        write_section(args.write, text, name="gpu-path")
+
+
+def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigures], checks: list[dict[str, Any]],
+           stages: str, server: VllmServer) -> str:
+    direct, through = totals("direct", runs), totals("pagemill", runs)
+    pages_ratio = ratio(through.pages_per_s, direct.pages_per_s)
+    command = (f"make bench-gpu-path  # python -m bench.gpu_path --pages {args.pages} --per-document "
+               f"{args.per_document} --rounds {args.rounds} --max-in-flight {args.max_in_flight} "
+               f"--min-tokens {args.min_tokens} --max-tokens {args.max_tokens} "
+               f"--anchor-max-chars {args.anchor_max_chars}")
+    return "\n".join([
+        "## The GPU path: pagemill beside a direct client on one vLLM server (`make bench-gpu-path`)", "",
+        f"Command: `{command}`  ",
+        f"Machine: {os.cpu_count()} cores, {host.machine()}, Python {host.python_version()}, 1-minute load "
+        f"{os.getloadavg()[0]:.1f} at the end; measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
+        f"vLLM {(REPO / 'VLLM_VERSION').read_text().strip()} on CPU serving the tiny random-weight Qwen2-VL of "
+        f"`make test-vllm` (started in {server.startup_s:.0f} s), preset generic, `--max-num-seqs "
+        f"{args.max_in_flight}`; {args.pages} digital pages of {len(sources)} dev PDFs "
+        f"({', '.join(s.case_id for s in sources)}), max_tokens {args.max_tokens}, request extras "
+        f"`{json.dumps(request_extra(args))}`; {args.max_in_flight} requests in flight either way. A warm-up of each "
+        "way first, then the ways alternate.", "",
+        *table(runs), "",
+        f"pagemill reached **{pages_ratio:.2f}** of the direct client's pages/s (goal ≥ 0.95): "
+        f"{through.pages_per_s:.2f} against {direct.pages_per_s:.2f} pages/s, "
+        f"{through.tokens_per_s:.1f} against {direct.tokens_per_s:.1f} generated tokens/s. The server sat idle "
+        f"(nothing running or waiting) in {100 * through.idle_share:.0f} % of the samples while pagemill's "
+        f"pages were not done, {100 * direct.idle_share:.0f} % in the direct runs. pagemill's pages: "
+        + "; ".join(f"run {2 * i + 2}: {c['attempts']} attempts, {c['fallbacks']} fallbacks, "
+                    f"{c['not_vllm']} not on vLLM, documents not succeeded {c['not_succeeded'] or 'none'}"
+                    for i, c in enumerate(checks))
+        + f". Mean per page in pagemill's measured runs (pagemill_page_stage_seconds): {stages}.",
+    ])
+
+
+if __name__ == "__main__":
+    main()
