@@ -10,6 +10,8 @@ from services.core.queues import Queue
 from services.core.settings import get_settings
 
 ALL_QUEUES = ",".join(q.value for q in Queue)
+# Threads of a pages.gpu worker per request it may keep open (engine.max_in_flight): see `worker`.
+GPU_THREADS_PER_SLOT = 2
 
 
 @main.command()
@@ -39,7 +41,7 @@ def gateway(host: str, port: int) -> None:
 @main.command()
 @click.option("--queues", default=ALL_QUEUES, show_default=True, help="comma-separated queues to consume")
 @click.option("--concurrency", type=int, default=None,
-              help="worker processes or threads (default: settings; a pages.gpu worker: engine.max_in_flight)")
+              help="worker processes or threads (default: settings; a pages.gpu worker: 2 x engine.max_in_flight)")
 @click.option("--pool", default=None, type=click.Choice(["prefork", "threads", "solo"]),
               help="default prefork; threads for a worker of pages.gpu alone")
 @click.option("--metrics-port", type=int, default=None, help="serve /metrics on this port")
@@ -52,10 +54,12 @@ def worker(queues: str, concurrency: int | None, pool: str | None, metrics_port:
     settings = get_settings()
     names = queues.split(",")
     if names == [Queue.PAGES_GPU.value]:
-        # The GPU worker waits on HTTP, not on its CPU: N threads keep exactly N requests open against vLLM
-        # (one engine, one semaphore per process), and prefetch stays at N so nothing waits in a worker.
+        # The GPU worker waits on HTTP, not on its CPU. Its engine keeps at most N = max_in_flight requests open
+        # (one semaphore per process); twice as many threads let the next pages be fetched, anchored and
+        # rendered while N requests run, so a finished request's slot is taken at once (with N threads, a thread
+        # busy preparing its page left its slot empty: vLLM ran half its batch, docs/benchmarks.md, GPU path).
         pool = pool or "threads"
-        concurrency = concurrency or settings.engine.max_in_flight
+        concurrency = concurrency or GPU_THREADS_PER_SLOT * settings.engine.max_in_flight
     run_worker(settings, queues=names, concurrency=concurrency, pool=pool or "prefork", metrics_port=metrics_port,
                name=name)
 

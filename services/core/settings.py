@@ -90,7 +90,7 @@ class EngineSettings(SettingsSection):
     # Size the sum over GPU workers to the server's max_num_seqs: more would only queue inside vLLM, where
     # pages are not durable.
     max_in_flight: int = Field(default=8, ge=1)
-    """vllm: requests one worker process keeps open against vLLM (the GPU worker runs this many threads)."""
+    """vllm: requests one worker process keeps open against vLLM (the GPU worker runs twice as many threads)."""
     request_timeout_s: float = 300.0
     """vllm: seconds one request may take."""
     render_longest_side: int = Field(default=0, ge=0, le=10000)

@@ -289,15 +289,15 @@ def test_the_gpu_pod_has_a_vllm_sidecar_sized_to_the_worker() -> None:
     assert vllm["startupProbe"]["httpGet"]["path"] == "/health"
     params = check_cli(worker["args"])
     settings = settings_from_env(chart_env(render(GPU)))
-    assert params["pool"] == "threads" and params["concurrency"] == settings.engine.max_in_flight, \
-        "threads = requests in flight = vLLM's max_num_seqs"
+    assert params["pool"] == "threads" and params["concurrency"] == 2 * settings.engine.max_in_flight, \
+        "threads = twice the requests in flight (= vLLM's max_num_seqs): half prepare the next pages"
     assert params["queues"] == Queue.PAGES_GPU.value
 
 
 @pytest.mark.slow  # a Python process of its own
 def test_the_vllm_sidecar_runs_pagemills_command() -> None:
     """The init container's `pagemill vllm-command`, run here with the pod's settings, prints a `vllm serve`
-    line the sidecar can exec, with --max-num-seqs equal to the worker's requests in flight."""
+    line the sidecar can exec, with --max-num-seqs equal to the worker's requests in flight (half its threads)."""
     if "vllm-command" not in cli.commands:
         pytest.skip("`pagemill vllm-command` arrives with the vLLM engine (issue 3)")
     env = {**chart_env(render(GPU)), "PATH": "/usr/bin:/bin"}
@@ -308,7 +308,7 @@ def test_the_vllm_sidecar_runs_pagemills_command() -> None:
     assert argv[:2] == ["vllm", "serve"], argv
     spec = gpu_pod()
     concurrency = check_cli(spec["containers"][0]["args"])["concurrency"]
-    assert argv[argv.index("--max-num-seqs") + 1] == str(concurrency)
+    assert 2 * int(argv[argv.index("--max-num-seqs") + 1]) == int(concurrency)
 
 
 def test_keda_scales_gpu_workers_on_the_gpu_queue() -> None:
