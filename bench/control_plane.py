@@ -1,8 +1,10 @@
 """`make bench`: the control plane's per-page overhead, beside raw Celery on the same Redis, in one run.
 
 pagemill runs the `fake` engine (instant pages), so what is measured is everything around the engine:
-upload, split, page tasks, database updates, object store, assembly. The raw baseline is a Celery no-op task
-consumed by a worker of the same pool and concurrency. Also measured: the upload latency of a 500-page PDF.
+upload, split, page tasks, database updates, object store, assembly. Two raw baselines, Celery no-op tasks
+consumed by a worker of the same pool and concurrency: published while the worker consumes, one message
+prefetched per process (as pagemill's workers take theirs); and the stronger one of issue 27, a queue filled
+beforehand and consumed with `worker_prefetch_multiplier=8`. Also measured: the upload latency of a 500-page PDF.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ RAW_APP = '''
 import os, redis
 from celery import Celery
 app = Celery("raw", broker=os.environ["RAW_BROKER"])
-app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1, task_ignore_result=True,
+app.conf.update(task_acks_late=True, worker_prefetch_multiplier=int(os.environ.get("RAW_PREFETCH", "1")),
+                task_ignore_result=True,
                 worker_hijack_root_logger=False)
 counter = redis.Redis.from_url(os.environ["RAW_BROKER"])
 @app.task(name="raw.noop")
@@ -53,18 +56,57 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def raw_celery(redis_url: str, tasks: int, concurrency: int, workdir: Path) -> dict[str, float]:
+def raw_worker(redis_url: str, concurrency: int, workdir: Path, prefetch: int) -> subprocess.Popen[bytes]:
+    """A Celery worker of the raw app (the app written to `workdir` and importable from here)."""
     (workdir / "rawapp.py").write_text(RAW_APP)
-    env = {**os.environ, "RAW_BROKER": redis_url, "PYTHONPATH": str(workdir)}
-    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "rawapp", "worker", "-c", str(concurrency),
-                               "--pool", "prefork", "-l", "WARNING", "--without-gossip", "--without-mingle",
-                               "--without-heartbeat"], env=env, cwd=workdir, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    sys.path.insert(0, str(workdir))
+    os.environ["RAW_BROKER"] = redis_url
+    env = {**os.environ, "RAW_BROKER": redis_url, "RAW_PREFETCH": str(prefetch), "PYTHONPATH": str(workdir)}
+    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "rawapp", "worker", "-c", str(concurrency),
+                             "--pool", "prefork", "-l", "WARNING", "--without-gossip", "--without-mingle",
+                             "--without-heartbeat"], env=env, cwd=workdir, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def raw_celery_prefilled(redis_url: str, tasks: int, concurrency: int, workdir: Path,
+                         prefetch: int = 8) -> dict[str, float]:
+    """Issue 27's stronger baseline: the queue is filled before the worker starts, and each pool process may
+    hold `prefetch` messages. The clock starts at the first task done, as pagemill's draining clock does at
+    its first document taken: Celery's boot is not counted."""
+    client = redis.Redis.from_url(redis_url)
+    client.delete("raw:done")
+    (workdir / "rawapp.py").write_text(RAW_APP)
+    sys.path.insert(0, str(workdir))
+    os.environ["RAW_BROKER"] = redis_url
+    import rawapp  # type: ignore[import-not-found]
+
+    started = time.perf_counter()
+    with rawapp.app.producer_or_acquire() as producer:
+        for _ in range(tasks):
+            rawapp.noop.apply_async(producer=producer)
+    published = time.perf_counter() - started
+    worker = raw_worker(redis_url, concurrency, workdir, prefetch)
+    try:
+        while (first := int(client.get("raw:done") or 0)) < 1:
+            time.sleep(0.001)
+        cpu_before = cpu_seconds(worker.pid)
+        started = time.perf_counter()
+        while int(client.get("raw:done") or 0) < tasks:
+            time.sleep(0.01)
+        consumed = time.perf_counter() - started
+        cpu = cpu_seconds(worker.pid) - cpu_before
+    finally:
+        worker.terminate()
+        worker.wait(30)
+    return {"tasks": tasks, "prefetch": prefetch, "published_per_s": tasks / published,
+            "consumed_per_s": (tasks - first) / consumed, "cpu_ms": 1000 * cpu / (tasks - first)}
+
+
+def raw_celery(redis_url: str, tasks: int, concurrency: int, workdir: Path) -> dict[str, float]:
+    worker = raw_worker(redis_url, concurrency, workdir, prefetch=1)
     try:
         client = redis.Redis.from_url(redis_url)
         client.delete("raw:done")
-        sys.path.insert(0, str(workdir))
-        os.environ["RAW_BROKER"] = redis_url
         import rawapp  # type: ignore[import-not-found]
 
         rawapp.noop.delay()  # warm up: the worker is consuming before the clock starts
@@ -185,6 +227,9 @@ def main() -> None:
         try:
             raw = raw_celery(redis_url.rsplit("/", 1)[0] + "/15", args.raw_tasks, args.concurrency, workdir)
             print(f"raw celery: {raw}", flush=True)
+            raw8 = raw_celery_prefilled(redis_url.rsplit("/", 1)[0] + "/15", args.raw_tasks, args.concurrency,
+                                        workdir)
+            print(f"raw celery, pre-filled, prefetch 8: {raw8}", flush=True)
             results = {}
             for label in args.databases.split(","):
                 if label == "postgresql":
@@ -215,17 +260,23 @@ def main() -> None:
         f"Machine: {os.cpu_count()} cores, {host.machine()}, Python {host.python_version()}; "
         f"measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Fake engine (instant pages); "
         f"Celery prefork, concurrency {args.concurrency}, for pagemill and the raw baseline alike.", "",
-        "| run | pages | pages/s | vs raw Celery consumed |", "|---|---|---|---|",
-        f"| raw Celery no-op task (consumed) | {raw['tasks']:.0f} | {raw['consumed_per_s']:.0f} | 100 % |",
-        f"| raw Celery no-op task (published) | {raw['tasks']:.0f} | {raw['published_per_s']:.0f} | |",
+        "| run | pages | pages/s | vs raw Celery consumed | vs raw Celery pre-filled, prefetch 8 |",
+        "|---|---|---|---|---|",
+        f"| raw Celery no-op task (consumed while published, prefetch 1) | {raw['tasks']:.0f} "
+        f"| {raw['consumed_per_s']:.0f} | 100 % | |",
+        f"| raw Celery no-op task (published) | {raw['tasks']:.0f} | {raw['published_per_s']:.0f} | | |",
+        f"| raw Celery no-op task (a pre-filled queue consumed, prefetch 8) | {raw8['tasks']:.0f} "
+        f"| {raw8['consumed_per_s']:.0f} | | 100 % |",
     ]
+
+    def ratios(rate: float) -> str:
+        return f"{100 * rate / raw['consumed_per_s']:.0f} % | {rate / raw8['consumed_per_s']:.2f}"
+
     for label, run in results.items():
         lines.append(f"| pagemill, fake engine, {label}: workers draining a filled queue (split, pages, assembly) "
-                     f"| {run['pages']:.0f} | {run['drain_pages_per_s']:.0f} | "
-                     f"{100 * run['drain_pages_per_s'] / raw['consumed_per_s']:.0f} % |")
+                     f"| {run['pages']:.0f} | {run['drain_pages_per_s']:.0f} | {ratios(run['drain_pages_per_s'])} |")
         lines.append(f"| pagemill, fake engine, {label}: end to end, 4 clients uploading while workers run "
-                     f"| {run['pages']:.0f} | {run['pages_per_s']:.0f} | "
-                     f"{100 * run['pages_per_s'] / raw['consumed_per_s']:.0f} % |")
+                     f"| {run['pages']:.0f} | {run['pages_per_s']:.0f} | {ratios(run['pages_per_s'])} |")
     lines += ["", "End to end: 4 client threads upload the documents through one shared HTTP client (as an SDK "
               "would; before 2026-12-02 each upload made its own client, whose TLS context cost about 1 ms of the same "
               "two cores per page), then wait for each with `GET /v1/documents/{id}?wait=10` ("
@@ -233,7 +284,8 @@ def main() -> None:
               + f" for the {args.documents} documents). The clock runs from the first upload to the last `succeeded`."]
     lines += ["", f"CPU time of the worker (main process and pool) per page while draining, which a machine shared "
               f"with other work distorts less than the rates (1-minute load average at the end: "
-              f"{os.getloadavg()[0]:.1f}): raw Celery {raw['cpu_ms']:.2f} ms per task; "
+              f"{os.getloadavg()[0]:.1f}): raw Celery {raw['cpu_ms']:.2f} ms per task (pre-filled, prefetch 8: "
+              f"{raw8['cpu_ms']:.2f} ms); "
               + "; ".join(f"pagemill {label} {run['drain_cpu_ms']:.2f} ms per page "
                           f"({100 * raw['cpu_ms'] / run['drain_cpu_ms']:.0f} % of raw)"
                           for label, run in results.items())
