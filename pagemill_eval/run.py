@@ -31,6 +31,8 @@ class Outcome:
     confidences: list[float | None] = field(default_factory=list)  # per page, when the parser tells
     warnings: list[list[str]] = field(default_factory=list)  # per page (`text_dropped`, ...), when it tells
     signals: list[dict[str, float]] = field(default_factory=list)  # per page, what its confidence was made of
+    # per page, its elements' type, text and own confidence (block-level calibration, `block_calibration.py`)
+    blocks: list[list[dict[str, Any]]] = field(default_factory=list)
 
     @property
     def markdown(self) -> str:
@@ -38,7 +40,8 @@ class Outcome:
 
     def to_json(self) -> dict[str, Any]:
         return {"pages": self.pages, "seconds": self.seconds, "failed_pages": self.failed_pages, "error": self.error,
-                "confidences": self.confidences, "warnings": self.warnings, "signals": self.signals}
+                "confidences": self.confidences, "warnings": self.warnings, "signals": self.signals,
+                "blocks": self.blocks}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Outcome:
@@ -46,7 +49,8 @@ class Outcome:
                    failed_pages=int(data.get("failed_pages", 0)), error=data.get("error"),
                    confidences=[_confidence(c) for c in data.get("confidences") or []],
                    warnings=[[str(w) for w in page or []] for page in data.get("warnings") or []],
-                   signals=[_signals(page) for page in data.get("signals") or []])
+                   signals=[_signals(page) for page in data.get("signals") or []],
+                   blocks=[_blocks(page) for page in data.get("blocks") or []])
 
 
 class Source(Protocol):
@@ -74,7 +78,8 @@ class LocalPagemill:
         return Outcome(pages=pages, seconds=result.seconds, failed_pages=result.failed,
                        confidences=[_page_confidence(p) for p in result.pages],
                        warnings=[list(p.get("warnings") or []) for p in result.pages],
-                       signals=[_signals(p.get("signals")) for p in result.pages])
+                       signals=[_signals(p.get("signals")) for p in result.pages],
+                       blocks=[_blocks(p.get("elements")) for p in result.pages])
 
 
 class RemotePagemill:
@@ -117,7 +122,8 @@ class RemotePagemill:
         return Outcome(pages=texts, seconds=seconds, failed_pages=failed, error=status if whole_failure else None,
                        confidences=[_page_confidence(p) for p in pages],
                        warnings=[list(p.get("warnings") or []) for p in pages],
-                       signals=[_signals(p.get("signals")) for p in pages])
+                       signals=[_signals(p.get("signals")) for p in pages],
+                       blocks=[_blocks(p.get("elements")) for p in pages])
 
 
 def _confidence(value: Any) -> float | None:
@@ -129,6 +135,14 @@ def _signals(value: Any) -> dict[str, float]:
     if not isinstance(value, dict):
         return {}
     return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _blocks(value: Any) -> list[dict[str, Any]]:
+    """A page's elements as block calibration reads them: type, plain text and own confidence (None: none)."""
+    if not isinstance(value, list):
+        return []
+    return [{"type": str(e.get("type", "")), "text": str(e.get("text") or ""),
+             "confidence": _confidence(e.get("confidence"))} for e in value if isinstance(e, dict)]
 
 
 def _page_confidence(page: dict[str, Any]) -> float | None:

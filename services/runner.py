@@ -13,6 +13,7 @@ from typing import Any
 from services.core.elements import page_markdown, renumber
 from services.core.errors import PagemillError
 from services.core.formats import NATIVE_TYPES, sniff_office
+from services.core.pages import needs_review
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
 from services.results.furniture import mark_running_furniture
@@ -56,6 +57,8 @@ def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = 
             entry.update(status="succeeded", markdown=outcome.output.markdown, engine=outcome.output.engine,
                          model=outcome.output.model, latency_ms=outcome.latency_ms,
                          confidence=outcome.output.confidence, is_fallback=outcome.is_fallback,
+                         needs_review=needs_review("succeeded", outcome.output.confidence,
+                                                   settings.quality.needs_review_below),
                          signals=outcome.output.signals, warnings=list(outcome.output.warnings),
                          width=outcome.output.width,
                          height=outcome.output.height,
@@ -88,7 +91,7 @@ def parse_natively(data: bytes, settings: Settings) -> LocalResult | None:
     entry: dict[str, Any] = {
         "page": 1, "page_number": 1, "status": "succeeded", "markdown": page_markdown(converted.elements),
         "engine": "native", "model": None, "latency_ms": round(seconds * 1000), "confidence": 1.0,
-        "is_fallback": False, "signals": {}, "warnings": [], "width": None, "height": None,
+        "needs_review": False, "is_fallback": False, "signals": {}, "warnings": [], "width": None, "height": None,
         "elements": [e.model_dump(mode="json") for e in converted.elements]}
     return LocalResult(render_markdown([entry]), [entry], seconds)
 
@@ -134,6 +137,7 @@ def render_local(result: LocalResult, settings: Settings, formats: list[str], *,
     status = "succeeded" if result.failed == 0 else ("failed" if result.failed == len(result.pages) else "partial")
     body: dict[str, Any] = {"filename": filename, "status": status, "pages_total": len(result.pages),
                             "pages_done": len(result.pages) - result.failed, "pages_failed": result.failed,
+                            "pages_needing_review": sum(1 for page in result.pages if page.get("needs_review")),
                             "pages": result.pages, "figures": kept.assets, "fields": fields}
     return render_document(result.pages, body, settings, only=formats, figures=kept.images,
                            keep_furniture=keep_furniture).bodies

@@ -42,6 +42,8 @@ class PageRead(BaseModel):
     is_fallback: bool
     fallback_reason: str | None = None
     confidence: float | None
+    needs_review: bool = Field(default=False, description="the page succeeded with a confidence under "
+                                                          "`quality.needs_review_below` (0.8): worth a reader's look")
     signals: dict[str, float] = Field(default_factory=dict, description="what `confidence` was computed from")
     finish_reason: str | None = None
     prompt_tokens: int = 0
@@ -54,8 +56,14 @@ class PageRead(BaseModel):
     error: PageErrorRead | None = None
 
 
-def page_read(page: Page, result: dict[str, Any] | None) -> PageRead:
-    """The page from its row and its stored result (`storage.load_page_result`; None when not stored)."""
+def needs_review(status: str, confidence: float | None, below: float) -> bool:
+    """A page worth a reader's look: it succeeded, and its confidence is under `below`."""
+    return status == "succeeded" and confidence is not None and confidence < below
+
+
+def page_read(page: Page, result: dict[str, Any] | None, *, needs_review_below: float) -> PageRead:
+    """The page from its row and its stored result (`storage.load_page_result`; None when not stored);
+    `needs_review_below`: `settings.quality.needs_review_below`."""
     details = dict(page.details or {})
     promoted = {key: details.pop(key) for key in _PROMOTED if key in details}
     source = {**promoted, **(result or {})}  # the stored result wins over the row's copy
@@ -67,7 +75,8 @@ def page_read(page: Page, result: dict[str, Any] | None) -> PageRead:
         elements=[from_wire(raw) for raw in (result or {}).get("elements") or []],
         engine=page.engine, model=page.model, attempts=page.attempts, latency_ms=page.latency_ms,
         is_fallback=page.is_fallback, fallback_reason=source.get("fallback_reason") or None,
-        confidence=page.confidence, signals=source.get("signals") or {},
+        confidence=page.confidence, needs_review=needs_review(page.status, page.confidence, needs_review_below),
+        signals=source.get("signals") or {},
         finish_reason=source.get("finish_reason") or None, prompt_tokens=int(source.get("prompt_tokens") or 0),
         completion_tokens=int(source.get("completion_tokens") or 0), rotation=int(source.get("rotation") or 0),
         warnings=[str(w) for w in (result or {}).get("warnings") or []], details=details, error=error,
@@ -137,6 +146,8 @@ class DocumentResult(BaseModel):
     metadata: dict[str, Any]
     created_at: str | None = Field(description="ISO 8601, UTC")
     pages: list[PageRead]
+    pages_needing_review: int = Field(default=0, description="succeeded pages whose confidence is under "
+                                                             "`quality.needs_review_below`: `needs_review` pages")
     formats: list[str] = Field(default_factory=list, description="the formats stored for the document")
     conversion: dict[str, Any] | None = Field(
         default=None, description="office documents: what the conversion found — `warnings`, `sheets` (every sheet's "

@@ -344,6 +344,15 @@ class OutputSettings(SettingsSection):
     show a placeholder naming their file, so the page stays standalone and small enough to open."""
 
 
+class QualitySettings(SettingsSection):
+    """What pagemill says about how far a page can be trusted (docs/evaluation.md)."""
+
+    needs_review_below: float = Field(default=0.8, ge=0.0, le=1.0)
+    """A succeeded page whose confidence is under this is `needs_review: true` (counted in the document's
+    `pages_needing_review`), and the playground shades the elements under it. 0.8: chosen on the generated
+    calibration set (docs/evaluation.md, "needs_review threshold")."""
+
+
 class TaskSettings(SettingsSection):
     """The model tasks beyond parsing (`task=translate|extract|summarize`), answered by the vLLM engine's server
     once the pages are parsed (docs/outputs.md)."""
@@ -430,6 +439,7 @@ class Settings(BaseSettings):
     cache: CacheSettings = CacheSettings()
     convert: ConvertSettings = ConvertSettings()
     outputs: OutputSettings = OutputSettings()
+    quality: QualitySettings = QualitySettings()
     tasks: TaskSettings = TaskSettings()
     mcp: McpSettings = McpSettings()
 

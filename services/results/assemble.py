@@ -45,9 +45,9 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
-def page_entry(page: Page, result: dict[str, Any] | None) -> dict[str, Any]:
+def page_entry(page: Page, result: dict[str, Any] | None, needs_review_below: float) -> dict[str, Any]:
     """The page as the JSON result lists it: the same schema as `GET /v1/documents/{id}/pages/{n}`."""
-    return page_read(page, result).model_dump(mode="json")
+    return page_read(page, result, needs_review_below=needs_review_below).model_dump(mode="json")
 
 
 def _conversion(document: Document, store: ObjectStore) -> dict[str, Any] | None:
@@ -108,7 +108,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
                 page.status, page.error_code = PageStatus.FAILED, "result_missing"
                 page.error_message = "the page result is missing from the object store"
                 missing.append(page.index)
-        entries.append(page_entry(page, result))
+        entries.append(page_entry(page, result, settings.quality.needs_review_below))
     # Running heads and feet repeat across pages: only here, where the pages meet, can that be seen.
     mark_running_furniture(entries)
     if settings.outputs.merge_tables and (document.options or {}).get("merge_tables", True) is not False:
@@ -134,6 +134,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
         "pages": entries, "conversion": _conversion(document, store), "parent_id": document.parent_id,
         "attachments": attachments, "figures": figures.assets, "fields": form_fields,
+        "pages_needing_review": sum(1 for e in entries if e["needs_review"]),
     }).model_dump(mode="json")
     rendered = render_document(entries, body, settings, extra=answer, figures=figures.images,
                                keep_furniture=kept_furniture)

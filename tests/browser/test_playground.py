@@ -230,3 +230,54 @@ def test_a_kept_figure_is_shown_and_form_checkboxes_are_visible(platform: Platfo
     shown = page.locator("#view-html").inner_text()
     assert "\u2612 agree" in shown and "\u2610 newsletter" in shown, shown
     watched.assert_clean()
+
+
+def _tilted_scan(path: Path) -> None:
+    """A scan turned 6°: OCR still reads it, but the engine doubts every block of it (the tilt breaks the line
+    grouping recognition scores do not see)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (1000, 520), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=40)
+    for index, line in enumerate(["The quarterly report shows revenue", "growing in every region we serve,",
+                                  "while costs stayed close to plan.", "Shipping times fell by two days."]):
+        draw.text((60, 50 + 85 * index), line, fill="black", font=font)
+    image.rotate(6.0, expand=True, fillcolor="white", resample=Image.Resampling.BICUBIC).save(path)
+
+
+def shading_matches(page: Any, entry: dict[str, Any], threshold: float) -> int:
+    """Each drawn box is shaded exactly when its element's own confidence is under the threshold; the count."""
+    boxes = page.locator("#boxes .bbox")
+    with_box = [e for e in entry["elements"] if e.get("bbox")]
+    assert boxes.count() == len(with_box) > 0
+    for i, element in enumerate(with_box):
+        low = element.get("confidence") is not None and element["confidence"] < threshold
+        assert ("low-confidence" in (boxes.nth(i).get_attribute("class") or "").split()) == low, element
+    return sum(1 for e in with_box if e.get("confidence") is not None and e["confidence"] < threshold)
+
+
+def test_elements_under_the_review_threshold_are_shaded(platform: Platform, watched: Watched,
+                                                        tmp_path: Path) -> None:
+    tilted, clean = tmp_path / "tilted.png", tmp_path / "clean.pdf"
+    _tilted_scan(tilted)
+    clean.write_bytes(make_pdf(lines=["A clean digital page the engine reads surely."]))
+    ids = {name: platform.upload(path)["id"] for name, path in (("tilted", tilted), ("clean", clean))}
+    for document_id in ids.values():
+        assert platform.wait_done(document_id)["status"] == "succeeded"
+    page: Any = watched.page
+    page.goto(f"{platform.url}/playground/")
+    page.fill("#api-key", platform.api_key or "")
+    page.click("#save-key")
+    shaded = {}
+    for name, document_id in ids.items():
+        with platform.client() as client:
+            state = client.get(f"/v1/documents/{document_id}").json()
+        entry = platform.result(document_id, "json")["pages"][0]
+        page.locator(f'#documents tbody tr[data-id="{document_id}"] button.open').click()
+        page.wait_for_selector(f'#boxes[data-document="{document_id}"] .bbox')
+        shaded[name] = shading_matches(page, entry, state["needs_review_below"])
+        assert ("(shaded)" in page.locator("#box-note").inner_text()) == (shaded[name] > 0)
+        assert state["pages_needing_review"] == (1 if entry["needs_review"] else 0)
+    assert shaded["tilted"] > 0 and shaded["clean"] == 0, shaded
+    watched.assert_clean()

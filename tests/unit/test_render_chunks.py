@@ -117,3 +117,12 @@ def test_furniture_is_left_out() -> None:
     check_invariants(pages, result)
     assert result["chunks"][0]["element_ids"] == ["p1-e2"]
     assert result["chunks"][0]["boxes"][0]["bbox"] == [10, 20, 300, 40]
+
+
+def test_a_chunk_carries_its_weakest_and_mean_block_confidence() -> None:
+    elements = markdown_elements("# Intro\n\nA sure paragraph.\n\nA doubtful paragraph.\n\n# Next\n\nNothing rated.", 1)
+    rated = [e.model_copy(update={"confidence": c}) for e, c in zip(elements, [0.9, 0.95, 0.41, None, None],
+                                                                      strict=True)]
+    first, second = render_chunks([RenderPage(number=1, status="succeeded", elements=rated)])["chunks"]
+    assert (first["confidence_min"], first["confidence_mean"]) == (0.41, 0.7533)
+    assert "confidence_min" not in second and "confidence_mean" not in second  # no element of it was rated

@@ -140,6 +140,8 @@ class DocumentRead(Model):
     parent_id: str | None = None  # an e-mail attachment's document: the e-mail's id
     attachments: list[AttachmentRead] = field(default_factory=list)
     task: str = "parse"
+    pages_needing_review: int = 0  # succeeded pages under the server's review threshold (`needs_review`)
+    needs_review_below: float = 0.8  # that threshold, as the server is set
 
     @property
     def finished(self) -> bool:
@@ -168,6 +170,7 @@ class PageRead(Model):
     latency_ms: int | None
     is_fallback: bool
     confidence: float | None
+    needs_review: bool = False  # succeeded with a confidence under the server's threshold (0.8 by default)
     width: float | None = None  # PDF points, as displayed
     height: float | None = None
     elements: list[Element] = field(default_factory=list)

@@ -71,6 +71,7 @@ def page_records(source: Path, document_id: str, body: dict[str, Any]) -> Iterat
         yield Record(page["markdown"], {
             "source": str(source), "document_id": document_id, "page": page["page_number"],
             "heading_path": start, "headings": headings, "width": page.get("width"), "height": page.get("height"),
+            "confidence": page.get("confidence"), "needs_review": bool(page.get("needs_review")),
             "boxes": _boxes([e for e in elements if e["type"] not in ("page_header", "page_footer")])})
 
 
@@ -80,4 +81,5 @@ def chunk_records(source: Path, document_id: str, body: dict[str, Any]) -> Itera
         yield Record(chunk["text"], {
             "source": str(source), "document_id": document_id, "chunk_id": chunk["id"], "chunk_index": chunk["index"],
             "page": chunk["pages"][0] if chunk["pages"] else None, "pages": chunk["pages"],
-            "heading_path": chunk["heading_path"], "tokens": chunk["tokens"], "boxes": chunk["boxes"]})
+            "heading_path": chunk["heading_path"], "tokens": chunk["tokens"], "boxes": chunk["boxes"],
+            "confidence_min": chunk.get("confidence_min"), "confidence_mean": chunk.get("confidence_mean")})

@@ -789,10 +789,22 @@ export interface components {
             };
             /** Mode */
             mode: string;
+            /**
+             * Needs Review Below
+             * @description the threshold `needs_review` and `pages_needing_review` were judged against (`quality.needs_review_below`); element confidences under it are worth a look too
+             * @default 0.8
+             */
+            needs_review_below: number;
             /** Pages Done */
             pages_done: number;
             /** Pages Failed */
             pages_failed: number;
+            /**
+             * Pages Needing Review
+             * @description succeeded pages whose confidence is under `quality.needs_review_below` (0.8): each page says `needs_review`
+             * @default 0
+             */
+            pages_needing_review: number;
             /** Pages Total */
             pages_total: number;
             /**
@@ -864,6 +876,12 @@ export interface components {
             pages_done: number;
             /** Pages Failed */
             pages_failed: number;
+            /**
+             * Pages Needing Review
+             * @description succeeded pages whose confidence is under `quality.needs_review_below`: `needs_review` pages
+             * @default 0
+             */
+            pages_needing_review: number;
             /** Pages Total */
             pages_total: number;
             /**
@@ -1232,6 +1250,12 @@ export interface components {
             markdown: string | null;
             /** Model */
             model: string | null;
+            /**
+             * Needs Review
+             * @description the page succeeded with a confidence under `quality.needs_review_below` (0.8): worth a reader's look
+             * @default false
+             */
+            needs_review: boolean;
             /**
              * Page
              * @description 1-based position in the document, as in `/pages/{n}` (a `pages` selection of '3-4' has pages 1 and 2)

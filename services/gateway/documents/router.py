@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, StreamingResponse
+from sqlalchemy.orm import Session
 
 from services.core import pages
 from services.core.attachments import with_statuses
@@ -66,8 +67,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for co
 MAX_WAIT_S = 60.0
 
 
-def to_read(document: Document, attachments: list[dict[str, Any]] | None = None) -> DocumentRead:
-    """`attachments`: an e-mail's list with its children's statuses (`services.core.attachments.with_statuses`)."""
+def to_read(document: Document, attachments: list[dict[str, Any]] | None, needing_review: int,
+            below: float) -> DocumentRead:
+    """`attachments`: an e-mail's list with its children's statuses (`services.core.attachments.with_statuses`);
+    `needing_review`: its pages under the review threshold (`service.pages_needing_review`)."""
     error = ErrorBody(code=document.error_code, message=document.error_message or "") if document.error_code else None
     return DocumentRead(
         id=document.id, status=document.status, filename=document.filename, media_type=document.media_type,
@@ -77,6 +80,7 @@ def to_read(document: Document, attachments: list[dict[str, Any]] | None = None)
         cached=bool(document.options.get("cached_from")), expired_at=document.expired_at,
         formats=ready_formats(document), task=document.task or "parse", parent_id=document.parent_id,
         attachments=[AttachmentRead.model_validate(a) for a in attachments or []],
+        pages_needing_review=needing_review, needs_review_below=below,
     )
 
 
@@ -168,6 +172,7 @@ async def create_document(
 @router.get("", response_model=DocumentList)
 def list_documents(
     session: SessionDep,
+    settings: SettingsDep,
     tenant: CurrentTenant,
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
     cursor: Annotated[str | None, Query(pattern=DOCUMENT_ID_PATTERN,
@@ -177,7 +182,10 @@ def list_documents(
     rows, next_cursor = service.list_documents(session, tenant_id=tenant.id, limit=limit, cursor=cursor,
                                                status=status)
     children = with_statuses(session, rows)
-    return DocumentList(data=[to_read(d, children.get(d.id)) for d in rows], next_cursor=next_cursor)
+    review = service.pages_needing_review(session, [d.id for d in rows], settings.quality.needs_review_below)
+    below = settings.quality.needs_review_below
+    return DocumentList(data=[to_read(d, children.get(d.id), review.get(d.id, 0), below) for d in rows],
+                        next_cursor=next_cursor)
 
 
 @router.get("/{document_id}", response_model=DocumentRead, responses=ERRORS)
@@ -188,8 +196,9 @@ async def get_document(
     """With `wait`, answers as soon as the status or a page count changes (pushed: no polling), or after `wait`
     seconds with the document as it is."""
     db = settings.resolved_database_url()
+    below = settings.quality.needs_review_below
     if wait <= 0:
-        return await run_in_threadpool(_read_visible, db, document_id, tenant.id)
+        return await run_in_threadpool(_read_visible, db, document_id, tenant.id, below)
     # Followed before it is read: a change between the read and the wait is not missed.
     async with feeds.follow(document_id, after=None) as listener:
         document = await run_in_threadpool(_load_visible, db, document_id, tenant.id)
@@ -204,7 +213,7 @@ async def get_document(
             if (snapshot.document.status, snapshot.document.pages_done, snapshot.document.pages_failed) != seen:
                 document = snapshot.document
                 break
-    return to_read(document, await run_in_threadpool(_attachments, db, document))
+    return await run_in_threadpool(_read_with_pages, db, document, below)
 
 
 @router.get("/{document_id}/events", responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}})
@@ -234,16 +243,23 @@ def _load_visible(database_url: str, document_id: str, tenant_id: str) -> Docume
         return service.get_document(session, document_id, tenant_id)
 
 
-def _read_visible(database_url: str, document_id: str, tenant_id: str) -> DocumentRead:
+def _read_visible(database_url: str, document_id: str, tenant_id: str, below: float) -> DocumentRead:
     with session_scope(database_url) as session:
         document = service.get_document(session, document_id, tenant_id)
-        return to_read(document, with_statuses(session, [document]).get(document.id, []))
+        return _with_pages(session, document, below)
 
 
-def _attachments(database_url: str, document: Document) -> list[dict[str, Any]]:
-    """An e-mail's attachment list with its children's current status (empty for any other document)."""
+def _read_with_pages(database_url: str, document: Document, below: float) -> DocumentRead:
     with session_scope(database_url) as session:
-        return with_statuses(session, [document]).get(document.id, [])
+        return _with_pages(session, document, below)
+
+
+def _with_pages(session: Session, document: Document, below: float) -> DocumentRead:
+    """The document with what its rows elsewhere say: an e-mail's attachments with their children's current
+    status, and how many of its pages need review (under `below`)."""
+    attachments = with_statuses(session, [document]).get(document.id, [])
+    review = service.pages_needing_review(session, [document.id], below).get(document.id, 0)
+    return to_read(document, attachments, review, below)
 class ResultFormat(StrEnum):
     """The parse formats every document has, and the answer of its model task (`task`), if it has one."""
 
@@ -298,6 +314,7 @@ class PageFormat(StrEnum):
 @router.get("/{document_id}/pages/{n}", response_model=PageRead,
             responses={**ERRORS, 200: {"content": {"application/json": {}, "text/markdown": {}}}})
 def get_page(document_id: str, n: PageNumber, session: SessionDep, store: StoreDep, tenant: CurrentTenant,
+             settings: SettingsDep,
              format: Annotated[PageFormat, Query(description="json: the page entry; markdown: its Markdown "
                                                              "(HTML, LaTeX and chunks are per document)")
                                ] = PageFormat.JSON) -> PageRead | Response:
@@ -305,7 +322,7 @@ def get_page(document_id: str, n: PageNumber, session: SessionDep, store: StoreD
     page = service.get_page(session, document, n)
     if document.expired_at is not None:  # its result is deleted for good: 410, not a 409 to poll on
         raise ResultExpired("the document's results were deleted when its retention period ended")
-    read = page_read(page, store)
+    read = page_read(page, store, settings.quality.needs_review_below)
     if format is PageFormat.MARKDOWN:
         if read.markdown is None:
             raise ResultNotReady(f"page {n} is {page.status}; its Markdown exists once it has succeeded")
@@ -313,14 +330,14 @@ def get_page(document_id: str, n: PageNumber, session: SessionDep, store: StoreD
     return read
 
 
-def page_read(page: Page, store: Any) -> PageRead:
+def page_read(page: Page, store: Any, needs_review_below: float) -> PageRead:
     result = None
     if page.result_key:
         try:
             result = load_page_result(store, page.result_key, page.index)
         except ObjectNotFound:
             result = None
-    return pages.page_read(page, result)
+    return pages.page_read(page, result, needs_review_below=needs_review_below)
 
 
 @router.delete("/{document_id}", response_model=DocumentDeleted, responses=ERRORS)

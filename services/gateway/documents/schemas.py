@@ -54,6 +54,12 @@ class DocumentRead(BaseModel):
                                description="result formats ready to fetch (`result?format=`); empty until it ends")
     task: str = Field(default="parse", description="parse, translate, extract or summarize (the upload's `task`)")
     parent_id: str | None = Field(default=None, description="an e-mail attachment's document: the e-mail's id")
+    pages_needing_review: int = Field(
+        default=0, description="succeeded pages whose confidence is under `quality.needs_review_below` (0.8): "
+                               "each page says `needs_review`")
+    needs_review_below: float = Field(
+        default=0.8, description="the threshold `needs_review` and `pages_needing_review` were judged against "
+                                 "(`quality.needs_review_below`); element confidences under it are worth a look too")
     attachments: list[AttachmentRead] = Field(
         default_factory=list, description="an e-mail's attachments (known once it is converted): each its own "
                                           "child document with its current status, or `rejected` with a reason")

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from services.core import erasure
-from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, new_id, utcnow
+from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, new_id, utcnow
 from services.core.document_tasks import TaskSpec, parse_task
 from services.core.documents import NewDocument, insert_document
 from services.core.errors import (
@@ -215,6 +215,18 @@ def list_documents(session: Session, *, tenant_id: str | None, limit: int, curso
     rows = list(session.execute(query.order_by(Document.id.desc()).limit(limit + 1)).scalars())
     next_cursor = rows[limit - 1].id if len(rows) > limit else None
     return rows[:limit], next_cursor
+
+
+def pages_needing_review(session: Session, document_ids: list[str], below: float) -> dict[str, int]:
+    """Per document, its succeeded pages whose confidence is under `below` (`quality.needs_review_below`);
+    documents without one are left out."""
+    if not document_ids:
+        return {}
+    rows = session.execute(
+        sa.select(Page.document_id, sa.func.count()).where(
+            Page.document_id.in_(document_ids), Page.status == PageStatus.SUCCEEDED, Page.confidence < below)
+        .group_by(Page.document_id))
+    return {document_id: int(count) for document_id, count in rows}
 
 
 def get_page(session: Session, document: Document, position: int) -> Page:

@@ -156,13 +156,15 @@ async function showPage() {
   if (image.src.startsWith("blob:")) URL.revokeObjectURL(image.src);
   image.dataset.page = String(page);
   await new Promise((resolve, reject) => { image.onload = resolve; image.onerror = reject; image.src = URL.createObjectURL(blob); });
-  drawBoxes(entry);
+  drawBoxes(entry, state.needs_review_below ?? 0.8);
 }
 
 // Element boxes are PDF points from the page's top-left corner; as percentages of the page's size they land
 // on the image at any zoom. A server without elements (or a box it does not know: bbox null) draws nothing.
-function drawBoxes(entry) {
+// An element whose own confidence is under the server's review threshold is shaded: the block to check.
+function drawBoxes(entry, threshold) {
   const boxes = $("#boxes");
+  boxes.dataset.document = entry.document_id || "";  // whose boxes these are, once drawn
   const elements = (entry.elements || []).filter((e) => Array.isArray(e.bbox));
   const { width, height } = entry;
   boxes.replaceChildren(...(width && height ? elements : []).map((element) => {
@@ -170,7 +172,10 @@ function drawBoxes(entry) {
     const box = document.createElement("div");
     box.className = "bbox";
     box.dataset.type = element.type;
-    box.title = `${element.id}: ${element.type}`;
+    const rated = typeof element.confidence === "number";
+    box.title = `${element.id}: ${element.type}` + (rated ? `, confidence ${element.confidence.toFixed(2)}` : "");
+    if (rated) box.dataset.confidence = String(element.confidence);
+    if (rated && element.confidence < threshold) box.classList.add("low-confidence");
     Object.assign(box.style, { left: `${(100 * x0) / width}%`, top: `${(100 * y0) / height}%`,
                                width: `${(100 * (x1 - x0)) / width}%`, height: `${(100 * (y1 - y0)) / height}%` });
     const label = document.createElement("span");
@@ -178,7 +183,10 @@ function drawBoxes(entry) {
     box.append(label);
     return box;
   }));
-  $("#box-note").textContent = boxes.children.length ? `${boxes.children.length} elements` : "no element boxes for this page";
+  const low = boxes.querySelectorAll(".low-confidence").length;
+  $("#box-note").textContent = boxes.children.length
+    ? `${boxes.children.length} elements` + (low ? `, ${low} under confidence ${threshold} (shaded)` : "")
+    : "no element boxes for this page";
 }
 
 async function download(id, format) {

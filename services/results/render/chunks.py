@@ -61,6 +61,10 @@ class Chunk:
             "boxes": [{"element_id": e.id, "page": e.page, "bbox": list(e.bbox) if e.bbox else None}
                       for e in self.elements],
         }
+        rated = [e.confidence for e in self.elements if e.confidence is not None]
+        if rated:  # the weakest block and the blocks' mean (absent when no element carries a confidence)
+            body["confidence_min"] = round(min(rated), 4)
+            body["confidence_mean"] = round(sum(rated) / len(rated), 4)
         if self.table_part is not None:
             body["table_part"] = self.table_part
         if furniture := [e.id for e in self.elements if e.type in FURNITURE]:

@@ -149,8 +149,9 @@ def test_the_stored_page_result_carries_the_warning_to_the_page_a_client_reads()
                                 confidence=0.05, warnings=[TEXT_DROPPED]))
     row = Page(document_id="doc_1", index=0, page_number=1, status="succeeded", attempts=1, engine="cpu",
                is_fallback=False, confidence=0.05, details={})
-    assert page_read(row, stored).warnings == [TEXT_DROPPED]
-    assert page_read(row, None).warnings == []
+    assert page_read(row, stored, needs_review_below=0.8).warnings == [TEXT_DROPPED]
+    assert page_read(row, stored, needs_review_below=0.8).needs_review  # 0.05: a page worth a reader's look
+    assert page_read(row, None, needs_review_below=0.8).warnings == []
 
 
 def test_running_heads_left_out_of_the_markdown_on_purpose_are_not_text_dropped() -> None:

@@ -7,6 +7,7 @@ import re
 
 from services.core.elements import FURNITURE, Element, ElementType, chart_markdown, element_id
 from services.worker.engines.base import PageWord
+from services.worker.engines.cpu.blockconf import local_health
 from services.worker.engines.cpu.charts import Chart
 from services.worker.engines.cpu.markdown import block_markdown, join_lines
 from services.worker.engines.cpu.model import Block, BlockKind, Box
@@ -35,9 +36,11 @@ def to_elements(blocks: list[Block], *, page: int, height: float, body_size: flo
     elements: list[Element] = []
     pending: list[Block] = []  # list items waiting to be closed into one list
 
-    def add(kind: ElementType, box: Box, text: str, markdown: str, **extra: object) -> None:
+    def add(kind: ElementType, box: Box, text: str, markdown: str, *read_from: Block, **extra: object) -> None:
+        # `confidence` holds the blocks' local health until `blockconf.rate` weighs it against the route's.
         elements.append(Element(id=element_id(page, len(elements) + 1), type=kind, page=page, bbox=to_page(box),
-                                text=text, markdown=markdown, **extra))  # type: ignore[arg-type]
+                                text=text, markdown=markdown, confidence=local_health(read_from),
+                                **extra))  # type: ignore[arg-type]
 
     def close_list() -> None:
         if not pending:
@@ -50,7 +53,7 @@ def to_elements(blocks: list[Block], *, page: int, height: float, body_size: flo
         for item in pending[1:]:
             box = box.union(item.box)
         items = [_LIST_MARKER.sub("", text, count=1) for text in rendered]
-        add(ElementType.LIST, box, "\n".join(block_text(b) for b in pending), "\n\n".join(rendered),
+        add(ElementType.LIST, box, "\n".join(block_text(b) for b in pending), "\n\n".join(rendered), *pending,
             items=items, ordered=rendered[0][:1].isdigit())
         pending.clear()
 
@@ -65,18 +68,18 @@ def to_elements(blocks: list[Block], *, page: int, height: float, body_size: flo
         text = block_text(block)
         if block.kind == BlockKind.FURNITURE:
             kind = ElementType.PAGE_HEADER if block.box.cy < height / 2 else ElementType.PAGE_FOOTER
-            add(kind, block.box, text, text)
+            add(kind, block.box, text, text, block)
         elif block.kind == BlockKind.TABLE:
-            add(ElementType.TABLE, block.box, "\n".join(line.text for line in block.lines), markdown,
+            add(ElementType.TABLE, block.box, "\n".join(line.text for line in block.lines), markdown, block,
                 html=block.html)
         elif block.kind == BlockKind.CODE:
-            add(ElementType.CODE, block.box, "\n".join(line.text for line in block.lines), markdown)
+            add(ElementType.CODE, block.box, "\n".join(line.text for line in block.lines), markdown, block)
         elif block.kind == BlockKind.HEADING:
             level = max(1, min(6, block.level))
             title = page == 1 and level == 1 and not any(e.type == ElementType.TITLE for e in elements)
-            add(ElementType.TITLE if title else ElementType.HEADING, block.box, text, markdown, level=level)
+            add(ElementType.TITLE if title else ElementType.HEADING, block.box, text, markdown, block, level=level)
         else:
-            add(_paragraph_type(block, text, markdown, height, body_size), block.box, text, markdown,
+            add(_paragraph_type(block, text, markdown, height, body_size), block.box, text, markdown, block,
                 **_formula_fields(markdown))
     close_list()
     lines = [line.box for block in blocks for line in block.lines]

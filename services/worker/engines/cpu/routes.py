@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image
 
 from services.worker.engines.base import PageOutput
-from services.worker.engines.cpu import confidence, tuning
+from services.worker.engines.cpu import blockconf, confidence, tuning
 from services.worker.engines.cpu.model import Box, Line, Word
 from services.worker.engines.geometry import BoxMap
 
@@ -68,6 +68,7 @@ def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
 
     `ink` is the page's ink share, measured only when the output is empty (None: not measured). The page's
     structure (table grids, figures read as prose) weighs on its confidence here too."""
+    output.elements = blockconf.rate(output.elements, output.confidence)  # the route's confidence, block by block
     structure = confidence.structure_signals(output.elements)
     output.signals.update(structure)
     output.confidence = round((output.confidence or 0.0) * confidence.structure_factor(structure), 4)
