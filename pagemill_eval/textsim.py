@@ -94,6 +94,15 @@ def _best_stretch(wanted: str, predicted: str, slack: int = 4) -> tuple[int, int
     return best
 
 
+def aligned_similarity(part: str, whole: str) -> float:
+    """1 - Levenshtein / max length of normalized `part` against the stretch of normalized `whole` it matches best
+    (`_best_stretch`): how well one block of a page was read, against a reference of the whole page."""
+    if not part:
+        return 1.0
+    distance, length = _best_stretch(part, whole)
+    return 1.0 - distance / length if length else 0.0
+
+
 def zoned_similarity(prediction: str, zones: list[str]) -> float:
     """Similarity when the reference covers only some zones of the page: text outside them is not penalized.
 
