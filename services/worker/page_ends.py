@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any
+from enum import StrEnum
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from celery import Task
@@ -26,14 +27,32 @@ from services.core.storage import ObjectNotFound, get_store, page_result_key, pa
 log = get_logger(__name__)
 
 
+class Outcome(StrEnum):
+    """What one delivery did with a page; `parse_page` returns these words to Celery (logs and tests)."""
+
+    RUN = "run"  # parsed, its result stored
+    CACHED = "cached"  # the result cache had it
+    SKIP = "skip"  # not this delivery's to run (finished, cancelled, held elsewhere, its document gone)
+    RETRY = "retry"  # released: sent again (alone) or retried by Celery
+    FAILED = "failed"  # ended for good with an error code
+
+
+class PageRetry(NamedTuple):
+    """A retryable error a page ended with: the page is released and sent again under `policy`."""
+
+    error: BaseException
+    policy: RetryPolicy
+    unavailable: bool  # an engine outage: its delivery is refunded
+
+
 @dataclass(slots=True)
 class PageEnd:
-    """How one page of a delivery ended: its outcome word, and what is left to record."""
+    """How one page of a delivery ended: its outcome, and what is left to record."""
 
-    outcome: str  # run, cached, skip, retry, failed
+    outcome: Outcome
     finish: PageFinish | None = None  # recorded with the chunk's other pages, in one statement
     due: bool = False  # a cache hit ended the document's last page (recorded by the cache itself)
-    retry: tuple[BaseException, RetryPolicy, bool] | None = None  # (error, policy, engine unavailable)
+    retry: PageRetry | None = None
     engine: str = ""
     latency_ms: int = 0
     result: dict[str, Any] | None = None  # the page's result, stored with the chunk's next record (`_store_results`)
@@ -43,12 +62,12 @@ class PageEnd:
 def ended_by(settings: Settings, job: PageTask, exc: Exception, retries: int) -> PageEnd:
     """How an error ends a page: skipped (its document deleted meanwhile), retried, or failed with its code."""
     if isinstance(exc, ObjectNotFound) and not document_open(settings, job.document_id):
-        return PageEnd("skip")  # deleted while its chunk ran: its files are gone
+        return PageEnd(Outcome.SKIP)  # deleted while its chunk ran: its files are gone
     # An engine outage has a retry budget of its own: pages wait it out instead of failing.
     unavailable = isinstance(exc, EngineUnavailable)
     policy = engine_outage_policy(settings) if unavailable else page_policy(settings)
     if is_retryable(exc) and policy.allows(retries):
-        return PageEnd("retry", retry=(exc, policy, unavailable))
+        return PageEnd(Outcome.RETRY, retry=PageRetry(exc, policy, unavailable))
     if isinstance(exc, PagemillError):
         return failure(job, exc.code, str(exc))
     log.exception("page.engine_error", error=str(exc))
@@ -63,7 +82,7 @@ def document_open(settings: Settings, document_id: str) -> bool:
 
 def failure(job: PageTask, code: str, message: str) -> PageEnd:
     log.warning("page.failed", code=code, error=message, index=job.page_index)
-    return PageEnd("failed", engine=job.engine, finish=PageFinish(
+    return PageEnd(Outcome.FAILED, engine=job.engine, finish=PageFinish(
         PageStatus.FAILED, engine=job.engine, error_code=code, error_message=message))
 
 
@@ -135,17 +154,17 @@ def retry_failed(task: Task, settings: Settings, job: PageTask, pages: dict[int,
     failed = [(index, end.retry) for index, end in ends.items() if end.retry is not None]
     if not failed:
         return
-    for index, (exc, _policy, unavailable) in failed:
-        reason = getattr(exc, "code", type(exc).__name__)
+    for index, retry in failed:
+        reason = getattr(retry.error, "code", type(retry.error).__name__)
         PAGE_RETRIES.labels(reason=reason).inc()
-        log.warning("page.retry", reason=reason, error=str(exc), retries=retries, index=index)
+        log.warning("page.retry", reason=reason, error=str(retry.error), retries=retries, index=index)
         with session_scope(settings.resolved_database_url()) as session:
-            release_page(session, job.document_id, index, reason=reason, refund_delivery=unavailable)
+            release_page(session, job.document_id, index, reason=reason, refund_delivery=retry.unavailable)
     if not job.chunk:
-        exc, policy, _ = failed[0][1]
-        raise retry_task(task, exc, policy) from exc
-    for index, (_exc, policy, _unavailable) in failed:
-        resend_alone(settings, job, pages, [index], retries + 1, policy.countdown(retries))
+        first = failed[0][1]
+        raise retry_task(task, first.error, first.policy) from first.error
+    for index, retry in failed:
+        resend_alone(settings, job, pages, [index], retries + 1, retry.policy.countdown(retries))
 
 
 def resend_alone(settings: Settings, job: PageTask, pages: dict[int, PageTask], indexes: list[int],
