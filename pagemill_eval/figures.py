@@ -33,6 +33,7 @@ from pagemill_eval.corpus import Case, load_cases
 from pagemill_eval.generated_forms import KEY_VALUES, OPTIONS, boxes_pdf, boxes_scan
 from pagemill_eval.sections import write_section
 from services.core.elements import Element, ElementType
+from services.core.pages import PageEntry, entry_size
 from services.core.pdf import PDF, pdf_text_layer
 from services.core.settings import Settings
 from services.results.figures import crop_figures, page_image
@@ -103,7 +104,7 @@ def measure_case(case: Case, settings: Settings) -> dict[str, Any] | None:
     by_position = {index + 1: page for index, page in enumerate(pages)}
     started = time.perf_counter()
     kept = crop_figures(result.pages, lambda entry: page_image(
-        by_position[int(entry["page"])][2], float(entry["width"]), float(entry["height"]), settings))
+        by_position[int(entry["page"])][2], *entry_size(entry), settings))
     crop_ms = (time.perf_counter() - started) * 1000
     scanned = sum(1 for _, media, page in pages if media != PDF or not pdf_text_layer(page).strip())
     truth = truth_pictures(case)
@@ -129,7 +130,7 @@ def measure_case(case: Case, settings: Settings) -> dict[str, Any] | None:
     return row
 
 
-def _charts(entries: list[dict[str, Any]], pages: list[tuple[int, str, bytes]]) -> dict[str, Any]:
+def _charts(entries: list[PageEntry], pages: list[tuple[int, str, bytes]]) -> dict[str, Any]:
     """Chart figures and derived tables in the parsed pages, and the chart finder's time on the digital pages."""
     elements = [raw for entry in entries for raw in entry.get("elements") or []]
     finder_ms = 0.0
@@ -177,7 +178,7 @@ def _forms(data: bytes, pages: int) -> dict[str, Any]:
             "checkboxes": boxes}
 
 
-def _boxes(data: bytes, entries: list[dict[str, Any]], by_position: dict[int, tuple[int, str, bytes]],
+def _boxes(data: bytes, entries: list[PageEntry], by_position: dict[int, tuple[int, str, bytes]],
            settings: Settings) -> dict[str, Any]:
     """Checkboxes drawn or scanned (`services/results/marks.py`) and key–value pairs found, with the time the
     box search took on the case's digital and scanned pages."""
@@ -185,7 +186,7 @@ def _boxes(data: bytes, entries: list[dict[str, Any]], by_position: dict[int, tu
     copied = copy.deepcopy(entries)
     started = time.perf_counter()
     found = mark_boxes(copied, data if data.startswith(b"%PDF") else None, lambda entry: page_image(
-        by_position[int(entry["page"])][2], float(entry["width"]), float(entry["height"]), settings))
+        by_position[int(entry["page"])][2], *entry_size(entry), settings))
     box_ms = (time.perf_counter() - started) * 1000
     boxes = [e for entry in copied for e in entry.get("elements") or [] if e["type"] == "checkbox"]
     pairs = [f for f in layout_fields(copied) if f["type"] == "key_value"]
@@ -205,8 +206,8 @@ def generated_forms(settings: Settings) -> dict[str, Any]:
         started = time.perf_counter()
         page_file = pages[0][2]
 
-        def pixels(entry: dict[str, Any], page_file: bytes = page_file) -> Image.Image:
-            return page_image(page_file, float(entry["width"]), float(entry["height"]), settings)
+        def pixels(entry: PageEntry, page_file: bytes = page_file) -> Image.Image:
+            return page_image(page_file, *entry_size(entry), settings)
 
         mark_boxes(result.pages, data if name == "digital" else None, pixels)
         box_ms = (time.perf_counter() - started) * 1000

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -145,7 +146,7 @@ def _blocks(value: Any) -> list[dict[str, Any]]:
              "confidence": _confidence(e.get("confidence"))} for e in value if isinstance(e, dict)]
 
 
-def _page_confidence(page: dict[str, Any]) -> float | None:
+def _page_confidence(page: Mapping[str, Any]) -> float | None:
     """A failed page is one the parser itself gave up on: confidence 0."""
     return _confidence(page.get("confidence")) if page.get("status") == "succeeded" else 0.0
 

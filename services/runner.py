@@ -13,19 +13,19 @@ from typing import Any
 from services.core.elements import page_markdown, renumber
 from services.core.errors import PagemillError
 from services.core.formats import NATIVE_TYPES, sniff_office
-from services.core.pages import needs_review
+from services.core.pages import PageEntry, PageErrorEntry, entry_size, needs_review
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings
 from services.results.furniture import mark_running_furniture
 from services.results.render.markdown import render_markdown
-from services.worker.engines import PageInput, load_engine
+from services.worker.engines import PageInput, PageOutput, load_engine
 from services.worker.pipeline.page import run_page
 
 
 @dataclass(slots=True)
 class LocalResult:
     markdown: str
-    pages: list[dict[str, Any]] = field(default_factory=list)
+    pages: list[PageEntry] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -45,28 +45,20 @@ def page_inputs(data: bytes, page_numbers: list[int] | None = None) -> tuple[str
 
 
 def parse_locally(data: bytes, settings: Settings, *, engine_name: str | None = None,
-                  on_page: Callable[[dict[str, Any]], None] | None = None) -> LocalResult:
+                  on_page: Callable[[PageEntry], None] | None = None) -> LocalResult:
     started = time.perf_counter()
     engine = load_engine(engine_name or settings.engine.kind.value, settings)
     _, pages = page_inputs(data)
-    entries: list[dict[str, Any]] = []
+    entries: list[PageEntry] = []
     for index, (number, media_type, page_bytes) in enumerate(pages):
-        entry: dict[str, Any] = {"page": index + 1, "page_number": number}
         try:
             outcome = run_page(engine, PageInput("local", index, media_type, page_bytes), settings)
-            entry.update(status="succeeded", markdown=outcome.output.markdown, engine=outcome.output.engine,
-                         model=outcome.output.model, latency_ms=outcome.latency_ms,
-                         confidence=outcome.output.confidence, is_fallback=outcome.is_fallback,
-                         needs_review=needs_review("succeeded", outcome.output.confidence,
-                                                   settings.quality.needs_review_below),
-                         signals=outcome.output.signals, warnings=list(outcome.output.warnings),
-                         width=outcome.output.width,
-                         height=outcome.output.height,
-                         elements=[e.model_dump(mode="json") for e in renumber(outcome.output.elements, number)])
+            entry = succeeded_entry(index, number, outcome.output, outcome.latency_ms, is_fallback=outcome.is_fallback,
+                                    needs_review_below=settings.quality.needs_review_below)
         except PagemillError as exc:
-            entry.update(status="failed", error={"code": exc.code, "message": str(exc)})
+            entry = failed_entry(index, number, exc.code, str(exc))
         except Exception as exc:  # noqa: BLE001 - one bad page must not lose the others
-            entry.update(status="failed", error={"code": "engine_error", "message": f"{type(exc).__name__}: {exc}"})
+            entry = failed_entry(index, number, "engine_error", f"{type(exc).__name__}: {exc}")
         entries.append(entry)
         if on_page:
             on_page(entry)
@@ -88,12 +80,30 @@ def parse_natively(data: bytes, settings: Settings) -> LocalResult | None:
     if converted.elements is None:
         return parse_locally(converted.pdf, settings)
     seconds = time.perf_counter() - started
-    entry: dict[str, Any] = {
-        "page": 1, "page_number": 1, "status": "succeeded", "markdown": page_markdown(converted.elements),
-        "engine": "native", "model": None, "latency_ms": round(seconds * 1000), "confidence": 1.0,
-        "needs_review": False, "is_fallback": False, "signals": {}, "warnings": [], "width": None, "height": None,
-        "elements": [e.model_dump(mode="json") for e in converted.elements]}
+    # read from the file's structure: no model, no page size, nothing to review
+    entry = PageEntry(page=1, page_number=1, status="succeeded", markdown=page_markdown(converted.elements),
+                      engine="native", model=None, latency_ms=round(seconds * 1000), confidence=1.0,
+                      needs_review=False, is_fallback=False, signals={}, warnings=[], width=None, height=None,
+                      elements=[e.model_dump(mode="json") for e in converted.elements])
     return LocalResult(render_markdown([entry]), [entry], seconds)
+
+
+def succeeded_entry(index: int, number: int, output: PageOutput, latency_ms: int, *, is_fallback: bool,
+                    needs_review_below: float = 0.0) -> PageEntry:
+    """The `index`-th page parsed (page `number` of the file) as its entry; the keys a local parse knows.
+    `needs_review_below`: `settings.quality.needs_review_below` (0: never flagged)."""
+    return PageEntry(page=index + 1, page_number=number, status="succeeded", markdown=output.markdown,
+                     engine=output.engine, model=output.model, latency_ms=latency_ms, confidence=output.confidence,
+                     is_fallback=is_fallback,
+                     needs_review=needs_review("succeeded", output.confidence, needs_review_below),
+                     signals=output.signals, warnings=list(output.warnings), width=output.width, height=output.height,
+                     elements=[e.model_dump(mode="json") for e in renumber(output.elements, number)])
+
+
+def failed_entry(index: int, number: int, code: str, message: str) -> PageEntry:
+    """The `index`-th page (page `number` of the file) failed with an error code and message."""
+    return PageEntry(page=index + 1, page_number=number, status="failed",
+                     error=PageErrorEntry(code=code, message=message))
 
 
 def render_local(result: LocalResult, settings: Settings, formats: list[str], *, filename: str,
@@ -120,7 +130,7 @@ def render_local(result: LocalResult, settings: Settings, formats: list[str], *,
         _, pages = page_inputs(source, [int(page["page_number"]) for page in result.pages])
         by_position = {index + 1: page for index, page in enumerate(pages)}
         kept = crop_figures(result.pages, lambda entry: page_image(
-            by_position[int(entry["page"])][2], float(entry["width"]), float(entry["height"]), settings))
+            by_position[int(entry["page"])][2], *entry_size(entry), settings))
         if figures is not None:
             figures.update(kept.images)
     fields: list[dict[str, Any]] = []
@@ -130,7 +140,7 @@ def render_local(result: LocalResult, settings: Settings, formats: list[str], *,
     mark_checkboxes(result.pages)
     if source is not None and all(media == PDF or media.startswith("image/") for _, media, _ in pages):
         mark_boxes(result.pages, source if source.startswith(b"%PDF") else None, lambda entry: page_image(
-            by_position[int(entry["page"])][2], float(entry["width"]), float(entry["height"]), settings))
+            by_position[int(entry["page"])][2], *entry_size(entry), settings))
     fields += layout_fields(result.pages)
     if keep_furniture:
         keep_heads_and_feet(result.pages)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -59,6 +59,59 @@ class PageRead(BaseModel):
 def needs_review(status: str, confidence: float | None, below: float) -> bool:
     """A page worth a reader's look: it succeeded, and its confidence is under `below`."""
     return status == "succeeded" and confidence is not None and confidence < below
+
+
+class PageErrorEntry(TypedDict):
+    code: str
+    message: str
+
+
+class PageEntry(TypedDict):
+    """One page as a document's assembly, `pagemill parse` and the renderers pass it along, and as the JSON
+    result lists it: on the platform `PageRead`'s JSON (`page_entry`), every key; from a local parse
+    (`services/runner.py`) the keys it knows. Assembly's steps (furniture, tables, figures, boxes, forms)
+    change `elements` and `markdown` in place. `elements` holds each element's JSON (`Element.model_dump`)."""
+
+    document_id: NotRequired[str]
+    page: int
+    page_number: int
+    status: str
+    markdown: NotRequired[str | None]
+    width: NotRequired[float | None]
+    height: NotRequired[float | None]
+    elements: NotRequired[list[dict[str, Any]]]
+    engine: NotRequired[str | None]
+    model: NotRequired[str | None]
+    attempts: NotRequired[int]
+    latency_ms: NotRequired[int | None]
+    is_fallback: NotRequired[bool]
+    fallback_reason: NotRequired[str | None]
+    confidence: NotRequired[float | None]
+    needs_review: NotRequired[bool]
+    signals: NotRequired[dict[str, float]]
+    finish_reason: NotRequired[str | None]
+    prompt_tokens: NotRequired[int]
+    completion_tokens: NotRequired[int]
+    rotation: NotRequired[int]
+    warnings: NotRequired[list[str]]
+    details: NotRequired[dict[str, Any]]
+    error: NotRequired[PageErrorEntry | None]
+
+
+def entry_elements(entry: PageEntry) -> list[Element]:
+    """The page's element tree read back from its entry (an entry built in a test may hold `Element`s)."""
+    return [e if isinstance(e, Element) else Element.model_validate(e) for e in entry.get("elements") or []]
+
+
+def entry_size(entry: PageEntry) -> tuple[float, float]:
+    """The page as displayed, in PDF points (width, height); 0 for a side that was not measured."""
+    return float(entry.get("width") or 0), float(entry.get("height") or 0)
+
+
+def page_entry(page: Page, result: dict[str, Any] | None, needs_review_below: float) -> PageEntry:
+    """The page as the JSON result lists it: the same schema as `GET /v1/documents/{id}/pages/{n}`."""
+    # PageRead's fields are PageEntry's keys, in its order (tests/unit/test_page_entry.py)
+    return cast(PageEntry, page_read(page, result, needs_review_below=needs_review_below).model_dump(mode="json"))
 
 
 def page_read(page: Page, result: dict[str, Any] | None, *, needs_review_below: float) -> PageRead:

@@ -17,7 +17,7 @@ from services.core.formats import OFFICE_TYPES
 from services.core.lifecycle import fail_missing_pages, final_status, finalize_document
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
-from services.core.pages import DocumentResult, page_read
+from services.core.pages import DocumentResult, PageEntry, page_entry
 from services.core.settings import Settings
 from services.core.storage import (
     RESULT_MEDIA_TYPES,
@@ -45,11 +45,6 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
-def page_entry(page: Page, result: dict[str, Any] | None, needs_review_below: float) -> dict[str, Any]:
-    """The page as the JSON result lists it: the same schema as `GET /v1/documents/{id}/pages/{n}`."""
-    return page_read(page, result, needs_review_below=needs_review_below).model_dump(mode="json")
-
-
 def _conversion(document: Document, store: ObjectStore) -> dict[str, Any] | None:
     """What an office document's conversion found: warnings, the sheets' cells, charts, attachments."""
     if document.media_type not in OFFICE_TYPES:
@@ -61,7 +56,7 @@ def _conversion(document: Document, store: ObjectStore) -> dict[str, Any] | None
     return found
 
 
-def _native_markdown(conversion: dict[str, Any], entries: list[dict[str, Any]]) -> str:
+def _native_markdown(conversion: dict[str, Any], entries: list[PageEntry]) -> str:
     """A spreadsheet's sheets or a presentation's slides as read from the document itself; "" for the others."""
     if conversion.get("sheets"):
         return render_sheets(conversion["sheets"])
@@ -70,7 +65,7 @@ def _native_markdown(conversion: dict[str, Any], entries: list[dict[str, Any]]) 
     return ""
 
 
-def _task_answer(document: Document, entries: list[dict[str, Any]], settings: Settings, store: ObjectStore,
+def _task_answer(document: Document, entries: list[PageEntry], settings: Settings, store: ObjectStore,
                  fields: list[dict[str, Any]]) -> tuple[dict[str, bytes], TaskFailed | None]:
     """The model task's answer, or the reason it has none (an unreachable server raises: assembly retries)."""
     task = task_of(document.task, document.task_params)
@@ -134,7 +129,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
         "mode": document.mode, "metadata": document.metadata_, "created_at": _iso(document.created_at),
         "pages": entries, "conversion": _conversion(document, store), "parent_id": document.parent_id,
         "attachments": attachments, "figures": figures.assets, "fields": form_fields,
-        "pages_needing_review": sum(1 for e in entries if e["needs_review"]),
+        "pages_needing_review": sum(1 for e in entries if e.get("needs_review")),
     }).model_dump(mode="json")
     rendered = render_document(entries, body, settings, extra=answer, figures=figures.images,
                                keep_furniture=kept_furniture)

@@ -10,9 +10,9 @@ drawn as small squares, and boxes on a scan, are found by `marks.py`.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from services.core.elements import Element, ElementType, page_markdown
+from services.core.pages import PageEntry, entry_elements
 
 TICKED = "\u2611\u2612"  # ☑ ☒
 EMPTY = "\u2610"  # ☐
@@ -33,14 +33,14 @@ def options_of(element: Element) -> list[Element] | None:
             for n, (checked, label) in enumerate(found)]
 
 
-def mark_checkboxes(entries: list[dict[str, Any]]) -> int:
+def mark_checkboxes(entries: list[PageEntry]) -> int:
     """Splits the printed checkboxes of the page entries into `checkbox` elements (changed in place: `elements`,
     `markdown` when it is the tree rendered); returns how many were found."""
     found = 0
     for entry in entries:
         if entry.get("status") != "succeeded" or not entry.get("elements"):
             continue
-        elements = [e if isinstance(e, Element) else Element.model_validate(e) for e in entry["elements"]]
+        elements = entry_elements(entry)
         consistent = (entry.get("markdown") or "").strip() == page_markdown(elements).strip()
         updated: list[Element] = []
         for element in elements:

@@ -28,6 +28,7 @@ from services.core import openai_api
 from services.core.document_tasks import TaskKind, TaskSpec
 from services.core.errors import DETAIL_CHARS, EngineUnavailable, PagemillError, clip
 from services.core.logging import get_logger
+from services.core.pages import PageEntry
 from services.core.settings import Settings
 from services.core.storage import ObjectNotFound, ObjectStore, document_result_key
 from services.results.render.markdown import page_marker
@@ -122,7 +123,7 @@ class TaskModel:
         self.client.close()
 
 
-def run_document_task(task: TaskSpec, document_id: str, entries: list[dict[str, Any]], settings: Settings,
+def run_document_task(task: TaskSpec, document_id: str, entries: list[PageEntry], settings: Settings,
                       store: ObjectStore, fields: list[dict[str, Any]] | None = None) -> dict[str, bytes]:
     """{result format: body} of the task's answer ({} for `parse`); `fields`: the JSON's `fields`, given to
     extract as structured input. An answer already stored (the assembly ran
@@ -151,10 +152,10 @@ def run_document_task(task: TaskSpec, document_id: str, entries: list[dict[str, 
 
 # translate ------------------------------------------------------------------------------------------------------
 
-def translate(model: TaskModel, entries: list[dict[str, Any]], language: str, settings: Settings) -> str:
+def translate(model: TaskModel, entries: list[PageEntry], language: str, settings: Settings) -> str:
     """The document's Markdown in `language`, page by page (pages in parallel, up to engine.max_in_flight)."""
 
-    def one(page: dict[str, Any]) -> str:
+    def one(page: PageEntry) -> str:
         body = (page.get("markdown") or "").strip()
         if page.get("status") != "succeeded" or not body:
             return f"{page_marker(page)}\n"
@@ -168,7 +169,7 @@ def translate(model: TaskModel, entries: list[dict[str, Any]], language: str, se
 
 # extract --------------------------------------------------------------------------------------------------------
 
-def element_lines(entries: list[dict[str, Any]], budget: int) -> tuple[str, list[str]]:
+def element_lines(entries: list[PageEntry], budget: int) -> tuple[str, list[str]]:
     """The document as `[id] markdown` lines (clipped to `budget` characters) and the ids it holds."""
     lines: list[str] = []
     ids: list[str] = []
@@ -237,7 +238,7 @@ def fields_block(fields: list[dict[str, Any]], budget: int) -> str:
     return FIELDS_PROMPT.format(fields="[" + ",\n".join(kept) + "]") if kept else ""
 
 
-def extract_prompt(entries: list[dict[str, Any]], schema: dict[str, Any], fields: list[dict[str, Any]],
+def extract_prompt(entries: list[PageEntry], schema: dict[str, Any], fields: list[dict[str, Any]],
                    budget: int) -> tuple[str, list[str]]:
     """What extract asks the model, within `budget` characters of document (the fields take at most a quarter
     of it), and the element ids the document holds."""
@@ -246,7 +247,7 @@ def extract_prompt(entries: list[dict[str, Any]], schema: dict[str, Any], fields
     return EXTRACT_PROMPT.format(schema=json.dumps(schema, ensure_ascii=False), fields=given, document=document), ids
 
 
-def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, Any],
+def extract(model: TaskModel, entries: list[PageEntry], schema: dict[str, Any],
             settings: Settings, fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     def ask(budget: int) -> tuple[tuple[str, str, dict[str, int]], list[str]]:
         prompt, ids = extract_prompt(entries, schema, fields or [], budget)
@@ -277,7 +278,7 @@ def extract(model: TaskModel, entries: list[dict[str, Any]], schema: dict[str, A
 
 # summarize ------------------------------------------------------------------------------------------------------
 
-def summarize(model: TaskModel, entries: list[dict[str, Any]], settings: Settings) -> str:
+def summarize(model: TaskModel, entries: list[PageEntry], settings: Settings) -> str:
     document = "\n\n".join((p.get("markdown") or "").strip() for p in entries if p.get("status") == "succeeded")
     text, finish, _ = fitted(lambda budget: model.complete(SUMMARIZE_PROMPT.format(document=document[:budget])),
                              settings.tasks.max_input_chars)

@@ -26,6 +26,7 @@ from services.core.db.models import Document, Page
 from services.core.elements import Element, ElementType, chart_markdown, page_markdown
 from services.core.errors import describe
 from services.core.logging import get_logger
+from services.core.pages import PageEntry, entry_elements, entry_size
 from services.core.pdf import PDF, PDFIUM_LOCK, copy_page, load_image, open_pdf, render_pdf_page
 from services.core.settings import Settings
 from services.core.storage import FIGURE_MEDIA_TYPES, ObjectStore, figure_key
@@ -87,8 +88,8 @@ def encode(image: Image.Image) -> tuple[bytes, str]:
     return (jpeg, "jpg") if len(jpeg) * JPEG_GAIN <= len(png) else (png, "png")
 
 
-# The page's pixels for an entry (its JSON dict): rendered PDF or decoded image, RGB.
-PagePixels = Callable[[dict[str, Any]], Image.Image]
+# The page's pixels for an entry: rendered PDF or decoded image, RGB.
+PagePixels = Callable[[PageEntry], Image.Image]
 
 
 def page_image(data: bytes, width_pt: float, height_pt: float, settings: Settings) -> Image.Image:
@@ -104,7 +105,7 @@ def stored_pixels(store: ObjectStore, document: Document, pages: list[Page], set
     sources: dict[str, bytes] = {}
     by_position = {page.index + 1: page for page in pages}
 
-    def pixels(entry: dict[str, Any]) -> Image.Image:
+    def pixels(entry: PageEntry) -> Image.Image:
         page = by_position[int(entry["page"])]
         key = page.source_key or document.source_key
         data = sources.get(key)
@@ -117,7 +118,7 @@ def stored_pixels(store: ObjectStore, document: Document, pages: list[Page], set
                     data = copy_page(pdf, page.page_number)
                 finally:
                     pdf.close()
-        return page_image(data, float(entry["width"]), float(entry["height"]), settings)
+        return page_image(data, *entry_size(entry), settings)
 
     return pixels
 
@@ -133,7 +134,7 @@ def crop(image: Image.Image, bbox: tuple[float, float, float, float], width_pt: 
     return image.crop((x0, y0, x1, y1))
 
 
-def keep_figures(document: Document, pages: list[Page], entries: list[dict[str, Any]], settings: Settings,
+def keep_figures(document: Document, pages: list[Page], entries: list[PageEntry], settings: Settings,
                  store: ObjectStore) -> KeptFigures:
     """Crops every boxed figure of the document's succeeded pages and stores each image beside its results."""
     kept = crop_figures(entries, stored_pixels(store, document, pages, settings), document_id=document.id)
@@ -143,17 +144,17 @@ def keep_figures(document: Document, pages: list[Page], entries: list[dict[str, 
     return kept
 
 
-def crop_figures(entries: list[dict[str, Any]], pixels: PagePixels, *, document_id: str = "") -> KeptFigures:
-    """Crops every boxed figure of the succeeded page entries (`assemble.page_entry` dicts, changed in place:
+def crop_figures(entries: list[PageEntry], pixels: PagePixels, *, document_id: str = "") -> KeptFigures:
+    """Crops every boxed figure of the succeeded page entries (`PageEntry`s, changed in place:
     `elements`, `markdown`). A page whose pixels cannot be had (its source gone) keeps placeholders."""
     kept = KeptFigures()
     started = time.perf_counter()
     for entry in entries:
         if entry.get("status") != "succeeded" or not entry.get("elements"):
             continue
-        elements = [e if isinstance(e, Element) else Element.model_validate(e) for e in entry["elements"]]
+        elements = entry_elements(entry)
         wanted = [i for i, e in enumerate(elements) if e.type is ElementType.FIGURE and e.bbox is not None]
-        width_pt, height_pt = float(entry.get("width") or 0), float(entry.get("height") or 0)
+        width_pt, height_pt = entry_size(entry)
         if not wanted or width_pt <= 0 or height_pt <= 0:
             continue
         consistent = (entry.get("markdown") or "").strip() == page_markdown(elements).strip()

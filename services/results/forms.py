@@ -25,6 +25,7 @@ from services.core.db.models import Document
 from services.core.elements import FURNITURE, BBox, Element, ElementType, page_markdown
 from services.core.errors import describe
 from services.core.logging import get_logger
+from services.core.pages import PageEntry, entry_elements
 from services.core.pdf import PDF, PDFIUM_LOCK, open_pdf
 from services.core.storage import ObjectStore
 
@@ -145,7 +146,7 @@ def insert_in_order(elements: list[Element], element: Element) -> None:
     elements.insert(position, element)
 
 
-def add_form_fields(entries: list[dict[str, Any]], fields: dict[int, list[FormField]]) -> list[dict[str, Any]]:
+def add_form_fields(entries: list[PageEntry], fields: dict[int, list[FormField]]) -> list[dict[str, Any]]:
     """Puts each page's fields into its entry (`elements`, `markdown`, changed in place); returns the JSON's
     `fields` list."""
     listed: list[dict[str, Any]] = []
@@ -153,7 +154,7 @@ def add_form_fields(entries: list[dict[str, Any]], fields: dict[int, list[FormFi
         number = int(entry["page_number"])
         if entry.get("status") != "succeeded" or not fields.get(number):
             continue
-        elements = [e if isinstance(e, Element) else Element.model_validate(e) for e in entry.get("elements") or []]
+        elements = entry_elements(entry)
         consistent = (entry.get("markdown") or "").strip() == page_markdown(elements).strip()
         start = max((int(e.id.rsplit("-e", 1)[1]) for e in elements if "-e" in e.id), default=0)
         for n, field in enumerate(fields[number], start + 1):
@@ -172,7 +173,7 @@ def add_form_fields(entries: list[dict[str, Any]], fields: dict[int, list[FormFi
     return listed
 
 
-def document_form_fields(document: Document, entries: list[dict[str, Any]], store: ObjectStore) -> list[dict[str, Any]]:
+def document_form_fields(document: Document, entries: list[PageEntry], store: ObjectStore) -> list[dict[str, Any]]:
     """A PDF upload's form fields put into its page entries; the JSON's `fields` (empty for anything else)."""
     if document.media_type != PDF:
         return []

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any
 
 from services.core.elements import FURNITURE, Element, ElementType, page_markdown
+from services.core.pages import PageEntry, entry_elements
 
 # Share of the page height: running heads end above TOP_BAND, running feet start below BOTTOM_BAND.
 TOP_BAND = 0.15
@@ -64,20 +64,20 @@ def _candidates(elements: list[Element], height: float) -> list[tuple[Element, s
     return [(e, band) for e, band in found if e.type in _TEXT_TYPES and 0 < len(e.text.strip()) <= MAX_CHARS]
 
 
-def _rendered_from_tree(entry: dict[str, Any], elements: list[Element]) -> bool:
+def _rendered_from_tree(entry: PageEntry, elements: list[Element]) -> bool:
     """The page's Markdown is exactly its tree rendered (the cpu engine's pages), so it can be rendered again."""
     return (entry.get("markdown") or "").strip() == page_markdown(elements).strip()
 
 
-def mark_running_furniture(entries: list[dict[str, Any]]) -> int:
-    """Retypes the running heads and feet of a document's page entries (`assemble.page_entry` dicts, changed in
+def mark_running_furniture(entries: list[PageEntry]) -> int:
+    """Retypes the running heads and feet of a document's page entries (`PageEntry`s, changed in
     place: `elements` and `markdown`). Returns how many elements became furniture."""
-    pages: list[tuple[dict[str, Any], list[Element], float]] = []
+    pages: list[tuple[PageEntry, list[Element], float]] = []
     for entry in entries:
         height = float(entry.get("height") or 0.0)
         if entry.get("status") != "succeeded" or height <= 0 or not entry.get("elements"):
             continue
-        elements = [e if isinstance(e, Element) else Element.model_validate(e) for e in entry["elements"]]
+        elements = entry_elements(entry)
         if any(e.bbox is not None for e in elements):
             pages.append((entry, elements, height))
     if len(pages) < MIN_PAGES:
@@ -131,7 +131,7 @@ def _drop_block(markdown: str, element: Element) -> str:
     return markdown
 
 
-def keep_furniture(entries: list[dict[str, Any]]) -> int:
+def keep_furniture(entries: list[PageEntry]) -> int:
     """`furniture=keep`: each page's Markdown rendered again from its tree with its headers and footers, each
     after a `<!-- page_header -->` / `<!-- page_footer -->` comment. Only pages whose Markdown is their tree
     rendered (every engine's that gives a tree); returns how many pages changed."""
@@ -139,7 +139,7 @@ def keep_furniture(entries: list[dict[str, Any]]) -> int:
     for entry in entries:
         if entry.get("status") != "succeeded" or not entry.get("elements"):
             continue
-        elements = [e if isinstance(e, Element) else Element.model_validate(e) for e in entry["elements"]]
+        elements = entry_elements(entry)
         if not any(e.type in FURNITURE for e in elements) or not _rendered_from_tree(entry, elements):
             continue
         body = page_markdown(elements, keep_furniture=True)

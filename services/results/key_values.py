@@ -17,6 +17,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from services.core.elements import Element, ElementType
+from services.core.pages import PageEntry
 
 MAX_KEY_WORDS = 4
 MAX_VALUE_WORDS = 8
@@ -118,7 +119,7 @@ def table_pairs(html: str) -> list[tuple[str, str]]:
     return [(label, value) for label, value in pairs if value]
 
 
-def layout_fields(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def layout_fields(entries: list[PageEntry]) -> list[dict[str, Any]]:
     """The `fields` entries of the pages' key–value pairs and their checkboxes, in reading order."""
     listed: list[dict[str, Any]] = []
     for entry in entries:

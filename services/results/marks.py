@@ -37,6 +37,7 @@ from services.core.db.models import Document, Page
 from services.core.elements import BBox, Element, ElementType, page_markdown
 from services.core.errors import describe
 from services.core.logging import get_logger
+from services.core.pages import PageEntry, entry_elements, entry_size
 from services.core.pdf import PDF, PDFIUM_LOCK, open_pdf
 from services.core.settings import Settings
 from services.core.storage import ObjectStore
@@ -258,9 +259,9 @@ def _overlaps(a: BBox, b: BBox) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def add_boxes(entry: dict[str, Any], boxes: list[FoundBox]) -> int:
+def add_boxes(entry: PageEntry, boxes: list[FoundBox]) -> int:
     """Puts the page's boxes into its entry as `checkbox` elements (changed in place); returns how many."""
-    elements = [e if isinstance(e, Element) else Element.model_validate(e) for e in entry.get("elements") or []]
+    elements = entry_elements(entry)
     widgets = [e.bbox for e in elements if e.type is ElementType.FORM_FIELD and e.bbox is not None]
     boxes = [b for b in boxes if not any(_overlaps(b.bbox, w) for w in widgets)]
     if not boxes:
@@ -317,12 +318,11 @@ def pdf_drawn_boxes(pdf_bytes: bytes, page_numbers: list[int]) -> tuple[dict[int
     return found, scanned
 
 
-def mark_boxes(entries: list[dict[str, Any]], source: bytes | None,
-               pixels: Callable[[dict[str, Any]], Image.Image]) -> int:
+def mark_boxes(entries: list[PageEntry], source: bytes | None,
+               pixels: Callable[[PageEntry], Image.Image]) -> int:
     """Finds the boxes of the succeeded page entries (changed in place) and returns how many were added.
     `source`: the uploaded PDF (None for an image upload: every page is a scan); `pixels`: a page's pixels."""
-    todo = [e for e in entries if e.get("status") == "succeeded" and float(e.get("width") or 0) > 0
-            and float(e.get("height") or 0) > 0]
+    todo = [e for e in entries if e.get("status") == "succeeded" and min(entry_size(e)) > 0]
     numbers = [int(e["page_number"]) for e in todo]
     drawn, scanned = pdf_drawn_boxes(source, numbers) if source is not None else ({}, numbers)
     added = 0
@@ -330,15 +330,16 @@ def mark_boxes(entries: list[dict[str, Any]], source: bytes | None,
         number = int(entry["page_number"])
         boxes = drawn.get(number, [])
         if number in scanned:
-            elements = [Element.model_validate(e) if isinstance(e, dict) else e for e in entry.get("elements") or []]
-            found = scanned_boxes(pixels(entry), float(entry["width"]), float(entry["height"]), sheet=source is None)
-            per_point = max(entry["width"], entry["height"]) / SHEET_POINTS if source is None else 1.0
+            elements = entry_elements(entry)
+            width, height = entry_size(entry)
+            found = scanned_boxes(pixels(entry), width, height, sheet=source is None)
+            per_point = max(width, height) / SHEET_POINTS if source is None else 1.0
             boxes = scan_labels(found, elements, per_point)
         added += add_boxes(entry, boxes) if boxes else 0
     return added
 
 
-def document_boxes(document: Document, pages: list[Page], entries: list[dict[str, Any]], settings: Settings,
+def document_boxes(document: Document, pages: list[Page], entries: list[PageEntry], settings: Settings,
                    store: ObjectStore) -> int:
     """The boxes of a PDF or image upload's pages put into its entries; how many (0 for office documents, and
     when the source cannot be read: the boxes are extra, the pages are parsed either way)."""

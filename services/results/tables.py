@@ -15,9 +15,9 @@ The continuation leaves its page's tree and Markdown. A table that fills a page 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from services.core.elements import FURNITURE, Element, ElementType, TablePart, page_markdown
+from services.core.pages import PageEntry, entry_elements
 from services.results.render.sanitize import Cell, Table, parse_table
 
 EDGE_SHARE = 0.05  # left and right edges of the two parts this close (share of the page width)
@@ -27,8 +27,8 @@ _ROW = re.compile(r"<tr>")
 _CONTINUED = re.compile(r"\bcontinu|\(cont\.?\)|\bcont'd|\bfortsetzung|\bsuite\b|\bcontinuación")
 
 
-def _elements(entry: dict[str, Any]) -> list[Element]:
-    return [e if isinstance(e, Element) else Element.model_validate(e) for e in entry.get("elements") or []]
+def _elements(entry: PageEntry) -> list[Element]:
+    return entry_elements(entry)
 
 
 def _last_table(elements: list[Element]) -> int | None:
@@ -105,7 +105,7 @@ def marked(html: str, parts: list[TablePart]) -> str:
     return "".join(out)
 
 
-def merge_tables(entries: list[dict[str, Any]]) -> int:
+def merge_tables(entries: list[PageEntry]) -> int:
     """Merges the tables that run across the page entries (changed in place: `elements`, `markdown`); returns
     how many continuations were merged."""
     merged = 0
@@ -163,6 +163,6 @@ def merge_tables(entries: list[dict[str, Any]]) -> int:
     return merged
 
 
-def _pages_since(entries: list[dict[str, Any]], start: int, index: int) -> int:
+def _pages_since(entries: list[PageEntry], start: int, index: int) -> int:
     """How many pages after the open table's page this entry should be for the table to go on here."""
     return index - start

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.core.elements import Element, ElementType, element_id
+from services.core.pages import PageEntry, PageErrorEntry, entry_elements
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([\w+#.-]*)")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
@@ -35,22 +36,22 @@ class RenderPage:
     elements: list[Element] = field(default_factory=list)
     width: float | None = None
     height: float | None = None
-    error: dict[str, Any] | None = None
+    error: PageErrorEntry | None = None
 
 
-def document_pages(entries: list[dict[str, Any]]) -> list[RenderPage]:
-    """The pages of an assembled document (its `page_entry` dicts) with their elements."""
+def document_pages(entries: list[PageEntry]) -> list[RenderPage]:
+    """The pages of an assembled document (their `PageEntry`s) with their elements."""
     return [RenderPage(number=int(entry["page_number"]), status=str(entry["status"]),
                        elements=page_elements(entry) if entry["status"] == "succeeded" else [],
                        width=entry.get("width"), height=entry.get("height"), error=entry.get("error"))
             for entry in entries]
 
 
-def page_elements(entry: dict[str, Any]) -> list[Element]:
+def page_elements(entry: PageEntry) -> list[Element]:
     given = entry.get("elements")
     # An engine that gave no tree (the fake engine, results cached before trees existed): read its Markdown.
     if given or not (entry.get("markdown") or "").strip():
-        return [e if isinstance(e, Element) else Element.model_validate(e) for e in given or []]
+        return entry_elements(entry)
     return markdown_elements(entry.get("markdown") or "", int(entry["page_number"]))
 
 

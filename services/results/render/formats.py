@@ -9,6 +9,7 @@ from typing import Any
 
 from services.core.errors import DETAIL_CHARS, describe
 from services.core.logging import get_logger
+from services.core.pages import PageEntry
 from services.core.settings import OutputFormat, Settings
 from services.results.render.chunks import render_chunks
 from services.results.render.derive import RenderPage, document_pages
@@ -38,10 +39,10 @@ def wanted(settings: Settings, only: list[str] | None = None) -> list[OutputForm
     return [f for f in ORDER if f in chosen]
 
 
-def render_document(entries: list[dict[str, Any]], body: dict[str, Any], settings: Settings,
+def render_document(entries: list[PageEntry], body: dict[str, Any], settings: Settings,
                     only: list[str] | None = None, extra: dict[str, bytes] | None = None,
                     figures: dict[str, bytes] | None = None, keep_furniture: bool = False) -> Rendered:
-    """`entries`: the page entries (assemble.page_entry); `body`: the document JSON, which gets `formats`;
+    """`entries`: the page entries (`PageEntry`, core/pages.py); `body`: the document JSON, which gets `formats`;
     `extra`: bodies made elsewhere (a model task's answer), stored and listed with the rest; `figures`: the
     figures' images by path (`figures/p3-e5.png`), inlined in the HTML within `outputs.figure_html_inline_mb`;
     `keep_furniture`: page headers and footers stay in LaTeX and chunks, marked (the HTML always has them)."""
@@ -73,7 +74,7 @@ def render_document(entries: list[dict[str, Any]], body: dict[str, Any], setting
     return out
 
 
-def _render(fmt: OutputFormat, entries: list[dict[str, Any]], pages: list[RenderPage], body: dict[str, Any],
+def _render(fmt: OutputFormat, entries: list[PageEntry], pages: list[RenderPage], body: dict[str, Any],
             title: str, settings: Settings, figures: dict[str, bytes], keep_furniture: bool) -> bytes | None:
     if fmt is OutputFormat.MARKDOWN:
         return render_markdown(entries).encode()

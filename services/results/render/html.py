@@ -14,6 +14,7 @@ import re
 import secrets
 
 from services.core.elements import DERIVED_NOTE, Element, ElementType
+from services.core.pages import PageErrorEntry
 from services.core.storage import RESULT_HTML_CSP
 from services.results.render import typeset
 from services.results.render.derive import RenderPage, list_labels
@@ -202,7 +203,7 @@ def _page_html(page: RenderPage, math: _Math, figures: _Figures) -> str:
         size = f' data-width="{page.width:g}" data-height="{page.height:g}"'
     label = f'<p class="page-label">page {page.number}</p>'
     if page.status != "succeeded":
-        error = page.error or {}
+        error: PageErrorEntry = page.error or {"code": "unknown", "message": ""}
         note = html.escape(f"{page.status}: {error.get('code', 'unknown')} {error.get('message', '')}".strip())
         return (f'<section class="page failed" data-page="{page.number}"{size}>{label}<p>{note}</p></section>')
     body = "\n".join(element_html(e, math, figures) for e in page.elements)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from services.core.elements import DERIVED_NOTE, FURNITURE, Element, ElementType
+from services.core.pages import PageErrorEntry
 from services.results.render import typeset
 from services.results.render.derive import RenderPage, list_labels
 from services.results.render.inline import INLINE_MATH, inline_latex, tex_escape
@@ -377,7 +378,7 @@ def render_latex(pages: list[RenderPage], *, title: str = "document", keep_furni
     for page in pages:
         body.append(f"% page {page.number}")
         if page.status != "succeeded":
-            error = page.error or {}
+            error: PageErrorEntry = page.error or {"code": "unknown", "message": ""}
             body.append(r"\emph{" + tex_escape(f"page {page.number}: {page.status} ({error.get('code', 'unknown')}: "
                                                f"{error.get('message', '')})") + "}")
             continue

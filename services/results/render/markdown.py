@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.pages import PageEntry, PageErrorEntry
 
-def page_marker(page: dict[str, Any]) -> str:
+
+def page_marker(page: PageEntry) -> str:
     return f"<!-- page {page['page_number']} -->"
 
 
-def render_markdown(pages: list[dict[str, Any]]) -> str:
+def render_markdown(pages: list[PageEntry]) -> str:
     parts: list[str] = []
     for page in pages:
         if page["status"] == "succeeded":
             body = (page.get("markdown") or "").strip()
             parts.append(f"{page_marker(page)}\n\n{body}\n" if body else f"{page_marker(page)}\n")
         else:
-            error = page.get("error") or {}
+            error: PageErrorEntry = page.get("error") or {"code": "unknown", "message": ""}
             parts.append(f"<!-- page {page['page_number']}: {page['status']}"
                          f" ({error.get('code', 'unknown')}: {error.get('message', '')}) -->\n")
     return "\n".join(parts)
@@ -34,7 +36,7 @@ def render_sheets(sheets: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def render_slides(slides: list[dict[str, Any]], pages: list[dict[str, Any]]) -> str:
+def render_slides(slides: list[dict[str, Any]], pages: list[PageEntry]) -> str:
     """A presentation's Markdown: each slide's title, text and tables as the slide stores them, one section each.
 
     A rendered slide is set in a stand-in font when the deck's own is missing, which can wrap words apart; the
