@@ -1,6 +1,9 @@
-"""`pagemill specsim`: how many tokens per step n-gram speculation commits with and without a prompt anchor.
+"""`pagemill specsim`: how many tokens per step speculative decoding commits: n-gram drafts with and without a
+prompt anchor, and vLLM's suffix decoding with earlier pages as history.
 
 - `lookup`   prompt-lookup drafting as vLLM's n-gram proposer defines it;
+- `suffix`   suffix-tree drafting as vLLM's suffix method (Arctic Inference) defines it;
+- `variants` the suffix parameters and histories measured, over a run's pages;
 - `simulate` greedy verification against an oracle that emits the target tokens;
 - `corpus`   corpus cases and their page-level ground truth (the target output);
 - `anchors`  the prompt: a fixed instruction plus no anchor, the text layer, or the cpu engine's OCR;

@@ -6,7 +6,7 @@ length, as it does in a GPU's throughput. A case with several kinds (`digital,ta
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,13 @@ def to_json(run: SpecsimRun) -> dict[str, Any]:
             "page_mean": {name: round(sum(p.stats[k][name].committed_per_step for p in run.pages)
                                       / max(1, len(run.pages)), 3) for name in MEASURED_ANCHORS},
             "draft_acceptance_rate": acceptance,
+            "suffix": {variant.name: {
+                "history": variant.history, "ngram_fallback": variant.ngram_fallback,
+                "overall": round(pooled(run.pages, k, variant.name).committed_per_step, 3),
+                "by_kind": {kind: round(pooled(pages, k, variant.name).committed_per_step, 3)
+                            for kind, pages in groups(run)[1:]},
+                "vllm_config": None if variant.ngram_fallback else variant.vllm_config(k),
+            } for variant in {v.name: v for v in [*run.variants, *run.sweep]}.values()},
         })
     return {
         "overall": figures(run.pages, headline, HEADLINE_ANCHORS),
@@ -75,15 +82,23 @@ def to_json(run: SpecsimRun) -> dict[str, Any]:
     }
 
 
-def table(run: SpecsimRun, k: int) -> str:
-    head = "| kind | pages | target tokens | " + " | ".join(MEASURED_ANCHORS) + " |"
-    rows = [head, "|" + "---|" * (3 + len(MEASURED_ANCHORS))]
+def table(run: SpecsimRun, k: int, columns: Sequence[str] = MEASURED_ANCHORS,
+          headers: Sequence[str] | None = None) -> str:
+    """Per kind: the pooled tokens per step of each column (an anchor under n-gram drafts, or a variant)."""
+    head = "| kind | pages | target tokens | " + " | ".join(headers or columns) + " |"
+    rows = [head, "|" + "---|" * (3 + len(columns))]
     for kind, pages in groups(run):
-        values = figures(pages, k, MEASURED_ANCHORS)
+        values = figures(pages, k, columns)
         label = f"**{kind}**" if kind == "overall" else kind
         rows.append(f"| {label} | {len(pages)} | {sum(p.target_tokens for p in pages)} | "
-                    + " | ".join(f"{values[name]:.2f}" for name in MEASURED_ANCHORS) + " |")
+                    + " | ".join(f"{values[name]:.2f}" for name in columns) + " |")
     return "\n".join(rows)
+
+
+def suffix_table(run: SpecsimRun, k: int) -> str:
+    columns = ["engine", *(v.name for v in run.variants)]
+    headers = ["n-gram", *(v.label for v in run.variants)]
+    return table(run, k, columns, headers)
 
 
 def tables(run: SpecsimRun) -> str:
@@ -92,7 +107,29 @@ def tables(run: SpecsimRun) -> str:
         parts.append(f"num_speculative_tokens {k}, prompt_lookup_min {run.lookup_min}, "
                      f"prompt_lookup_max {run.lookup_max} — mean tokens committed per verification step:\n\n"
                      + table(run, k))
+    if run.variants:
+        knobs = run.variants[0].params
+        parts.append(f"Suffix decoding on the engine anchor's prompt (max_tree_depth {knobs.max_tree_depth}, "
+                     f"max_spec_factor {knobs.max_spec_factor:g}, min_token_prob {knobs.min_token_prob:g}) "
+                     "beside n-gram drafts on the same prompt:")
+        parts += [f"num_speculative_tokens {k}:\n\n{suffix_table(run, k)}" for k in run.ks]
     return "\n\n".join(parts)
+
+
+def sweep_table(runs: list[tuple[str, SpecsimRun]], kinds: Sequence[str] = ("overall", "digital")) -> str:
+    """One row per swept variant: its pooled figure per corpus, draft length (the first two) and kind."""
+    first = runs[0][1]
+    ks = first.ks[:2]
+    columns = [(name, run, k, kind) for name, run in runs for k in ks for kind in kinds]
+    rows = ["| variant | " + " | ".join(f"{name} k{k} {kind}" for name, _, k, kind in columns) + " |",
+            "|" + "---|" * (1 + len(columns))]
+    for variant in first.sweep:
+        cells = []
+        for _, run, k, kind in columns:
+            pages = run.pages if kind == "overall" else [p for p in run.pages if kind in p.kinds]
+            cells.append(f"{pooled(pages, k, variant.name).committed_per_step:.2f}")
+        rows.append(f"| {variant.name} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
 
 
 def markdown_section(runs: list[tuple[str, SpecsimRun]], command: str) -> str:
@@ -126,12 +163,31 @@ on committed neutral text: `pagemill_eval/tokenizer.py`), which splits words fin
 tokenizer. A figure is the tokens over the steps of all pages of its row; a case counts under each of its
 kinds.
 
+Suffix decoding (vLLM's `suffix` method, `pagemill_eval/specsim/suffix.py`) drafts for the engine anchor's prompt
+from two suffix trees, the request's own (prompt, then output) and a global one of earlier requests' outputs;
+its **history** is what that global tree holds: **no history** (`suffix_decoding_max_cached_requests` 0),
+**document** (the earlier pages of the same document, decoded one after the other: the figure for a document
+nobody has seen) or **corpus** (every earlier page of the corpus, as a long-running server's cache holds them).
+**suffix + n-gram** takes the n-gram draft where the trees have none, a combination vLLM 0.32 cannot serve.
+
 References, first usable per case: Markdown (docling's, cut into pages by its DoclingDocument JSON; olmOCR's
 front matter dropped) → derived HTML tables (PubTabNet crops: the whole image; ICDAR pages: only their tables)
 → plain text (spaces collapsed) → LaTeX source body (comments and TikZ removed).
 
-{chr(10).join(chr(10) + part for part in parts).strip()}
+{chr(10).join(chr(10) + part for part in parts).strip()}{sweep_section(runs)}
 {END}"""
+
+
+def sweep_section(runs: list[tuple[str, SpecsimRun]]) -> str:
+    if not runs[0][1].sweep:
+        return ""
+    served = runs[0][1].variants[0].params if runs[0][1].variants else None
+    chosen = (f" The engine serves max_tree_depth {served.max_tree_depth}, max_spec_factor "
+              f"{served.max_spec_factor:g}, min_token_prob {served.min_token_prob:g} (`SUFFIX_DECODING`, "
+              "`services/worker/engines/vllm/serve.py`).") if served else ""
+    return (f"\n\n### Suffix parameters\n\nvLLM's suffix knobs (d: max_tree_depth, f: max_spec_factor, p: "
+            f"min_token_prob), at document history unless the row says otherwise; pooled tokens per step, tuned on "
+            f"the first corpus, the others held out.{chosen}\n\n{sweep_table(runs)}")
 
 
 def write_section(path: Path, section: str) -> None:

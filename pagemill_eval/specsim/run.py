@@ -11,6 +11,7 @@ from pagemill_eval.specsim import anchors
 from pagemill_eval.specsim.corpus import Case, NoPageTruth, page_targets, read_manifest
 from pagemill_eval.specsim.lookup import LookupParams
 from pagemill_eval.specsim.simulate import DecodeStats, simulate
+from pagemill_eval.specsim.variants import Variant, measure
 from pagemill_eval.tokenizer import EOS, load_tokenizer
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings, VllmServeSettings
@@ -30,7 +31,10 @@ class PageResult:
     target_tokens: int
     anchor_chars: dict[str, int]
     anchor_source: str  # what the engine's anchor was read from: text_layer, ocr (none: no anchor)
-    stats: dict[int, dict[str, DecodeStats]] = field(default_factory=dict)  # k -> anchor -> stats
+    stats: dict[int, dict[str, DecodeStats]] = field(default_factory=dict)  # k -> anchor or variant -> stats
+    # The engine anchor's prompt and the target, token ids: what the suffix variants decode after the corpus.
+    prompt_ids: list[int] = field(default_factory=list, repr=False)
+    target_ids: list[int] = field(default_factory=list, repr=False)
 
 
 @dataclass(slots=True)
@@ -41,6 +45,8 @@ class SpecsimRun:
     anchor_max_chars: int
     tokenizer_vocab: int
     pages: list[PageResult] = field(default_factory=list)
+    variants: list[Variant] = field(default_factory=list)  # suffix decoding, measured on the engine anchor
+    sweep: list[Variant] = field(default_factory=list)  # more suffix variants, reported overall and digital only
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (case id, reason)
 
 
@@ -68,15 +74,18 @@ LOOKUP_MAX = VllmServeSettings.model_fields["prompt_lookup_max"].default
 
 def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4, 8), lookup_min: int = LOOKUP_MIN,
                 lookup_max: int = LOOKUP_MAX, anchor_max_chars: int = anchors.DEFAULT_ANCHOR_MAX_CHARS,
-                case_patterns: Sequence[str] = (),
+                case_patterns: Sequence[str] = (), variants: Sequence[Variant] = (), sweep: Sequence[Variant] = (),
                 on_page: Callable[[PageResult], None] | None = None) -> SpecsimRun:
+    """Every page under each anchor with n-gram drafts, then (the engine anchor's prompt) under each suffix
+    variant, at each draft length in `ks`."""
     params = {k: LookupParams(num_speculative_tokens=k, prompt_lookup_min=lookup_min, prompt_lookup_max=lookup_max)
               for k in ks}
     tokenizer = load_tokenizer()
     eos = tokenizer.token_to_id(EOS)
     if eos is None:
         raise RuntimeError(f"the tokenizer has no {EOS} token")
-    run = SpecsimRun(lookup_min, lookup_max, tuple(ks), anchor_max_chars, tokenizer.get_vocab_size())
+    run = SpecsimRun(lookup_min, lookup_max, tuple(ks), anchor_max_chars, tokenizer.get_vocab_size(),
+                     variants=list(variants), sweep=list(sweep))
 
     def encode(text: str) -> list[int]:
         return list(tokenizer.encode(text, add_special_tokens=False).ids)
@@ -101,10 +110,14 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
             prompts = {name: encode(anchors.prompt_text(anchor)) for name, anchor in clipped.items()}
             target_ids = [*encode(target.text), eos]
             result = PageResult(case.case_id, number, case.kinds, target.source, target.scope, len(target_ids),
-                                {name: len(anchor) for name, anchor in clipped.items()}, anchor_source)
+                                {name: len(anchor) for name, anchor in clipped.items()}, anchor_source,
+                                prompt_ids=prompts["engine"], target_ids=target_ids)
             for k, lookup in params.items():
                 result.stats[k] = {name: simulate(prompts[name], target_ids, lookup) for name in MEASURED_ANCHORS}
             run.pages.append(result)
             if on_page:
                 on_page(result)
+    for variant in {v.name: v for v in [*variants, *sweep]}.values():
+        for k, lookup in params.items():
+            measure(run.pages, variant, k, lookup)
     return run

@@ -9,8 +9,13 @@ by child count / node count, stopping below `min_token_prob` or at min(`num_spec
 int(m × `max_spec_factor`)) tokens; the draft's score is the sum of its running probabilities and the best
 score wins (a later, longer match on a tie). Of the two trees' drafts the global one wins only on a strictly
 higher score. vLLM's defaults: depth 24, spec factor 1.0, min token prob 0.1, 10000 cached requests (a
-document has far fewer pages, so no eviction is simulated). Ties between children of equal count go to the
-child seen first (Arctic's hash map leaves that order unspecified).
+corpus has far fewer pages, so no eviction is simulated); 0 cached requests turns the global tree off (the
+prompt tree still drafts). Ties between children of equal count go to the child that reached that count
+first (Arctic's hash map leaves that order unspecified), which lets each node keep its best child as counts
+grow instead of scanning its children at every draft.
+
+`SuffixCache(fallback=...)` is not a vLLM method: when the suffix trees draft nothing, the n-gram proposer's
+draft is taken (a combination vLLM 0.32 cannot serve; measured to see what it would be worth).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from pagemill_eval.specsim.lookup import LookupParams, NgramIndex
 from pagemill_eval.specsim.simulate import DecodeStats, verify
 
 
@@ -40,6 +46,7 @@ class _Node:
     count: int = 0
     depth: int = 0
     children: dict[int, _Node] = field(default_factory=dict)
+    best: tuple[int, _Node] | None = None  # (token, child) of the highest count; reached first on a tie
 
 
 class SuffixTree:
@@ -59,6 +66,8 @@ class SuffixTree:
                 if child is None:
                     child = node.children[token] = _Node(depth=node.depth + 1)
                 child.count += 1
+                if node.best is None or child.count > node.best[1].count:
+                    node.best = (token, child)
                 if child.depth < self.max_depth:
                     grown.append(child)
             open_nodes[:] = grown
@@ -79,8 +88,8 @@ class SuffixTree:
             limit = min(params.num_speculative_tokens, int(match_len * params.max_spec_factor + 1e-6))
             draft: list[int] = []
             score, prob = 0.0, 1.0
-            while len(draft) < limit and node.children:
-                token, child = max(node.children.items(), key=lambda item: item[1].count)
+            while len(draft) < limit and node.best is not None:
+                token, child = node.best
                 prob *= child.count / node.count
                 if prob < params.min_token_prob:
                     break
@@ -95,9 +104,10 @@ class SuffixTree:
 class SuffixCache:
     """The global tree of one document's requests; `request` opens one page's request against it."""
 
-    def __init__(self, params: SuffixParams) -> None:
+    def __init__(self, params: SuffixParams, *, use_global: bool = True, fallback: LookupParams | None = None) -> None:
         self.params = params
-        self.global_tree = SuffixTree(params.max_tree_depth)
+        self.global_tree = SuffixTree(params.max_tree_depth) if use_global else None
+        self.fallback = fallback
         self._requests = 0
 
     def simulate(self, prompt: Sequence[int], target: Sequence[int]) -> DecodeStats:
@@ -109,10 +119,16 @@ class SuffixCache:
         local = SuffixTree(self.params.max_tree_depth)
         local.extend(0, prompt)
         context = list(prompt)
+        ngrams = NgramIndex(self.fallback) if self.fallback else None
+        if ngrams:
+            ngrams.extend(prompt)
 
         def commit(tokens: Sequence[int]) -> None:
             local.extend(0, tokens)
-            self.global_tree.extend(seq_id, tokens)
+            if self.global_tree:
+                self.global_tree.extend(seq_id, tokens)
+            if ngrams:
+                ngrams.extend(tokens)
             context.extend(tokens)
 
         commit(target[:1])
@@ -120,9 +136,12 @@ class SuffixCache:
         while position < len(target):
             pattern = context[-self.params.max_tree_depth:]
             draft, score = local.speculate(pattern, self.params)
-            global_draft, global_score = self.global_tree.speculate(pattern, self.params)
-            if global_score > score:
-                draft = global_draft
+            if self.global_tree:
+                global_draft, global_score = self.global_tree.speculate(pattern, self.params)
+                if global_score > score:
+                    draft = global_draft
+            if not draft and ngrams:
+                draft = ngrams.propose()
             committed = verify(draft, target, position, stats)
             commit(target[position:position + committed])
             position += committed

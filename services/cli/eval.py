@@ -25,17 +25,21 @@ from services.core.settings import get_settings
 @click.option("--prompt-lookup-max", default=None, type=click.IntRange(1), help="default: the engine's setting")
 @click.option("--anchor-max-chars", default=6000, show_default=True, type=click.IntRange(0))
 @click.option("--case", "case_patterns", multiple=True, help="only cases whose id matches this glob (repeatable)")
+@click.option("--suffix/--no-suffix", default=True, show_default=True,
+              help="also simulate vLLM's suffix decoding (the engine's parameters) with each kind of history")
+@click.option("--sweep", is_flag=True, help="also sweep vLLM's suffix parameters (reported overall and digital)")
 def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: str | None, ks: tuple[int, ...],
             prompt_lookup_min: int | None, prompt_lookup_max: int | None, anchor_max_chars: int,
-            case_patterns: tuple[str, ...]) -> None:
+            case_patterns: tuple[str, ...], suffix: bool, sweep: bool) -> None:
     """Simulate n-gram speculative decoding on the pages of each CORPUS_DIR with no anchor, the text layer, OCR
-    and the anchor the vllm engine sends."""
+    and the anchor the vllm engine sends; and suffix decoding with the engine's anchor."""
     import json
     import shlex
 
     require_extra("eval", "`pagemill specsim`")
     from pagemill_eval.specsim import report
     from pagemill_eval.specsim.run import LOOKUP_MAX, LOOKUP_MIN, PageResult, run_specsim
+    from pagemill_eval.specsim.variants import sweep_variants, table_variants
 
     lookup_min = LOOKUP_MIN if prompt_lookup_min is None else prompt_lookup_min
     lookup_max = LOOKUP_MAX if prompt_lookup_max is None else prompt_lookup_max
@@ -50,7 +54,9 @@ def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: st
     runs = []
     for corpus_dir in corpus_dirs:
         run = run_specsim(Path(corpus_dir), get_settings(), ks=ks, lookup_min=lookup_min, lookup_max=lookup_max,
-                          anchor_max_chars=anchor_max_chars, case_patterns=case_patterns, on_page=progress)
+                          anchor_max_chars=anchor_max_chars, case_patterns=case_patterns,
+                          variants=table_variants() if suffix else (), sweep=sweep_variants() if sweep else (),
+                          on_page=progress)
         if not run.pages:
             raise click.ClickException(f"{corpus_dir}: no page with a page-level reference was found")
         runs.append((Path(corpus_dir).name, run))
@@ -62,6 +68,8 @@ def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: st
         Path(json_out).write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     if markdown_out:
         report.write_section(Path(markdown_out), report.markdown_section(runs, shlex.join(["pagemill", *sys.argv[1:]])))
+    if sweep:
+        click.echo("\n" + report.sweep_table(runs))
 
 
 @main.command("eval")

@@ -57,7 +57,8 @@ class VllmServeSettings(SettingsSection):
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
     """`--gpu-memory-utilization`: the share of GPU memory vLLM may take."""
     speculative_method: str = ""
-    """`ngram`, `eagle`, `eagle3`, `dflash`, `mtp` or `none`; "": the preset's recommendation."""
+    """`ngram`, `suffix` (needs arctic-inference beside vLLM), `eagle`, `eagle3`, `dflash`, `mtp` or `none`; "": the
+    preset's recommendation."""
     num_speculative_tokens: int = Field(default=0, ge=0)
     """Tokens drafted per step; 0: the preset's."""
     prompt_lookup_min: int = Field(default=2, ge=1)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+import pytest
+
+from pagemill_eval.specsim.lookup import LookupParams
+from pagemill_eval.specsim.simulate import DecodeStats
 from pagemill_eval.specsim.suffix import SuffixCache, SuffixParams, SuffixTree, simulate_document
+from pagemill_eval.specsim.variants import Variant, measure
 
 
 def test_draft_length_grows_with_the_match_and_the_best_score_wins() -> None:
@@ -46,3 +53,52 @@ def test_depth_bounds_match_plus_draft() -> None:
     assert not tree.root.children[1].children[2].children[3].children
     # in a depth-3 tree the match [1 2] leaves room for [3] (score 1), the match [2] for [3 4] (score 2): it wins
     assert tree.speculate([1, 2], SuffixParams(max_spec_factor=8.0, max_tree_depth=3)) == ([3, 4], 2.0)
+
+
+def test_no_global_tree_when_no_request_is_cached() -> None:
+    # suffix_decoding_max_cached_requests 0: page 2 cannot draft from page 1's output (same as decoding alone)
+    pages = [([7], [1, 2, 3, 4, 5]), ([8], [1, 2, 3, 4, 5])]
+    cache = SuffixCache(SuffixParams(num_speculative_tokens=4), use_global=False)
+    first, second = (cache.simulate(prompt, target) for prompt, target in pages)
+    assert (first.steps, second.steps) == (5, 5) and second.drafted == 0
+
+
+def test_ngram_fallback_drafts_only_where_the_trees_have_nothing() -> None:
+    # prompt 5 6 7 8, output 9 5 6 7 8: after 9 5 the suffix trees draft [6] (a match of 1 allows one token);
+    # alone, each step commits 2. The n-gram fallback (min 1) adds nothing there: the trees already drafted.
+    # With max_spec_factor 0 the trees never draft, so every draft is the n-gram proposer's: 5 -> [6 7 8].
+    prompt, target = [5, 6, 7, 8], [9, 5, 6, 7, 8]
+    lookup = LookupParams(num_speculative_tokens=4, prompt_lookup_min=1, prompt_lookup_max=2)
+    plain = SuffixCache(SuffixParams(num_speculative_tokens=4)).simulate(prompt, target)
+    both = SuffixCache(SuffixParams(num_speculative_tokens=4), fallback=lookup).simulate(prompt, target)
+    assert (plain.steps, plain.accepted) == (both.steps, both.accepted)
+    silent = SuffixParams(num_speculative_tokens=4, max_spec_factor=0.0)
+    assert SuffixCache(silent).simulate(prompt, target).drafted == 0
+    ngram_only = SuffixCache(silent, fallback=lookup).simulate(prompt, target)
+    # prefill 9; nothing ends in 9 earlier: 5 alone; then [5] -> [6 7 8 9]: 6 7 8 accepted, the end: 3 steps
+    assert (ngram_only.steps, ngram_only.accepted) == (3, 3)
+
+
+def test_histories_decide_what_the_global_tree_holds() -> None:
+    @dataclass
+    class Page:
+        case_id: str
+        prompt_ids: list[int]
+        target_ids: list[int]
+        stats: dict[int, dict[str, DecodeStats]] = field(default_factory=dict)
+
+    def run(history: str) -> list[int]:
+        pages = [Page("a", [7], [1, 2, 3, 4, 5]), Page("b", [8], [1, 2, 3, 4, 5]), Page("b", [9], [1, 2, 3, 4, 5])]
+        variant = Variant(SuffixParams(), history)
+        measure(pages, variant, 4, LookupParams())
+        return [page.stats[4][variant.name].steps for page in pages]
+
+    assert run("prompt") == [5, 5, 5]  # nobody's output but its own
+    assert run("document") == [5, 5, 3]  # b's second page sees b's first
+    assert run("corpus") == [5, 3, 3]  # and b's first page sees a's
+    assert Variant(SuffixParams(), "prompt").vllm_config(8) == {
+        "method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_tree_depth": 24,
+        "suffix_decoding_max_spec_factor": 1.0, "suffix_decoding_min_token_prob": 0.1,
+        "suffix_decoding_max_cached_requests": 0}
+    with pytest.raises(ValueError, match="one speculative method"):
+        Variant(SuffixParams(), ngram_fallback=True).vllm_config(4)

@@ -12,11 +12,18 @@ from typing import Any
 from services.core.settings import Settings
 from services.worker.engines.vllm.presets import get_preset
 
-# vLLM's SpeculativeConfig methods pagemill drives: prompt lookup, a draft head (EAGLE/EAGLE-3, e.g. a FastMTP
-# head served as `eagle`; DFlash, a block-diffusion drafter), the model's own MTP layers, or none.
-SPECULATIVE_METHODS = ("ngram", "eagle", "eagle3", "dflash", "mtp", "none")
+# vLLM's SpeculativeConfig methods pagemill drives: prompt lookup, suffix trees over the prompt and earlier outputs,
+# a draft head (EAGLE/EAGLE-3, e.g. a FastMTP head served as `eagle`; DFlash, a block-diffusion drafter), the
+# model's own MTP layers, or none.
+SPECULATIVE_METHODS = ("ngram", "suffix", "eagle", "eagle3", "dflash", "mtp", "none")
 DRAFT_METHODS = ("eagle", "eagle3", "dflash")
 STRUCTURED_OUTPUTS = {"backend": "xgrammar", "disable_any_whitespace": True}
+# vLLM's `suffix` method (Arctic Inference's suffix trees over the prompt and the earlier requests' outputs) with
+# the parameters `pagemill specsim --sweep` measured best on dev (docs/benchmarks.md, specsim).
+SUFFIX_DECODING: dict[str, int | float] = {
+    "suffix_decoding_max_tree_depth": 24, "suffix_decoding_max_spec_factor": 1.0,
+    "suffix_decoding_min_token_prob": 0.1,
+}
 
 
 def speculative_config(settings: Settings) -> dict[str, Any] | None:
@@ -36,6 +43,10 @@ def speculative_config(settings: Settings) -> dict[str, Any] | None:
         # Prompt lookup: drafts are copied from the prompt (the page's anchor text) when the last
         # `prompt_lookup_min`..`max` generated tokens occur there.
         config.update(prompt_lookup_max=serve.prompt_lookup_max, prompt_lookup_min=serve.prompt_lookup_min)
+    elif method == "suffix":
+        # Drafts from suffix trees over the request's prompt (the anchor) and the outputs of earlier requests
+        # (earlier pages); vLLM needs the arctic-inference package in the server's environment for it.
+        config.update(SUFFIX_DECODING)
     elif method in DRAFT_METHODS:
         draft = serve.draft_model
         if not draft and preset.draft_folder and serve.model_path:

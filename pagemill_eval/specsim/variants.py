@@ -1,0 +1,117 @@
+"""Suffix decoding beside the n-gram anchor: the variants `pagemill specsim` measures over a run's pages.
+
+Every variant drafts for the prompt the engine sends (the `engine` anchor) and differs in vLLM's suffix
+parameters and in its **history**, what the global tree holds when a page is decoded:
+- `prompt`: nothing (`suffix_decoding_max_cached_requests` 0): the page's prompt tree and its own output;
+- `document`: the outputs of the earlier pages of the same document, one request after the other;
+- `corpus`: the outputs of every earlier page of the corpus (manifest order), as a long-running server's cache
+  holds them (vLLM's default of 10000 cached requests is more than a corpus has pages).
+A server decoding the pages of a document at once sees less than `document` of its own document and more than it
+of other documents: `document` is the figure for a document nobody has seen.
+
+`+ngram` variants take the n-gram proposer's draft when the suffix trees have none: not a method vLLM 0.32
+serves (one method per server), measured to see what the combination would be worth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from itertools import groupby
+from typing import Protocol
+
+from pagemill_eval.specsim.lookup import LookupParams
+from pagemill_eval.specsim.simulate import DecodeStats
+from pagemill_eval.specsim.suffix import SuffixCache, SuffixParams
+
+HISTORIES = ("prompt", "document", "corpus")
+
+
+class SimulatedPage(Protocol):
+    case_id: str
+    prompt_ids: list[int]
+    target_ids: list[int]
+    stats: dict[int, dict[str, DecodeStats]]
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    params: SuffixParams  # num_speculative_tokens is set per draft length
+    history: str = "document"
+    ngram_fallback: bool = False
+
+    def __post_init__(self) -> None:
+        if self.history not in HISTORIES:
+            raise ValueError(f"history {self.history!r}: choose one of {', '.join(HISTORIES)}")
+
+    @property
+    def name(self) -> str:
+        p = self.params
+        knobs = f"d{p.max_tree_depth} f{p.max_spec_factor:g} p{p.min_token_prob:g}"
+        return f"suffix{'+ngram' if self.ngram_fallback else ''} {self.history} {knobs}"
+
+    @property
+    def label(self) -> str:
+        fallback = " + n-gram" if self.ngram_fallback else ""
+        return {"prompt": f"suffix{fallback}, no history", "document": f"suffix{fallback}, document history",
+                "corpus": f"suffix{fallback}, corpus history"}[self.history]
+
+    def vllm_config(self, k: int) -> dict[str, object]:
+        """The `--speculative-config` that serves this variant (none for an n-gram fallback)."""
+        if self.ngram_fallback:
+            raise ValueError("vLLM 0.32 serves one speculative method: suffix with an n-gram fallback is not one")
+        config: dict[str, object] = {
+            "method": "suffix", "num_speculative_tokens": k,
+            "suffix_decoding_max_tree_depth": self.params.max_tree_depth,
+            "suffix_decoding_max_spec_factor": self.params.max_spec_factor,
+            "suffix_decoding_min_token_prob": self.params.min_token_prob,
+        }
+        if self.history == "prompt":
+            config["suffix_decoding_max_cached_requests"] = 0
+        return config
+
+
+def measure(pages: Sequence[SimulatedPage], variant: Variant, k: int, lookup: LookupParams) -> None:
+    """Decodes every page under `variant` with drafts of up to `k` tokens, in order, into
+    `page.stats[k][variant.name]`; `lookup` is the n-gram fallback's proposer (its k is replaced)."""
+    params = replace(variant.params, num_speculative_tokens=k)
+    fallback = replace(lookup, num_speculative_tokens=k) if variant.ngram_fallback else None
+
+    def cache() -> SuffixCache:
+        return SuffixCache(params, use_global=variant.history != "prompt", fallback=fallback)
+
+    corpus_cache = cache()
+    for _, document in groupby(pages, key=lambda page: page.case_id):
+        document_cache = corpus_cache if variant.history == "corpus" else cache()
+        for page in document:
+            page_cache = cache() if variant.history == "prompt" else document_cache
+            page.stats.setdefault(k, {})[variant.name] = page_cache.simulate(page.prompt_ids, page.target_ids)
+
+
+def served_params() -> SuffixParams:
+    """The suffix parameters `pagemill vllm-command` serves (`services/worker/engines/vllm/serve.py`)."""
+    from services.worker.engines.vllm.serve import SUFFIX_DECODING
+
+    return SuffixParams(max_tree_depth=int(SUFFIX_DECODING["suffix_decoding_max_tree_depth"]),
+                        max_spec_factor=float(SUFFIX_DECODING["suffix_decoding_max_spec_factor"]),
+                        min_token_prob=float(SUFFIX_DECODING["suffix_decoding_min_token_prob"]))
+
+
+def table_variants() -> list[Variant]:
+    """The served parameters under each history, and with an n-gram fallback: the per-kind tables."""
+    params = served_params()
+    return [Variant(params, "prompt"), Variant(params, "document"), Variant(params, "corpus"),
+            Variant(params, "document", ngram_fallback=True)]
+
+
+# The sweep, at document history: vLLM's four knobs around its defaults (depth 24, factor 1, min prob 0.1).
+SWEEP_DEPTHS = (16, 24, 64)
+SWEEP_FACTORS = (1.0, 2.0, 4.0)
+SWEEP_MIN_PROBS = (0.05, 0.1)
+
+
+def sweep_variants() -> list[Variant]:
+    grid = [Variant(SuffixParams(max_tree_depth=depth, max_spec_factor=factor, min_token_prob=prob))
+            for depth in SWEEP_DEPTHS for factor in SWEEP_FACTORS for prob in SWEEP_MIN_PROBS]
+    best = served_params()
+    return grid + [Variant(best, "prompt"), Variant(best, "corpus"), Variant(best, "document", ngram_fallback=True)]
