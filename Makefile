@@ -100,8 +100,8 @@ lint: $(STAMP) ## ruff and mypy, and uv.lock agrees with pyproject.toml
 tokenizer: $(STAMP) ## retrain specsim's BPE on scripts/tokenizer_text.txt into pagemill_eval/tokenizer.json
 	$(BIN)/python scripts/make_tokenizer.py
 
-specsim: $(STAMP) ## anchor-guided speculation on $(PAGEMILL_CORPUS)/dev and wide (n-gram drafts simulated), written to docs/benchmarks.md
-	$(BIN)/pagemill specsim $(PAGEMILL_CORPUS)/dev $(PAGEMILL_CORPUS)/wide --write docs/benchmarks.md
+specsim: $(STAMP) ## speculation on $(PAGEMILL_CORPUS)/dev and wide: n-gram with/without anchor, suffix swept (tuned on dev), into docs/benchmarks.md
+	$(BIN)/pagemill specsim $(PAGEMILL_CORPUS)/dev $(PAGEMILL_CORPUS)/wide --anchor none --anchor engine -k 4 -k 8 --sweep --write docs/benchmarks.md
 
 proto: $(STAMP) ## regenerate the Python code of proto/pagemill/v1/*.proto
 	$(BIN)/python -m services.core.contracts.generate

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from pagemill_eval import sections
-from pagemill_eval.specsim.run import MEASURED_ANCHORS, PageResult, SpecsimRun
+from pagemill_eval.specsim.run import PageResult, SpecsimRun
 from pagemill_eval.specsim.simulate import DecodeStats
 
 START, END = "<!-- specsim:start -->", "<!-- specsim:end -->"
-HEADLINE_ANCHORS = ("none", "text_layer", "ocr", "engine")
 
 
 def pooled(pages: Iterable[PageResult], k: int, anchor: str) -> DecodeStats:
@@ -43,17 +42,17 @@ def to_json(run: SpecsimRun) -> dict[str, Any]:
     for k in run.ks:
         by_kind = {}
         for kind, pages in groups(run)[1:]:
-            by_kind[kind] = {**figures(pages, k, MEASURED_ANCHORS), "pages": len(pages),
+            by_kind[kind] = {**figures(pages, k, run.anchors), "pages": len(pages),
                              "target_tokens": sum(p.target_tokens for p in pages)}
         acceptance = {}
-        for name in MEASURED_ANCHORS:
+        for name in run.anchors:
             total = pooled(run.pages, k, name)
             acceptance[name] = round(total.accepted / total.drafted, 3) if total.drafted else 0.0
         runs.append({
             "num_speculative_tokens": k, "prompt_lookup_min": run.lookup_min, "prompt_lookup_max": run.lookup_max,
-            "overall": figures(run.pages, k, MEASURED_ANCHORS), "by_kind": by_kind,
+            "overall": figures(run.pages, k, run.anchors), "by_kind": by_kind,
             "page_mean": {name: round(sum(p.stats[k][name].committed_per_step for p in run.pages)
-                                      / max(1, len(run.pages)), 3) for name in MEASURED_ANCHORS},
+                                      / max(1, len(run.pages)), 3) for name in run.anchors},
             "draft_acceptance_rate": acceptance,
             "suffix": {variant.name: {
                 "history": variant.history, "ngram_fallback": variant.ngram_fallback,
@@ -64,8 +63,8 @@ def to_json(run: SpecsimRun) -> dict[str, Any]:
             } for variant in {v.name: v for v in [*run.variants, *run.sweep]}.values()},
         })
     return {
-        "overall": figures(run.pages, headline, HEADLINE_ANCHORS),
-        "by_kind": {kind: figures(pages, headline, HEADLINE_ANCHORS) for kind, pages in groups(run)[1:]},
+        "overall": figures(run.pages, headline, run.anchors),
+        "by_kind": {kind: figures(pages, headline, run.anchors) for kind, pages in groups(run)[1:]},
         "params": {"num_speculative_tokens": headline, "prompt_lookup_min": run.lookup_min,
                    "prompt_lookup_max": run.lookup_max, "anchor_max_chars": run.anchor_max_chars,
                    "tokenizer": f"pagemill byte-level BPE, {run.tokenizer_vocab} tokens",
@@ -82,9 +81,10 @@ def to_json(run: SpecsimRun) -> dict[str, Any]:
     }
 
 
-def table(run: SpecsimRun, k: int, columns: Sequence[str] = MEASURED_ANCHORS,
+def table(run: SpecsimRun, k: int, columns: Sequence[str] | None = None,
           headers: Sequence[str] | None = None) -> str:
     """Per kind: the pooled tokens per step of each column (an anchor under n-gram drafts, or a variant)."""
+    columns = columns or run.anchors
     head = "| kind | pages | target tokens | " + " | ".join(headers or columns) + " |"
     rows = [head, "|" + "---|" * (3 + len(columns))]
     for kind, pages in groups(run):

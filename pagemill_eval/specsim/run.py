@@ -47,6 +47,7 @@ class SpecsimRun:
     pages: list[PageResult] = field(default_factory=list)
     variants: list[Variant] = field(default_factory=list)  # suffix decoding, measured on the engine anchor
     sweep: list[Variant] = field(default_factory=list)  # more suffix variants, reported overall and digital only
+    anchors: tuple[str, ...] = MEASURED_ANCHORS  # the anchors measured with n-gram drafts ("engine" always)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (case id, reason)
 
 
@@ -75,6 +76,7 @@ LOOKUP_MAX = VllmServeSettings.model_fields["prompt_lookup_max"].default
 def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4, 8), lookup_min: int = LOOKUP_MIN,
                 lookup_max: int = LOOKUP_MAX, anchor_max_chars: int = anchors.DEFAULT_ANCHOR_MAX_CHARS,
                 case_patterns: Sequence[str] = (), variants: Sequence[Variant] = (), sweep: Sequence[Variant] = (),
+                anchor_names: Sequence[str] = MEASURED_ANCHORS,
                 on_page: Callable[[PageResult], None] | None = None) -> SpecsimRun:
     """Every page under each anchor with n-gram drafts, then (the engine anchor's prompt) under each suffix
     variant, at each draft length in `ks`."""
@@ -85,7 +87,13 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
     if eos is None:
         raise RuntimeError(f"the tokenizer has no {EOS} token")
     run = SpecsimRun(lookup_min, lookup_max, tuple(ks), anchor_max_chars, tokenizer.get_vocab_size(),
-                     variants=list(variants), sweep=list(sweep))
+                     variants=list(variants), sweep=list(sweep),
+                     anchors=tuple(name for name in MEASURED_ANCHORS if name in anchor_names or name == "engine"))
+
+    def anchor_text(name: str, page: PageInput) -> str:
+        if name == "ocr":
+            return anchors.ocr_text(settings, page)
+        return anchors.text_layer(page.data if page.is_pdf else None) if name == "text_layer" else ""
 
     def encode(text: str) -> list[int]:
         return list(tokenizer.encode(text, add_special_tokens=False).ids)
@@ -102,10 +110,9 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
                 run.skipped.append((case.case_id, f"page {number}: the reference is empty"))
                 continue
             page = PageInput(case.case_id, number - 1, media_type, page_bytes)
-            ocr = anchors.ocr_text(settings, page)
-            layer = anchors.text_layer(page_bytes if page.is_pdf else None)
-            texts = {"none": "", "text_layer": layer, "ocr": ocr}
-            clipped = {name: clip_anchor(text, anchor_max_chars) or "" for name, text in texts.items()}
+            clipped = {name: clip_anchor(anchor_text(name, page), anchor_max_chars) or ""
+                       for name in run.anchors if name != "engine"}
+            # the engine's anchor is also the prompt the suffix variants decode
             clipped["engine"], anchor_source = anchors.engine_anchor(settings, page, anchor_max_chars)
             prompts = {name: encode(anchors.prompt_text(anchor)) for name, anchor in clipped.items()}
             target_ids = [*encode(target.text), eos]
@@ -113,11 +120,17 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
                                 {name: len(anchor) for name, anchor in clipped.items()}, anchor_source,
                                 prompt_ids=prompts["engine"], target_ids=target_ids)
             for k, lookup in params.items():
-                result.stats[k] = {name: simulate(prompts[name], target_ids, lookup) for name in MEASURED_ANCHORS}
+                result.stats[k] = {name: simulate(prompts[name], target_ids, lookup) for name in run.anchors}
             run.pages.append(result)
             if on_page:
                 on_page(result)
-    for variant in {v.name: v for v in [*variants, *sweep]}.values():
-        for k, lookup in params.items():
-            measure(run.pages, variant, k, lookup)
+    measure_variants(run, [*sweep, *variants])
     return run
+
+
+def measure_variants(run: SpecsimRun, variants: Sequence[Variant]) -> None:
+    """Decodes the run's pages under each variant at each of its draft lengths, unless already measured."""
+    for variant in {v.name: v for v in variants}.values():
+        for k in run.ks:
+            if run.pages and variant.name not in run.pages[0].stats.get(k, {}):
+                measure(run.pages, variant, k, LookupParams(k, run.lookup_min, run.lookup_max))

@@ -97,21 +97,37 @@ def served_params() -> SuffixParams:
                         min_token_prob=float(SUFFIX_DECODING["suffix_decoding_min_token_prob"]))
 
 
-def table_variants() -> list[Variant]:
-    """The served parameters under each history, and with an n-gram fallback: the per-kind tables."""
-    params = served_params()
+def table_variants(params: SuffixParams | None = None) -> list[Variant]:
+    """The parameters (default: the served ones) under each history, and with an n-gram fallback: the per-kind
+    tables."""
+    params = params or served_params()
     return [Variant(params, "prompt"), Variant(params, "document"), Variant(params, "corpus"),
             Variant(params, "document", ngram_fallback=True)]
 
 
-# The sweep, at document history: vLLM's four knobs around its defaults (depth 24, factor 1, min prob 0.1).
-SWEEP_DEPTHS = (16, 24, 64)
+# The sweep, at document history: vLLM's knobs around its defaults (depth 24, factor 1, min prob 0.1).
 SWEEP_FACTORS = (1.0, 2.0, 4.0)
-SWEEP_MIN_PROBS = (0.05, 0.1)
+SWEEP_MIN_PROBS = (0.1, 0.05)  # vLLM's default first: it wins a tie
+SWEEP_DEPTHS = (16, 64)  # at the defaults' factor and min prob
 
 
 def sweep_variants() -> list[Variant]:
-    grid = [Variant(SuffixParams(max_tree_depth=depth, max_spec_factor=factor, min_token_prob=prob))
-            for depth in SWEEP_DEPTHS for factor in SWEEP_FACTORS for prob in SWEEP_MIN_PROBS]
-    best = served_params()
-    return grid + [Variant(best, "prompt"), Variant(best, "corpus"), Variant(best, "document", ngram_fallback=True)]
+    grid = [Variant(SuffixParams(max_spec_factor=factor, min_token_prob=prob))
+            for factor in SWEEP_FACTORS for prob in SWEEP_MIN_PROBS]
+    return grid + [Variant(SuffixParams(max_tree_depth=depth)) for depth in SWEEP_DEPTHS]
+
+
+def best_variant(pages: Sequence[SimulatedPage], variants: Sequence[Variant], ks: Sequence[int]) -> Variant:
+    """The variant whose pages commit the most tokens per step, pooled over the pages, summed over the draft
+    lengths `ks`; the first of equals."""
+    def score(variant: Variant) -> float:
+        return sum(_pooled(pages, variant.name, k) for k in ks)
+
+    return max(variants, key=score)
+
+
+def _pooled(pages: Sequence[SimulatedPage], name: str, k: int) -> float:
+    total = DecodeStats()
+    for page in pages:
+        total.add(page.stats[k][name])
+    return total.committed_per_step

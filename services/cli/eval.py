@@ -25,12 +25,15 @@ from services.core.settings import get_settings
 @click.option("--prompt-lookup-max", default=None, type=click.IntRange(1), help="default: the engine's setting")
 @click.option("--anchor-max-chars", default=6000, show_default=True, type=click.IntRange(0))
 @click.option("--case", "case_patterns", multiple=True, help="only cases whose id matches this glob (repeatable)")
+@click.option("--anchor", "anchor_names", multiple=True, type=click.Choice(["none", "text_layer", "ocr", "engine"]),
+              help="anchors measured with n-gram drafts (repeatable; default all; engine always)")
 @click.option("--suffix/--no-suffix", default=True, show_default=True,
               help="also simulate vLLM's suffix decoding (the engine's parameters) with each kind of history")
-@click.option("--sweep", is_flag=True, help="also sweep vLLM's suffix parameters (reported overall and digital)")
+@click.option("--sweep", is_flag=True, help="sweep vLLM's suffix parameters; the tables then show the variant best "
+                                           "on the first corpus (summed over the draft lengths)")
 def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: str | None, ks: tuple[int, ...],
             prompt_lookup_min: int | None, prompt_lookup_max: int | None, anchor_max_chars: int,
-            case_patterns: tuple[str, ...], suffix: bool, sweep: bool) -> None:
+            case_patterns: tuple[str, ...], anchor_names: tuple[str, ...], suffix: bool, sweep: bool) -> None:
     """Simulate n-gram speculative decoding on the pages of each CORPUS_DIR with no anchor, the text layer, OCR
     and the anchor the vllm engine sends; and suffix decoding with the engine's anchor."""
     import json
@@ -38,8 +41,8 @@ def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: st
 
     require_extra("eval", "`pagemill specsim`")
     from pagemill_eval.specsim import report
-    from pagemill_eval.specsim.run import LOOKUP_MAX, LOOKUP_MIN, PageResult, run_specsim
-    from pagemill_eval.specsim.variants import sweep_variants, table_variants
+    from pagemill_eval.specsim.run import LOOKUP_MAX, LOOKUP_MIN, PageResult, measure_variants, run_specsim
+    from pagemill_eval.specsim.variants import best_variant, sweep_variants, table_variants
 
     lookup_min = LOOKUP_MIN if prompt_lookup_min is None else prompt_lookup_min
     lookup_max = LOOKUP_MAX if prompt_lookup_max is None else prompt_lookup_max
@@ -55,12 +58,20 @@ def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: st
     for corpus_dir in corpus_dirs:
         run = run_specsim(Path(corpus_dir), get_settings(), ks=ks, lookup_min=lookup_min, lookup_max=lookup_max,
                           anchor_max_chars=anchor_max_chars, case_patterns=case_patterns,
-                          variants=table_variants() if suffix else (), sweep=sweep_variants() if sweep else (),
+                          variants=table_variants() if suffix and not sweep else (),
+                          sweep=sweep_variants() if sweep else (), anchor_names=anchor_names or ("none", "text_layer",
+                                                                                               "ocr", "engine"),
                           on_page=progress)
         if not run.pages:
             raise click.ClickException(f"{corpus_dir}: no page with a page-level reference was found")
         runs.append((Path(corpus_dir).name, run))
-        click.echo(f"{Path(corpus_dir).name}:\n{report.tables(run)}")
+    if sweep:  # tuned on the first corpus, the others held out
+        chosen = best_variant(runs[0][1].pages, runs[0][1].sweep, ks).params
+        for _, run in runs:
+            run.variants = table_variants(chosen)
+            measure_variants(run, run.variants)
+    for name, run in runs:
+        click.echo(f"{name}:\n{report.tables(run)}")
         if run.skipped:
             click.echo("\nskipped: " + "; ".join(f"{case_id} ({reason})" for case_id, reason in run.skipped))
     if json_out:

@@ -9,7 +9,7 @@ import pytest
 from pagemill_eval.specsim.lookup import LookupParams
 from pagemill_eval.specsim.simulate import DecodeStats
 from pagemill_eval.specsim.suffix import SuffixCache, SuffixParams, SuffixTree, simulate_document
-from pagemill_eval.specsim.variants import Variant, measure
+from pagemill_eval.specsim.variants import Variant, best_variant, measure
 
 
 def test_draft_length_grows_with_the_match_and_the_best_score_wins() -> None:
@@ -94,6 +94,14 @@ def test_histories_decide_what_the_global_tree_holds() -> None:
         return [page.stats[4][variant.name].steps for page in pages]
 
     assert run("prompt") == [5, 5, 5]  # nobody's output but its own
+    pages = [Page("a", [1, 2, 3, 4, 5, 6, 7, 8], [9, 1, 2, 3, 4, 5, 6, 7, 8])]
+    timid, bold = Variant(SuffixParams()), Variant(SuffixParams(max_spec_factor=4.0))
+    for variant in (timid, bold):
+        measure(pages, variant, 8, LookupParams())
+    # a copy of the prompt: a match of one token may draft four, so the bold variant commits more per step
+    assert pages[0].stats[8][bold.name].steps < pages[0].stats[8][timid.name].steps
+    assert best_variant(pages, [timid, bold], [8]) is bold
+    assert best_variant(pages, [timid, timid], [8]) is timid
     assert run("document") == [5, 5, 3]  # b's second page sees b's first
     assert run("corpus") == [5, 3, 3]  # and b's first page sees a's
     assert Variant(SuffixParams(), "prompt").vllm_config(8) == {
