@@ -21,8 +21,8 @@ STRUCTURED_OUTPUTS = {"backend": "xgrammar", "disable_any_whitespace": True}
 # vLLM's `suffix` method (Arctic Inference's suffix trees over the prompt and the earlier requests' outputs) with
 # the parameters `pagemill specsim --sweep` measured best on dev (docs/benchmarks.md, specsim).
 SUFFIX_DECODING: dict[str, int | float] = {
-    "suffix_decoding_max_tree_depth": 24, "suffix_decoding_max_spec_factor": 1.0,
-    "suffix_decoding_min_token_prob": 0.1,
+    "suffix_decoding_max_tree_depth": 24, "suffix_decoding_max_spec_factor": 4.0,
+    "suffix_decoding_min_token_prob": 0.05,
 }
 
 
