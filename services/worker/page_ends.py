@@ -13,10 +13,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from services.core import events
 from services.core.contracts import PageTask
-from services.core.db.models import DOCUMENT_FINAL, Document, Page, PageStatus, utcnow
-from services.core.db.session import rowcount, session_scope
+from services.core.db.models import DOCUMENT_FINAL, Document, PageStatus
+from services.core.db.session import session_scope
 from services.core.errors import EngineUnavailable, PagemillError
-from services.core.lifecycle import PageFinish, finish_page, finish_pages, release_page
+from services.core.lifecycle import PageFinish, finish_page, finish_pages, release_page, requeue_page
 from services.core.logging import get_logger
 from services.core.metrics import PAGE_LATENCY, PAGE_RETRIES, PAGES_TOTAL, stage_timer
 from services.core.queues import assemble_job, chunk_job, enqueue
@@ -177,10 +177,6 @@ def resend_alone(settings: Settings, job: PageTask, pages: dict[int, PageTask], 
         if document is None:
             return
         for index in indexes:
-            moved = rowcount(session.execute(
-                sa.update(Page).where(Page.document_id == job.document_id, Page.index == index,
-                                      Page.status.in_([PageStatus.QUEUED.value, PageStatus.RUNNING.value]))
-                .values(status=PageStatus.QUEUED, enqueued_at=utcnow(), lease_expires_at=None, lease_owner=None)))
-            if moved:  # not cancelled or ended meanwhile
+            if requeue_page(session, job.document_id, index):  # not cancelled or ended meanwhile
                 enqueue(chunk_job(document, [(index, pages[index].source_key)], engine=pages[index].engine,
                                   prior_retries=prior_retries, countdown=countdown))

@@ -8,14 +8,14 @@ from collections.abc import Callable, Iterator
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus, utcnow
+from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, Page, PageStatus
 from services.core.db.session import session_scope
 from services.core.errors import PagemillError
 from services.core.formats import OFFICE_TYPES
-from services.core.lifecycle import finalize_document
+from services.core.lifecycle import finalize_document, mark_split_chunk, queue_split_pages
 from services.core.logging import get_logger
 from services.core.pdf import PDF, image_frame_png, split_pdf
-from services.core.queues import chunk_jobs, enqueue, page_queue
+from services.core.queues import chunk_jobs, enqueue
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, page_source_key, pages_read_from_source
 from services.worker.engines.vllm.serve import pages_per_request
@@ -92,32 +92,11 @@ def split_document(document_id: str, settings: Settings, store: ObjectStore) -> 
         if not chunk and not last:
             return
         with session_scope(db) as session:
-            # still open (a cancel or delete meanwhile leaves its pages alone); its first chunk makes it running
-            # (started_at: its first page's claim)
-            if session.execute(
-                sa.update(Document).where(Document.id == document_id, Document.status.not_in(DOCUMENT_FINAL))
-                .values(status=sa.case((Document.status == DocumentStatus.QUEUED, DocumentStatus.RUNNING),
-                                       else_=Document.status),
-                        **({"split_at": utcnow()} if last else {}))
-                .returning(Document.id)
-            ).first() is None:
+            # still open (a cancel or delete meanwhile leaves its pages alone)
+            if not mark_split_chunk(session, document_id, last=last):
                 chunk.clear()
                 return
-            now = utcnow()
-            keys = {index: key for index, key, _ in chunk}
-            # the pages of a PDF read from the document itself all name it: one value, not a CASE of them
-            source_key = sa.case(keys, value=Page.index) if len(set(keys.values())) > 1 \
-                else next(iter(keys.values()), None)
-            moved: list[tuple[int, str, str]] = []
-            for engine in sorted({engine for _, _, engine in chunk}):
-                # one statement per engine and chunk: only pages still pending move (a second split skips them)
-                moved += [(index, keys[index], engine) for index in session.execute(
-                    sa.update(Page).where(Page.document_id == document_id, Page.status == PageStatus.PENDING,
-                                          Page.index.in_([i for i, _, e in chunk if e == engine]))
-                    .values(status=PageStatus.QUEUED, source_key=source_key, enqueued_at=now,
-                            engine=engine, queue=page_queue(engine).value)
-                    .returning(Page.index)
-                ).scalars()]
+            moved = queue_split_pages(session, document_id, chunk)
             # a few messages of several pages each (see `chunk_jobs`), sent when this transaction commits
             for job in chunk_jobs(document, moved, settings, group=pages_per_request(settings)):
                 enqueue(job)

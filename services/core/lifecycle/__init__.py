@@ -9,20 +9,23 @@
     are attached to it (`attach_to_batch`); erasure clears a row (`clear_customer_fields`, `mark_scrubbed`).
 
 `pages` holds a page's changes (claims, leases, ends, retries), `documents` a document's own; callers import
-from the package. UPDATEs still outside it: the progress throttle (events.py), the outbox's sent mark
-(queues.py), and the worker's split/page-end/office writes (split.py, page_ends.py, office/).
+from the package. UPDATEs still outside it: the progress throttle (events.py) and the outbox's sent mark
+(queues.py).
 """
 
 from services.core.lifecycle.documents import (
     attach_to_batch,
     cancel_document,
     claim_assembly,
+    claim_page_numbers,
     clear_customer_fields,
     fail_missing_pages,
     final_status,
     finalize_document,
     mark_expired,
     mark_scrubbed,
+    mark_split,
+    mark_split_chunk,
 )
 from services.core.lifecycle.pages import (
     Claim,
@@ -33,8 +36,10 @@ from services.core.lifecycle.pages import (
     extend_lease,
     finish_page,
     finish_pages,
+    queue_split_pages,
     release_page,
     renew_leases,
+    requeue_page,
     worker_identity,
 )
 
@@ -46,6 +51,7 @@ __all__ = [
     "cancel_document",
     "claim_assembly",
     "claim_page",
+    "claim_page_numbers",
     "claim_pages",
     "clear_customer_fields",
     "extend_lease",
@@ -56,7 +62,11 @@ __all__ = [
     "finish_pages",
     "mark_expired",
     "mark_scrubbed",
+    "mark_split",
+    "mark_split_chunk",
+    "queue_split_pages",
     "release_page",
     "renew_leases",
+    "requeue_page",
     "worker_identity",
 ]

@@ -35,6 +35,37 @@ def claim_assembly(session: Session, document_id: str, *, lease_s: int | None,
     )))
 
 
+def mark_split_chunk(session: Session, document_id: str, *, last: bool) -> bool:
+    """The split queues a chunk of the document's pages: False when the document ended meanwhile (a cancel or
+    delete leaves its pages alone). Its first chunk makes it running (`started_at` waits for its first page's
+    claim); the `last` chunk marks it split."""
+    return session.execute(
+        sa.update(Document).where(Document.id == document_id, Document.status.not_in(DOCUMENT_FINAL))
+        .values(status=sa.case((Document.status == DocumentStatus.QUEUED, DocumentStatus.RUNNING),
+                               else_=Document.status),
+                **({"split_at": utcnow()} if last else {}))
+        .returning(Document.id)
+    ).first() is not None
+
+
+def mark_split(session: Session, document_id: str) -> None:
+    """A document read natively is split at once (its one page ends at the split, no page job): `split_at` is
+    set once, and a queued document is running."""
+    session.execute(sa.update(Document).where(Document.id == document_id, Document.split_at.is_(None))
+                    .values(split_at=utcnow(), status=sa.case(
+                        (Document.status == DocumentStatus.QUEUED, DocumentStatus.RUNNING),
+                        else_=Document.status)))
+
+
+def claim_page_numbers(session: Session, document_id: str, page_numbers: list[int]) -> bool:
+    """A converted office document's pages: its page count and numbers, set by the one run that finds it queued
+    without any. False when an earlier run set them (or the document is no longer queued)."""
+    return bool(rowcount(session.execute(
+        sa.update(Document).where(Document.id == document_id, Document.pages_total == 0,
+                                  Document.status == DocumentStatus.QUEUED)
+        .values(pages_total=len(page_numbers), page_numbers=page_numbers, updated_at=utcnow()))))
+
+
 def final_status(pages_done: int, pages_failed: int, policy: FailurePolicy) -> DocumentStatus:
     if pages_failed == 0:
         return DocumentStatus.SUCCEEDED

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -32,6 +33,7 @@ from services.core.db.models import (
 from services.core.db.session import rowcount
 from services.core.db.types import UTCDateTime
 from services.core.lifecycle.documents import claim_assembly
+from services.core.queues import page_queue
 
 _FINAL_PAGE_VALUES = [s.value for s in PAGE_FINAL]
 _FINAL_DOC_VALUES = [s.value for s in DOCUMENT_FINAL]
@@ -336,6 +338,37 @@ def finish_pages(session: Session, document_id: str, finishes: dict[int, PageFin
     if row is None or row.pages_done + row.pages_failed < row.pages_total:
         return False
     return claim_assembly(session, document_id, lease_s=None, now=now)
+
+
+def queue_split_pages(session: Session, document_id: str,
+                      chunk: Sequence[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """The split queues a chunk of pages (index, source key, engine): those still pending become queued with
+    their source key, engine and queue, in one statement per engine. Returns the pages moved (a second split
+    finds them queued and skips them)."""
+    now = utcnow()
+    keys = {index: key for index, key, _ in chunk}
+    # the pages of a PDF read from the document itself all name it: one value, not a CASE of them
+    source_key = sa.case(keys, value=Page.index) if len(set(keys.values())) > 1 \
+        else next(iter(keys.values()), None)
+    moved: list[tuple[int, str, str]] = []
+    for engine in sorted({engine for _, _, engine in chunk}):
+        moved += [(index, keys[index], engine) for index in session.execute(
+            sa.update(Page).where(Page.document_id == document_id, Page.status == PageStatus.PENDING,
+                                  Page.index.in_([i for i, _, e in chunk if e == engine]))
+            .values(status=PageStatus.QUEUED, source_key=source_key, enqueued_at=now,
+                    engine=engine, queue=page_queue(engine).value)
+            .returning(Page.index)
+        ).scalars()]
+    return moved
+
+
+def requeue_page(session: Session, document_id: str, index: int) -> bool:
+    """A page of a chunk sent again alone (released, or never started): queued anew, without a lease. False when
+    it ended or was cancelled meanwhile (then no message is sent for it)."""
+    return bool(rowcount(session.execute(
+        sa.update(Page).where(Page.document_id == document_id, Page.index == index,
+                              Page.status.in_([PageStatus.QUEUED.value, PageStatus.RUNNING.value]))
+        .values(status=PageStatus.QUEUED, enqueued_at=utcnow(), lease_expires_at=None, lease_owner=None))))
 
 
 def release_page(session: Session, document_id: str, index: int, *, reason: str,

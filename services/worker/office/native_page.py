@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 
-import sqlalchemy as sa
-
 from services.core.contracts import PageElement, PageResult, from_dict, to_dict
-from services.core.db.models import DOCUMENT_FINAL, Document, DocumentStatus, PageStatus, utcnow
+from services.core.db.models import DOCUMENT_FINAL, Document, PageStatus
 from services.core.db.session import session_scope
 from services.core.elements import Element, page_markdown, to_wire
-from services.core.lifecycle import PageFinish, finish_page
+from services.core.lifecycle import PageFinish, finish_page, mark_split
 from services.core.metrics import PAGE_LATENCY, PAGES_TOTAL
 from services.core.queues import assemble_job, enqueue
 from services.core.settings import Settings
@@ -40,10 +38,7 @@ def finish_native_page(document_id: str, settings: Settings, latency_ms: int) ->
         document = session.get(Document, document_id)
         if document is None or document.status in DOCUMENT_FINAL:
             return False
-        session.execute(sa.update(Document).where(Document.id == document_id, Document.split_at.is_(None))
-                        .values(split_at=utcnow(), status=sa.case(
-                            (Document.status == DocumentStatus.QUEUED, DocumentStatus.RUNNING),
-                            else_=Document.status)))
+        mark_split(session, document_id)
         request_id, mode = document.request_id, document.mode
         due = finish_page(session, document_id, 0, PageFinish(
             PageStatus.SUCCEEDED, result_key=page_result_key(document_id, 0), engine=ENGINE, attempts=1,

@@ -25,9 +25,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from services.core.db.models import Document, DocumentStatus, Page, PageStatus, Tenant, utcnow
-from services.core.db.session import rowcount, session_scope
+from services.core.db.session import session_scope
 from services.core.errors import InputError, TooManyPages
-from services.core.lifecycle import finalize_document
+from services.core.lifecycle import claim_page_numbers, finalize_document
 from services.core.logging import get_logger
 from services.core.pdf import inspect_document
 from services.core.queues import enqueue, split_job
@@ -159,11 +159,7 @@ def _claim(session: Session, document_id: str, parent_id: str | None, page_numbe
         # a PDF or image attachment's pages are written with the e-mail's (an office one's at its own conversion)
         _check_room(session, tenant_id, limits, len(page_numbers) + sum(
             int(entry.get("pages") or 0) for entry in attachments if entry.get("id")))
-    claimed = rowcount(session.execute(
-        sa.update(Document).where(Document.id == document_id, Document.pages_total == 0,
-                                  Document.status == DocumentStatus.QUEUED)
-        .values(pages_total=len(page_numbers), page_numbers=page_numbers, updated_at=utcnow())))
-    if not claimed:
+    if not claim_page_numbers(session, document_id, page_numbers):
         return
     session.execute(sa.insert(Page), [
         {"document_id": document_id, "index": i, "page_number": number, "details": {},
