@@ -87,8 +87,10 @@ def text_layer_confidence(signals: dict[str, float]) -> float:
 def ocr_signals(scores: list[float], texts: list[str], boxes_found: int, skew: float = 0.0) -> dict[str, float]:
     weights = [max(1, len(t)) for t in texts]
     mean = sum(s * w for s, w in zip(scores, weights, strict=False)) / sum(weights) if weights else 0.0
+    low = sum(w for s, w in zip(scores, weights, strict=False) if s < tuning.OCR_LOW_SCORE)
     return {
         "ocr_mean_score": round(mean, 4),
+        "ocr_low_score_share": round(low / sum(weights), 4) if weights else 0.0,
         "ocr_min_score": round(min(scores), 4) if scores else 0.0,
         "ocr_lines": float(len(texts)),
         "ocr_boxes": float(boxes_found),

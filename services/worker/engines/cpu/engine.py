@@ -13,6 +13,7 @@ from services.core.settings import Settings
 from services.worker.engines import geometry
 from services.worker.engines.base import PageInput, PageOutput
 from services.worker.engines.cpu import charts, confidence, elements, layout, ocr, routes, tables, textlayer, tuning
+from services.worker.engines.cpu.legibility import legibility_signals, scan_density
 from services.worker.engines.cpu.model import Block, BlockKind, Line, PageText, Segment
 
 # A text layer with fewer characters than this over a page that is mostly picture is a scan with a stray label.
@@ -95,7 +96,7 @@ class CpuEngine:
                 held = routes.Held(held.layer_words, scanned_held.ocr_words, scanned_held.ocr_boxes)
             return routes.settle(text_output, held, _ink_if_empty(text_output, lambda: self._render(page)))
         image = self._render(page)
-        scanned = self._ocr_page(image, page, (text.width, text.height))
+        scanned = self._ocr_page(image, page, (text.width, text.height), _upsampled(image, text, page.data))
         if verdict == "verify":
             agreement = confidence.agreement(text_output.markdown, scanned.markdown)
             scanned.signals["text_layer_agreement"] = round(agreement, 4)
@@ -158,8 +159,10 @@ class CpuEngine:
                                max_pixels=self.settings.limits.max_render_pixels,
                                max_side_pt=self.settings.limits.max_page_side_pt)
 
-    def _ocr_page(self, image: Image.Image, page: PageInput, size: tuple[float, float]) -> PageOutput:
-        """OCR of the page's pixels; boxes are turned back and scaled to the page's `size` in points."""
+    def _ocr_page(self, image: Image.Image, page: PageInput, size: tuple[float, float],
+                  upsampled: float = 1.0) -> PageOutput:
+        """OCR of the page's pixels; boxes are turned back and scaled to the page's `size` in points.
+        `upsampled`: rendered pixels per pixel of the scan the page shows (see `legibility_signals`)."""
         scanned = ocr.read_image(np.asarray(image.convert("RGB")))
         blocks = lay_out(scanned.lines, float(scanned.width), float(scanned.height), from_ocr=True)
         to_page = geometry.pixel_map(scanned.width, scanned.height, page.rotation + scanned.rotation, *size)
@@ -168,6 +171,7 @@ class CpuEngine:
         signals = confidence.ocr_signals(scanned.scores, [line.text for line in scanned.lines], scanned.boxes_found,
                                        scanned.skew)
         signals["ocr_turns_tried"] = float(scanned.turns_tried)
+        signals.update(legibility_signals(np.asarray(image.convert("L")), scanned.lines, upsampled))
         return PageOutput(markdown=_markdown(tree), engine=self.name, model="rapidocr-ppocrv6",
                           confidence=confidence.ocr_confidence(signals), signals=signals,
                           rotation=scanned.rotation, width_px=scanned.width, height_px=scanned.height,
@@ -191,6 +195,15 @@ def _ocr_held(scanned: PageOutput) -> routes.Held:
 def _ink_if_empty(output: PageOutput, image: Callable[[], Image.Image]) -> float | None:
     """The page's ink share, measured (rendering a digital page) only when the output has no word."""
     return routes.ink_share(image()) if routes.written_words(output) == 0 else None
+
+
+def _upsampled(image: Image.Image, text: PageText, pdf: bytes) -> float:
+    """Rendered pixels per pixel of the page's largest image (1 when it has none or is finer than the render)."""
+    if not text.images:
+        return 1.0
+    density = scan_density(pdf)
+    rendered = max(image.width, image.height) / max(1.0, text.width, text.height)
+    return max(1.0, rendered / density) if density else 1.0
 
 
 def _picture_page(text: PageText) -> bool:

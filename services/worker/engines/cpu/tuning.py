@@ -156,6 +156,11 @@ OCR_KEPT_WEIGHT = 0.4
 OCR_SKEW_OK_DEG = 1.0  # degrees of line tilt an OCR page reads at without losing confidence
 OCR_SKEW_PENALTY_PER_DEG = 0.12  # confidence lost per degree of tilt beyond OCR_SKEW_OK_DEG ...
 OCR_SKEW_FLOOR = 0.3  # ... down to this factor
+OCR_LOW_SCORE = 0.85  # recognition score under which a line counts as doubtful (`ocr_low_score_share`)
+LEGIBILITY_INK_PERCENTILE = 0.5  # percent: the grey levels this far in from each end are ink and paper (legibility.py)
+LEGIBILITY_MIN_CONTRAST = 48  # grey levels: a page with less ink-to-paper contrast has no edges worth measuring
+LEGIBILITY_EDGE_SHARE = 0.1  # share of the contrast: a pixel step at least this large is part of an edge ...
+LEGIBILITY_STEEP_PERCENTILE = 90  # percent: ... and this percentile of those steps is the edges' steepest step
 
 # --- What the page holds against what the engine wrote (routes.py, engine.py) --------------------------------------
 LAYER_OVER_OCR_SHARE = 0.5  # a rejected layer is kept when OCR reads fewer words than this share of its words
