@@ -49,7 +49,6 @@ FINAL_EVENTS = {DocumentStatus.SUCCEEDED: EventType.SUCCEEDED, DocumentStatus.PA
                 DocumentStatus.FAILED: EventType.FAILED, DocumentStatus.CANCELLED: EventType.CANCELLED}
 # The document events, and the one a batch sends when its last document ends (services/core/batches.py).
 EVENT_TYPES = frozenset(e.value for e in EventType) | {batches.BATCH_COMPLETED}
-_FINAL = [s.value for s in DOCUMENT_FINAL]
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -164,20 +163,10 @@ def record_progress(session: Session, document_id: str, interval_s: float) -> Do
     process first checks its own memory, so most pages cost no extra statement at all."""
     if not progress_worth_trying(document_id, interval_s):
         return None
-    return _record_progress(session, document_id, interval_s)
+    # at call time: the lifecycle package imports this module (its events) as it loads
+    from services.core.lifecycle.marks import claim_progress_slot
 
-
-def _record_progress(session: Session, document_id: str, interval_s: float) -> DocumentEvent | None:
-    now = utcnow()
-    won = session.execute(
-        sa.update(Document)
-        .where(Document.id == document_id, Document.status.not_in(_FINAL),
-               Document.pages_done + Document.pages_failed < Document.pages_total,
-               sa.or_(Document.progress_event_at.is_(None),
-                      Document.progress_event_at <= now - timedelta(seconds=interval_s)))
-        .values(progress_event_at=now)
-        .returning(Document), execution_options={"populate_existing": True}  # the row the event reports
-    ).scalar_one_or_none()
+    won = claim_progress_slot(session, document_id, interval_s)
     return record(session, won, EventType.PROGRESS) if won is not None else None
 
 

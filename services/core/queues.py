@@ -16,7 +16,6 @@ from functools import lru_cache
 from typing import Any
 
 import redis
-import sqlalchemy as sa
 from celery import Celery, Task
 from kombu.entity import Queue as KombuQueue  # = kombu.Queue, which kombu does not export to type checkers
 from kombu.exceptions import BatchPublishError
@@ -178,14 +177,16 @@ def _clear_marks(marks: Sequence[SentMark]) -> None:
     """One UPDATE per database for the batch's documents. Outside the outbox's transactions (it runs while the
     outbox flushes); a failure is logged, not raised: the jobs are out, and the reconciler sends them once more
     after the grace, which their claims then skip."""
+    # at call time: the lifecycle package imports this module (a page's queue) as it loads
+    from services.core.lifecycle.marks import clear_unsent
+
     by_database: dict[str, list[str]] = {}
     for mark in marks:
         by_database.setdefault(mark.database_url, []).append(mark.document_id)
     for url, document_ids in by_database.items():
         try:
             with get_autocommit_sessionmaker(url)() as session:
-                session.execute(sa.update(Document).where(Document.id.in_(document_ids))
-                                .values(jobs_unsent_since=None, updated_at=Document.updated_at))
+                clear_unsent(session, document_ids)
                 session.commit()
         except Exception as exc:  # noqa: BLE001 - see the docstring
             log.warning("queue.sent_mark_failed", documents=len(document_ids), error=f"{type(exc).__name__}: {exc}")

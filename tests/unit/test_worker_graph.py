@@ -13,6 +13,9 @@ def test_the_worker_has_no_upward_private_or_cpu_inside_import() -> None:
     assert figures.upward == []
     assert figures.private == []
     assert figures.cpu_insides == []
+    assert figures.engine_getattr == [] and figures.engine_any == []
+    assert figures.updates_outside_lifecycle == []  # every UPDATE of documents and pages is in core/lifecycle
+    assert len(figures.openai_clients) == 1
 
 
 def test_the_check_sees_each_kind_of_breach(tmp_path: Path) -> None:
@@ -26,6 +29,14 @@ def test_the_check_sees_each_kind_of_breach(tmp_path: Path) -> None:
         def f(engine):
             return getattr(engine, "model", "")
     """))
+    worker = tmp_path / "services" / "worker"
+    (worker / "split.py").write_text(textwrap.dedent("""
+        import sqlalchemy as sa
+        from services.core.db.models import Document
+        def mark(session):
+            session.execute(sa.update(Document).values(status="running"))
+    """))
     figures = measure(tmp_path)
+    assert len(figures.updates_outside_lifecycle) == 1
     assert len(figures.upward) == 1 and len(figures.cpu_insides) == 1 and len(figures.private) == 1
     assert len(figures.engine_getattr) == 1

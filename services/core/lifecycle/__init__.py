@@ -9,8 +9,8 @@
     are attached to it (`attach_to_batch`); erasure clears a row (`clear_customer_fields`, `mark_scrubbed`).
 
 `pages` holds a page's changes (claims, leases, ends, retries), `documents` a document's own; callers import
-from the package. UPDATEs still outside it: the progress throttle (events.py) and the outbox's sent mark
-(queues.py).
+from the package. `marks` (the progress throttle's mark and the outbox's sent mark) imports only the models:
+`events` and `queues`, which `documents` and `pages` import, call it (importing it at call time).
 """
 
 from services.core.lifecycle.documents import (
