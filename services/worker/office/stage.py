@@ -186,11 +186,11 @@ def _check_room(session: Session, tenant_id: str, limits: TenantLimits, pages: i
     raise NoRoom(pages, in_flight, limits.pages_in_flight, min(max(wait_s, 1.0), HOLD_MAX_S))
 
 
-def _hold(db: str, document_id: str, held: NoRoom) -> None:
+def _hold(database_url: str, document_id: str, held: NoRoom) -> None:
     """The document stays queued with its conversion stored; its split is sent again after `held.wait_s`."""
     log.info("document.held_for_room", document_id=document_id, pages=held.pages, in_flight=held.in_flight,
              limit=held.limit, retry_in_s=round(held.wait_s, 1))
-    with session_scope(db) as session:
+    with session_scope(database_url) as session:
         document = session.get(Document, document_id)
         if document is None or document.status != DocumentStatus.QUEUED:
             return
