@@ -3,8 +3,9 @@
 Rules (tests/unit/test_worker_graph.py keeps them): inside `services/worker`, `engines/` imports nothing of
 the worker outside `engines/` (no arrow back up); no module imports another module's private (`_name`) names;
 nothing outside `engines/cpu/` imports the cpu engine's insides (only the package, `engines.cpu`).
-Counted besides, for the record: `getattr` on an engine, `engine: Any`, UPDATEs of Document/Page outside
-the lifecycle (the modules of the package `services/core/lifecycle/`, nothing else), `dict[str, Any]` in
+The test also keeps at zero: `getattr` on an engine, `engine: Any`, UPDATEs of Document/Page outside
+the lifecycle (the modules of the package `services/core/lifecycle/`, nothing else; an UPDATE statement, or an
+ORM write to a row's state column, `STATE_COLUMNS`), and one OpenAI client. Counted besides: `dict[str, Any]` in
 `services/`, OpenAI-client copies (modules mapping the unavailable statuses of an OpenAI-compatible server).
 `python -m tools.worker_graph` prints them.
 """
@@ -77,9 +78,29 @@ def measure(root: Path = ROOT) -> Figures:
         if module != LIFECYCLE and not module.startswith(f"{LIFECYCLE}."):
             for match in re.finditer(r"(sa\.)?update\((Document|Page)\)", source):
                 figures.updates_outside_lifecycle.append(f"{where}:{source.count(chr(10), 0, match.start()) + 1}")
+            figures.updates_outside_lifecycle.extend(f"{where}:{line}" for line in _state_writes(tree))
         if "UNAVAILABLE" in source and ("chat/completions" in source or "openai" in source.lower()):
             figures.openai_clients.append(where)
     return figures
+
+
+# The columns that carry a document's or a page's state: an ORM write to one of them is an UPDATE at the flush.
+STATE_COLUMNS = frozenset({"status", "enqueued_at", "lease_expires_at", "split_enqueued_at", "split_at",
+                           "jobs_unsent_since", "deleted_at", "expired_at", "scrubbed_at", "progress_event_at",
+                           "error_code", "error_message", "finished_at", "started_at"})
+
+
+def _state_writes(tree: ast.AST) -> list[int]:
+    """Lines that assign a state column of an object named `document` or `page` (an ORM row)."""
+    lines = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AugAssign | ast.AnnAssign) else []
+        flat = [t for target in targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
+        if any(isinstance(t, ast.Attribute) and t.attr in STATE_COLUMNS and isinstance(t.value, ast.Name)
+               and t.value.id in ("document", "page", "doc", "row") for t in flat):
+            lines.append(node.lineno)
+    return lines
 
 
 def _worker_rules(module: str, where: str, tree: ast.AST, figures: Figures) -> None:

@@ -40,6 +40,7 @@ from services.core.db.models import (
 )
 from services.core.db.session import rowcount
 from services.core.lifecycle import clear_customer_fields, mark_scrubbed
+from services.core.lifecycle.marks import clear_page_text
 
 _FINAL_DELIVERY = (DeliveryStatus.SUCCEEDED.value, DeliveryStatus.FAILED.value)
 
@@ -85,7 +86,7 @@ def scrub_document(session: Session, document_id: str, now: datetime) -> bool:
             sa.or_(Page.error_message.is_not(None), Page.is_fallback.is_(True)))).scalars():
         details = _scrub_details(page.details or {})
         if page.error_message is not None or details is not page.details:
-            page.error_message, page.details = None, details
+            clear_page_text(page, details)
     for event in session.execute(sa.select(DocumentEventRow).where(
             DocumentEventRow.document_id == document_id)).scalars():
         payload = scrub_payload(event.payload or {})

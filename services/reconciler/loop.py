@@ -28,6 +28,7 @@ from services.core.db.models import Document, DocumentStatus, Page, PageStatus, 
 from services.core.db.session import session_scope
 from services.core.events import deliver_job, due_deliveries
 from services.core.lifecycle import claim_assembly
+from services.core.lifecycle.marks import mark_jobs_unsent, mark_pages_sent, mark_split_sent, requeue_lost_page
 from services.core.logging import get_logger
 from services.core.lost_work import (
     expired_running_pages,
@@ -93,7 +94,7 @@ def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
             document = documents[page.document_id]
             if document is None or page.source_key is None:
                 continue
-            page.status, page.enqueued_at, page.lease_expires_at = PageStatus.QUEUED, now, None
+            requeue_lost_page(page, now)
             requeued.setdefault(page.document_id, (document, []))[1].append(
                 (page.index, page.source_key, page.engine or document.engine))
             report.pages_requeued += 1
@@ -102,7 +103,7 @@ def _reconcile(settings: Settings, client: redis.Redis) -> ReconcileReport:
                 enqueue(job)
         resplit = unsplit_documents(session, queued_cutoff)
         for document in resplit:
-            document.split_enqueued_at = now
+            mark_split_sent(document, now)
             enqueue(split_job(document))
             report.splits_requeued += 1
         report.unsent_sent = _send_unsent(session, settings, now, sent_now={
@@ -145,23 +146,22 @@ def _send_unsent(session: Session, settings: Settings, now: datetime, sent_now: 
     sent = 0
     for document in unsent_documents(session, now - timedelta(seconds=settings.reconciler.unsent_grace_s)):
         if document.status != DocumentStatus.QUEUED:  # a page was claimed (so its jobs arrived), or it ended
-            document.jobs_unsent_since = None
+            mark_jobs_unsent(document, None)
             continue
         if document.id not in sent_now:
             if document.split_at is None:
-                document.split_enqueued_at = now
+                mark_split_sent(document, now)
                 enqueue(split_job(document))
             else:
                 pages = list(session.execute(sa.select(Page).where(
                     Page.document_id == document.id, Page.status == PageStatus.QUEUED)
                     .order_by(Page.index)).scalars())
-                for page in pages:
-                    page.enqueued_at = now
+                mark_pages_sent(pages, now)
                 for job in chunk_jobs(document, [(p.index, p.source_key or document.source_key,
                                                   p.engine or document.engine) for p in pages], settings):
                     enqueue(job)
         # Sent again after another grace if this pass dies before its own send; cleared once it is out.
-        document.jobs_unsent_since = now
+        mark_jobs_unsent(document, now)
         mark_sent(db, document.id)
         sent += 1
     return sent

@@ -15,6 +15,7 @@ from services.core.document_tasks import task_of
 from services.core.errors import DETAIL_CHARS, clip
 from services.core.formats import OFFICE_TYPES
 from services.core.lifecycle import fail_missing_pages, final_status, finalize_document
+from services.core.lifecycle.marks import mark_result_missing
 from services.core.logging import get_logger
 from services.core.metrics import DOCUMENTS_TOTAL
 from services.core.pages import DocumentResult, PageEntry, page_entry
@@ -100,8 +101,7 @@ def assemble_document(document_id: str, settings: Settings, store: ObjectStore) 
                 result = load_page_result(store, page.result_key, page.index, read)
             except ObjectNotFound:
                 # The page row says done but its result is gone: say so rather than hand back a silent hole.
-                page.status, page.error_code = PageStatus.FAILED, "result_missing"
-                page.error_message = "the page result is missing from the object store"
+                mark_result_missing(page)
                 missing.append(page.index)
         entries.append(page_entry(page, result, settings.quality.needs_review_below))
     # Running heads and feet repeat across pages: only here, where the pages meet, can that be seen.

@@ -33,10 +33,11 @@ def test_the_check_sees_each_kind_of_breach(tmp_path: Path) -> None:
     (worker / "split.py").write_text(textwrap.dedent("""
         import sqlalchemy as sa
         from services.core.db.models import Document
-        def mark(session):
+        def mark(session, document):
             session.execute(sa.update(Document).values(status="running"))
+            document.status, document.enqueued_at = "queued", None
     """))
     figures = measure(tmp_path)
-    assert len(figures.updates_outside_lifecycle) == 1
+    assert len(figures.updates_outside_lifecycle) == 2  # the statement, and the ORM row's state written
     assert len(figures.upward) == 1 and len(figures.cpu_insides) == 1 and len(figures.private) == 1
     assert len(figures.engine_getattr) == 1

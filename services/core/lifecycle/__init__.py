@@ -9,8 +9,9 @@
     are attached to it (`attach_to_batch`); erasure clears a row (`clear_customer_fields`, `mark_scrubbed`).
 
 `pages` holds a page's changes (claims, leases, ends, retries), `documents` a document's own; callers import
-from the package. `marks` (the progress throttle's mark and the outbox's sent mark) imports only the models:
-`events` and `queues`, which `documents` and `pages` import, call it (importing it at call time).
+from the package. `marks` holds the progress throttle's mark, the outbox's sent mark and the changes made to
+rows a caller already holds (the reconciler's resends, a delete, an erasure); it imports only the models, and
+`events` and `queues`, which `documents` and `pages` import, import it at call time.
 """
 
 from services.core.lifecycle.documents import (

@@ -1,4 +1,5 @@
-"""The two bookkeeping marks of a document: when its last progress event went out, and that its jobs are sent.
+"""A document's bookkeeping marks (its last progress event, its jobs sent) and the changes made to rows a caller
+already holds (the reconciler's resends, a delete, an erasure, a missing result at assembly).
 
 A leaf of the package (it imports only the models), so `events` and `queues`, which the rest of the lifecycle
 imports, can make these changes without an import circle.
@@ -7,12 +8,13 @@ imports, can make these changes without an import circle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from services.core.db.models import DOCUMENT_FINAL, Document, utcnow
+from services.core.db.models import DOCUMENT_FINAL, Document, Page, PageStatus, utcnow
 
 _FINAL = [s.value for s in DOCUMENT_FINAL]
 
@@ -37,3 +39,43 @@ def clear_unsent(session: Session, document_ids: Sequence[str]) -> None:
     """The documents' jobs are out: the reconciler no longer needs to resend them (`jobs_unsent_since`)."""
     session.execute(sa.update(Document).where(Document.id.in_(document_ids))
                     .values(jobs_unsent_since=None, updated_at=Document.updated_at))
+
+
+# Changes to rows the caller already holds (the reconciler's pass, a delete, an erasure): written at its flush.
+
+def mark_split_sent(document: Document, now: datetime) -> None:
+    """A split job for the document is on its way: the reconciler leaves it alone until that job's lease."""
+    document.split_enqueued_at = now
+
+
+def mark_pages_sent(pages: Sequence[Page], now: datetime) -> None:
+    """The queued pages' chunk jobs are on their way again."""
+    for page in pages:
+        page.enqueued_at = now
+
+
+def mark_jobs_unsent(document: Document, since: datetime | None) -> None:
+    """`since`: the document's first jobs are not known to be out from then on (None: they are)."""
+    document.jobs_unsent_since = since
+
+
+def mark_deleted(document: Document, now: datetime) -> None:
+    """The customer deleted the document (its cancel, if it was open, comes first)."""
+    document.deleted_at = now
+
+
+def clear_page_text(page: Page, details: dict[str, Any]) -> None:
+    """Erasure: the page row keeps no customer text (its error message; `details` without the customer's)."""
+    page.error_message, page.details = None, details
+
+
+def mark_result_missing(page: Page) -> None:
+    """At assembly, on the row read for the entry: the page's stored result is gone (`fail_missing_pages`
+    writes the same in one statement for all such pages)."""
+    page.status, page.error_code = PageStatus.FAILED, "result_missing"
+    page.error_message = "the page result is missing from the object store"
+
+
+def requeue_lost_page(page: Page, now: datetime) -> None:
+    """The reconciler found the page's lease expired or its queued job lost: queued again, sent from `now`."""
+    page.status, page.enqueued_at, page.lease_expires_at = PageStatus.QUEUED, now, None

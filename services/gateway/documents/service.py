@@ -27,6 +27,7 @@ from services.core.errors import (
 )
 from services.core.formats import EML, NATIVE_TYPES, sniff_office
 from services.core.lifecycle import cancel_document
+from services.core.lifecycle.marks import mark_deleted
 from services.core.pdf import EXTENSIONS, DocumentInfo, inspect_document
 from services.core.selection import check_page_selection_form, parse_page_selection
 from services.core.settings import EngineKind, Settings
@@ -263,7 +264,7 @@ def _delete_one(session: Session, store: ObjectStore, document: Document) -> str
         cancel_document(session, document.id)
         session.refresh(document)
     now = utcnow()
-    document.deleted_at = now
+    mark_deleted(document, now)
     session.flush()
     erasure.scrub_document(session, document.id, now)  # a pending `document.cancelled` webhook is sent whole
     store.delete_prefix(document_prefix(document.id))

@@ -28,6 +28,7 @@ from services.core.db.models import Document, DocumentStatus, Page, PageStatus, 
 from services.core.db.session import session_scope
 from services.core.errors import InputError, TooManyPages
 from services.core.lifecycle import claim_page_numbers, finalize_document
+from services.core.lifecycle.marks import mark_split_sent
 from services.core.logging import get_logger
 from services.core.pdf import inspect_document
 from services.core.queues import enqueue, split_job
@@ -194,7 +195,7 @@ def _hold(database_url: str, document_id: str, held: NoRoom) -> None:
         document = session.get(Document, document_id)
         if document is None or document.status != DocumentStatus.QUEUED:
             return
-        document.split_enqueued_at = utcnow()  # a split is on its way: the reconciler leaves the document alone
+        mark_split_sent(document, utcnow())  # a split is on its way: the reconciler leaves the document alone
         job = split_job(document)
         job.countdown = held.wait_s
         enqueue(job)
