@@ -39,6 +39,7 @@ STEPS = [
     ("status polls (`?wait=`)", "_load_visible (services/gateway/documents/router.py"),
     ("status polls (`?wait=`)", "read_snapshot (services/gateway/documents/feeds.py"),
     ("API key check (every request)", "get_current_tenant (services/gateway/deps.py"),
+    ("API key check (every request)", "_checked_key (services/gateway/deps.py"),
     ("split", "split_document (services/worker/split.py"),
     ("claim", "_claim (services/worker/tasks.py"),
     ("fetch the page (PDF copy)", "_fetched (services/worker/tasks.py"),

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from services.core import sealing
 from services.core.db.models import DOCUMENT_FINAL, ApiKey, Document, Page, Tenant, WebhookEndpoint, new_id, utcnow
 from services.core.errors import NotFound, ValidationFailed
+from services.core.key_cache import forget_on_commit
 from services.core.settings import Settings
 from services.core.webhooks import generate_secret
 
@@ -110,6 +111,7 @@ def update_limits(session: Session, tenant: Tenant, limits: dict[str, Any]) -> T
     merged = {**tenant.limits, **clean_limits(limits)}
     tenant.limits = {k: v for k, v in merged.items() if v is not None}
     session.flush()
+    forget_on_commit(session)  # the gateway's remembered tenants carry their limits
     return tenant
 
 
@@ -151,6 +153,7 @@ def revoke_key(session: Session, key_id: str) -> ApiKey:
     if key.revoked_at is None:
         key.revoked_at = utcnow()
     session.flush()
+    forget_on_commit(session)  # at once in this process; in others within `api_key_cache_s` (key_cache.py)
     return key
 
 
@@ -222,6 +225,7 @@ def rotate_webhook_secret(session: Session, tenant: Tenant, *, overlap_s: float)
     tenant.previous_webhook_secret_expires_at = now + timedelta(seconds=overlap_s) if overlap_s > 0 else None
     tenant.webhook_secret = generate_secret()
     session.flush()
+    forget_on_commit(session)  # the gateway's remembered tenants carry their secret
     return tenant
 
 

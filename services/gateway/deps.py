@@ -11,18 +11,20 @@ from fastapi import Depends, Request
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from services.core.db.models import Tenant
 from services.core.db.session import session_scope
 from services.core.errors import Forbidden, Unauthorized, ValidationFailed
+from services.core.key_cache import RECENT_KEYS
 from services.core.settings import Settings
 from services.core.storage import ObjectStore, get_store
-from services.core.tenants import authenticate
+from services.core.tenants import authenticate, hash_key
 from services.gateway.documents.feeds import FeedHub
 from services.gateway.ratelimit import RateLimiter
 
 
-def get_app_settings(request: Request) -> Settings:
+async def get_app_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
@@ -49,7 +51,7 @@ def declared_query(route: APIRoute) -> frozenset[str]:
     return frozenset(names)
 
 
-def check_query(request: Request) -> None:
+async def check_query(request: Request) -> None:
     """Every documented route takes only the query parameters it declares, each once (STYLE.md: inputs forbid
     extra fields): a misspelt `wiat=30` is refused, not ignored, and `limit=1&limit=2` is not read as one of them.
     Routes outside the schema (`/metrics`, the docs' OAuth redirect) take what their clients send."""
@@ -77,8 +79,12 @@ def get_session(settings: SettingsDep) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
-def get_object_store(settings: SettingsDep) -> ObjectStore:
-    return get_store(settings)
+async def get_object_store(request: Request, settings: SettingsDep) -> ObjectStore:
+    """The app's store, built once in a thread (an S3 client is costly to build and may create its bucket)."""
+    store: ObjectStore | None = getattr(request.app.state, "store", None)
+    if store is None:
+        store = request.app.state.store = await run_in_threadpool(get_store, settings)
+    return store
 
 
 StoreDep = Annotated[ObjectStore, Depends(get_object_store)]
@@ -88,16 +94,29 @@ _admin_key = HTTPBearer(auto_error=False, scheme_name="AdminKey", description="P
 BearerCredentials = HTTPAuthorizationCredentials | None
 
 
-def get_current_tenant(request: Request, settings: SettingsDep,
-                       credentials: Annotated[BearerCredentials, Depends(_api_key)]) -> Tenant:
+async def get_current_tenant(request: Request, settings: SettingsDep,
+                             credentials: Annotated[BearerCredentials, Depends(_api_key)]) -> Tenant:
+    """The caller's tenant: from the keys this process found live in the last `api_key_cache_s` (no database,
+    no thread), else looked up (services/core/key_cache.py says how revocation stays exact)."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("an API key is required: Authorization: Bearer <key>")
-    with session_scope(settings.resolved_database_url()) as session:
-        tenant = authenticate(session, credentials.credentials.strip())
+    api_key = credentials.credentials.strip()
+    tenant = RECENT_KEYS.get(hash_key(api_key)) if settings.api_key_cache_s > 0 else None
+    if tenant is None:
+        tenant = await run_in_threadpool(_checked_key, settings, api_key)
     if tenant is None:
         raise Unauthorized("the API key is unknown or has been revoked")
     request.state.tenant_id = tenant.id
-    request.state.api_key = credentials.credentials.strip()  # an event stream re-checks it while open
+    request.state.api_key = api_key  # an event stream re-checks it while open
+    return tenant
+
+
+def _checked_key(settings: Settings, api_key: str) -> Tenant | None:
+    generation = RECENT_KEYS.generation  # read first: a change committed during the lookup drops its answer
+    with session_scope(settings.resolved_database_url()) as session:
+        tenant = authenticate(session, api_key)
+    if tenant is not None:
+        RECENT_KEYS.put(hash_key(api_key), tenant, settings.api_key_cache_s, generation)
     return tenant
 
 
@@ -126,7 +145,7 @@ def require_admin(settings: SettingsDep, credentials: Annotated[BearerCredential
 AdminDep = Annotated[None, Depends(require_admin)]
 
 
-def get_redis(request: Request, settings: SettingsDep) -> redis.Redis:
+async def get_redis(request: Request, settings: SettingsDep) -> redis.Redis:
     client: redis.Redis | None = getattr(request.app.state, "redis", None)
     if client is None:
         client = redis.Redis.from_url(settings.resolved_redis_url(), socket_timeout=5)
@@ -137,7 +156,7 @@ def get_redis(request: Request, settings: SettingsDep) -> redis.Redis:
 RedisDep = Annotated[redis.Redis, Depends(get_redis)]
 
 
-def get_rate_limiter(request: Request, client: RedisDep) -> RateLimiter:
+async def get_rate_limiter(request: Request, client: RedisDep) -> RateLimiter:
     limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
     if limiter is None:
         limiter = request.app.state.rate_limiter = RateLimiter(client)
@@ -147,7 +166,7 @@ def get_rate_limiter(request: Request, client: RedisDep) -> RateLimiter:
 RateLimiterDep = Annotated[RateLimiter, Depends(get_rate_limiter)]
 
 
-def get_feeds(request: Request, settings: SettingsDep) -> FeedHub:
+async def get_feeds(request: Request, settings: SettingsDep) -> FeedHub:
     """The process's document feeds (one Redis subscription for every event stream and long-poll)."""
     hub: FeedHub | None = getattr(request.app.state, "feeds", None)
     if hub is None:
