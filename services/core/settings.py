@@ -427,7 +427,8 @@ class Settings(BaseSettings):
     api_key_cache_s: float = Field(default=2.0, ge=0)
     """A gateway answers an API key it found live within this many seconds from memory (by the key's hash). A key
     revoked, or a tenant's limits or secret changed, through that gateway takes effect at once; through another
-    process (the CLI, another replica), within this. 0: every request asks the database."""
+    process (the CLI, another replica), or a tenant disabled in the database, within this. 0: every request asks
+    the database."""
     secret_key: SecretStr | None = None
     """Seals webhook signing secrets in the database (`openssl rand -hex 32`); several, comma-separated, newest
     first, rotate it (then `pagemill admin seal-secrets`). Unset: those secrets are stored in plaintext."""
