@@ -38,6 +38,8 @@ class Row:
     confidence: float
     score: float
     features: dict[str, float]
+    # Every page's (confidence, signals), so a model that rates pages can find the case's weakest page again.
+    pages: tuple[tuple[float, dict[str, float]], ...] = ()
 
     @property
     def bad(self) -> bool:
@@ -82,8 +84,10 @@ def load_rows(corpus: str, report_path: Path, outputs_dir: Path) -> list[Row]:
         weakest = min(range(len(confidences)), key=confidences.__getitem__)
         signals = (output.get("signals") or [{}] * len(confidences))[weakest] or {}
         warnings = (output.get("warnings") or [[]] * len(confidences))[weakest] or []
+        every = output.get("signals") or [{}] * len(confidences)
+        pages = tuple((conf, dict(page or {})) for conf, page in zip(confidences, every, strict=False))
         rows.append(Row(corpus, sample.case_id, sample.confidence, sample.score,
-                        page_features(confidences[weakest], signals, warnings)))
+                        page_features(confidences[weakest], signals, warnings), pages))
     return rows
 
 

@@ -351,7 +351,8 @@ class QualitySettings(SettingsSection):
     needs_review_below: float = Field(default=0.8, ge=0.0, le=1.0)
     """A succeeded page whose confidence is under this is `needs_review: true` (counted in the document's
     `pages_needing_review`), and the playground shades the elements under it. 0.8: chosen on the generated
-    calibration set (docs/evaluation.md, "needs_review threshold")."""
+    calibration set and re-judged with the fitted confidence on a fresh seed (docs/evaluation.md, "A fitted
+    confidence")."""
 
 
 class TaskSettings(SettingsSection):

@@ -10,7 +10,7 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from services.core.settings import Settings
 from services.worker.engines.base import PageInput
-from services.worker.engines.cpu.confidence import ocr_signals
+from services.worker.engines.cpu.confidence import ocr_confidence, ocr_signals
 from services.worker.engines.cpu.engine import CpuEngine
 from services.worker.engines.cpu.legibility import edge_width, line_height
 from services.worker.engines.cpu.ocr import read_image
@@ -73,3 +73,15 @@ def test_a_low_resolution_scan_in_a_pdf_reads_with_fewer_steps_per_line() -> Non
 def test_the_share_of_doubtful_lines_is_weighted_by_characters() -> None:
     signals = ocr_signals([0.99, 0.6], ["a long line read well", "bad"], boxes_found=2)
     assert signals["ocr_low_score_share"] == pytest.approx(3 / 24, abs=1e-3)
+
+
+def test_a_30_dpi_scan_reads_on_doubtful_lines_and_its_confidence_pays_for_them() -> None:
+    crisp = read_image(np.asarray(_page().convert("RGB")))
+    coarse = read_image(np.asarray(_at_dpi(_page(), 30).convert("RGB")))
+    crisp_signals = ocr_signals(crisp.scores, [line.text for line in crisp.lines], crisp.boxes_found, crisp.skew)
+    coarse_signals = ocr_signals(coarse.scores, [line.text for line in coarse.lines], coarse.boxes_found, coarse.skew)
+    assert crisp_signals["ocr_low_score_share"] < 0.1
+    assert coarse_signals["ocr_low_score_share"] > 0.5
+    # The mean score alone says "mostly read"; the doubtful share takes its fitted penalty off that.
+    assert ocr_confidence(dict(coarse_signals)) < coarse_signals["ocr_mean_score"] - 0.15
+    assert ocr_confidence(dict(crisp_signals)) > 0.95

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from services.worker.engines.cpu.confidence import ocr_confidence, ocr_signals, skew_factor
+from services.worker.engines.cpu.confidence import OCR_PENALTIES, ocr_confidence, ocr_signals
 from services.worker.engines.cpu.ocr import quad_tilt, read_image
 
 _LINES = ["The quarterly report shows revenue", "growing in every region we serve,",
@@ -42,8 +42,9 @@ def test_a_tilted_scan_reads_as_tilted_and_loses_confidence(tilt: float) -> None
     assert ocr_confidence(tilted_signals) < ocr_confidence(level_signals) - 0.2
 
 
-def test_the_skew_factor_spares_a_level_page_and_has_a_floor() -> None:
-    assert skew_factor(0.0) == 1.0
-    assert skew_factor(1.0) == 1.0
-    assert skew_factor(4.0) < skew_factor(2.0) < 1.0
-    assert skew_factor(45.0) == pytest.approx(0.3)
+def test_the_penalty_grows_with_the_tilt_and_the_doubtful_share_and_spares_a_text_layer_page() -> None:
+    assert OCR_PENALTIES.penalty({}) == 0.0  # a text-layer page carries neither signal
+    level = OCR_PENALTIES.penalty({"ocr_skew_deg": 0.1, "ocr_low_score_share": 0.0})
+    assert level < 0.05
+    assert OCR_PENALTIES.penalty({"ocr_skew_deg": 4.0}) > OCR_PENALTIES.penalty({"ocr_skew_deg": 2.0}) > level
+    assert OCR_PENALTIES.penalty({"ocr_low_score_share": 0.9}) > OCR_PENALTIES.penalty({"ocr_low_score_share": 0.1})

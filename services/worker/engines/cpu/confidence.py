@@ -5,15 +5,18 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from services.core.elements import Element, ElementType
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import PageText
 
-# A page whose confidence is under this is worth a reader's look (`needs_review`). Chosen on the generated
-# calibration set (seed 28) where it flags every page read under 0.5 and 1 of 43 others; on the unseen seed 29 its
-# precision is 0.50 and recall 0.38 (docs/evaluation.md, "With the line tilt").
+# A page whose confidence is under this is worth a reader's look (`needs_review`; the setting
+# `quality.needs_review_below` is what the service uses). With the fitted OCR penalties, on the generated sets of
+# seeds 28 and 30 it flags 14 of the 17 pages read under 0.5 and 2 of the 79 others; 0.6-0.7 have the best F1
+# there (the same 14 caught, none wrong). docs/evaluation.md, "A fitted confidence".
 NEEDS_REVIEW_BELOW = 0.8
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -103,15 +106,33 @@ def ocr_confidence(signals: dict[str, float]) -> float:
     if signals["ocr_boxes"] == 0:
         return tuning.OCR_BLANK_CONFIDENCE  # nothing on the page looked like text: a blank page, confidently empty
     value = signals["ocr_mean_score"] * (tuning.OCR_CONFIDENCE_BASE + tuning.OCR_KEPT_WEIGHT * signals["ocr_kept"])
-    value *= skew_factor(signals.get("ocr_skew_deg", 0.0))
-    return round(max(0.0, min(1.0, value)), 4)
+    penalty = OCR_PENALTIES.penalty(signals)
+    signals["ocr_penalty"] = round(penalty, 4)  # kept so that a refit can add it back to a saved confidence
+    return round(max(0.0, min(1.0, value - penalty)), 4)
 
 
-def skew_factor(skew: float) -> float:
-    """What a tilted scan takes off an OCR page's confidence: recognition scores stay high on tilted lines while
-    the reading order and line grouping (built on level boxes) break, so the tilt itself is the signal."""
-    excess = max(0.0, skew - tuning.OCR_SKEW_OK_DEG)
-    return max(tuning.OCR_SKEW_FLOOR, 1.0 - tuning.OCR_SKEW_PENALTY_PER_DEG * excess)
+@dataclass(frozen=True, slots=True)
+class OcrPenalties:
+    """What tilted lines and doubtful lines take off an OCR page's confidence, in confidence units per degree
+    and per unit of share.
+
+    The recogniser's mean score stays high on a page it misreads with conviction: a tilted scan whose line
+    grouping and reading order broke, a blurred, noisy or coarse scan read as plausible words. So the tilt
+    (`ocr_skew_deg`, the width-weighted median angle of the read lines) and the share of characters on doubtful
+    lines (`ocr_low_score_share`, lines scoring under `tuning.OCR_LOW_SCORE`) weigh apart from the mean score.
+    The weights in use, `OCR_PENALTIES`, are a logistic regression's, fitted on generated pages (tuning.py says
+    how; `pagemill_eval.penalty_fit` fits them)."""
+
+    per_skew_deg: float
+    per_doubt_share: float
+
+    def penalty(self, signals: Mapping[str, float]) -> float:
+        """What the page's signals take off (0 for a page OCR did not read)."""
+        return (self.per_skew_deg * signals.get("ocr_skew_deg", 0.0)
+                + self.per_doubt_share * signals.get("ocr_low_score_share", 0.0))
+
+
+OCR_PENALTIES = OcrPenalties(tuning.OCR_PENALTY_PER_SKEW_DEG, tuning.OCR_PENALTY_PER_DOUBT_SHARE)
 
 
 class _Cells(HTMLParser):

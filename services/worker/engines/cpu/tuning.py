@@ -153,10 +153,14 @@ PICTURE_PAGE_PENALTY = 0.8  # ... has its confidence scaled by this (it may not 
 OCR_BLANK_CONFIDENCE = 0.9  # confidence of a page where OCR found no text at all (a blank page)
 OCR_CONFIDENCE_BASE = 0.6  # OCR confidence = mean score × (this + OCR_KEPT_WEIGHT × share of boxes read)
 OCR_KEPT_WEIGHT = 0.4
-OCR_SKEW_OK_DEG = 1.0  # degrees of line tilt an OCR page reads at without losing confidence
-OCR_SKEW_PENALTY_PER_DEG = 0.12  # confidence lost per degree of tilt beyond OCR_SKEW_OK_DEG ...
-OCR_SKEW_FLOOR = 0.3  # ... down to this factor
 OCR_LOW_SCORE = 0.85  # recognition score under which a line counts as doubtful (`ocr_low_score_share`)
+# Fitted, not chosen (confidence.OcrPenalties): what one degree of line tilt and the share of characters on
+# doubtful lines take off an OCR page's confidence. A logistic regression of "text similarity >= 0.5" on the
+# page's confidence, its tilt and its doubtful share over the generated calibration sets of seeds 28 and 30, its
+# weights divided by the confidence's (docs/evaluation.md, "A fitted confidence"). To refit:
+#   python -m pagemill_eval.penalty_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30
+OCR_PENALTY_PER_SKEW_DEG = 0.186  # confidence taken off per degree of line tilt
+OCR_PENALTY_PER_DOUBT_SHARE = 0.334  # confidence taken off per unit of share of characters on doubtful lines
 LEGIBILITY_INK_PERCENTILE = 0.5  # percent: the grey levels this far in from each end are ink and paper (legibility.py)
 LEGIBILITY_MIN_CONTRAST = 48  # grey levels: a page with less ink-to-paper contrast has no edges worth measuring
 LEGIBILITY_EDGE_SHARE = 0.1  # share of the contrast: a pixel step at least this large is part of an edge ...
