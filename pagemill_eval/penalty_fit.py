@@ -19,6 +19,7 @@ and the `needs_review` threshold are scored on them as they stand.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -175,18 +176,23 @@ def _load(spec: str) -> list[Row]:
 
 
 def main(argv: Sequence[str]) -> int:
-    rows: list[Row] = []
-    judged: list[Row] = []
-    arguments = list(argv)
-    while arguments:
-        argument = arguments.pop(0)
-        if argument == "--judge":
-            judged.extend(_load(arguments.pop(0)))
-        else:
-            rows.extend(_load(argument))
+    parser = argparse.ArgumentParser(
+        prog="python -m pagemill_eval.penalty_fit",
+        description="Fit the cpu engine's OCR penalties on saved eval outputs; report folds, a review threshold "
+                    "and, with --judge, the penalties in use on sets never fitted on (docs/evaluation.md).")
+    parser.add_argument("corpora", nargs="+", metavar="NAME=REPORT.json:OUTPUTS",
+                        help="an eval report and its --save-outputs folder; a repeated NAME pools them")
+    parser.add_argument("--judge", action="append", default=[], metavar="NAME=REPORT.json:OUTPUTS",
+                        help="a set scored with the penalties in use, never fitted on (repeatable)")
+    args = parser.parse_args(argv)
+    for spec in [*args.corpora, *args.judge]:
+        name, _, paths = spec.partition("=")
+        if not name or not paths.partition(":")[2]:
+            parser.error(f"{spec!r}: expected NAME=REPORT.json:OUTPUTS")
+    rows = [row for spec in args.corpora for row in _load(spec)]
+    judged = [row for spec in args.judge for row in _load(spec)]
     print(json.dumps(report(rows, judged), indent=1))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

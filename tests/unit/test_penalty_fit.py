@@ -7,7 +7,7 @@ import random
 import pytest
 
 from pagemill_eval.confidence_fit import Row, page_features
-from pagemill_eval.penalty_fit import NONE, base_confidence, case_confidence, choose_threshold, fit, report
+from pagemill_eval.penalty_fit import NONE, base_confidence, case_confidence, choose_threshold, fit, main, report
 from services.worker.engines.cpu.confidence import OcrPenalties
 
 
@@ -58,3 +58,10 @@ def test_each_fold_fits_on_the_others_and_the_threshold_splits_the_training_page
 def test_one_class_fits_no_penalty() -> None:
     good = [r for r in _rows("dev", random.Random(3)) if not r.bad]
     assert fit(good) == NONE
+
+
+def test_a_malformed_set_is_a_usage_error_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["gen28.json"])
+    assert exited.value.code == 2
+    assert "expected NAME=REPORT.json:OUTPUTS" in capsys.readouterr().err
