@@ -19,6 +19,7 @@ from pagemill_eval.specsim.variants import NgramVariant, Variant, best_variant
 
 # The kind the speculation goal is set on (issue 27): where the drafts of its pages are lost is reported apart.
 MISSES_KIND = "digital"
+TOP_PAGES = 3
 
 START, END = "<!-- specsim:start -->", "<!-- specsim:end -->"
 
@@ -154,7 +155,12 @@ def misses_section(run: SpecsimRun, kind: str = MISSES_KIND) -> str:
              "the form of the reference:")
     causes = ("Short steps (fewer than k draft tokens accepted) by the first rejected token; novel: the target's "
               "next 4 tokens are nowhere in the prompt, misplaced: they are, but the n-gram matched another place:")
-    return f"{intro}\n\n" + "\n".join(rows) + f"\n\n{causes}\n\n{misses_table(total)}"
+    worst = sorted(pages, key=lambda p: p.misses.lost_steps, reverse=True)[:TOP_PAGES]
+    most = "; ".join(f"`{p.case_id}` p{p.page_number} ({reference_format(p.source)}, {p.target_tokens} tokens, "
+                     f"{pooled([p], k, 'engine').committed_per_step:.2f} per step): {p.misses.lost_steps / lost:.0%}"
+                     for p in worst)
+    return (f"{intro}\n\n" + "\n".join(rows) + f"\n\nThe pages that lose the most steps: {most}.\n\n{causes}\n\n"
+            f"{misses_table(total)}")
 
 
 def sweep_table(runs: list[tuple[str, SpecsimRun]], kinds: Sequence[str] = ("overall", "digital")) -> str:
