@@ -42,6 +42,15 @@ class PageTarget:
     scope: str = "page"  # "page", or "tables" when the reference covers only the page's tables
 
 
+REFERENCE_FORMATS = (("Markdown", ".md"), ("HTML tables", ".derived.tables.html"), ("plain text", ".txt"),
+                     ("LaTeX source", ".tex"))
+
+
+def reference_format(source: str) -> str:
+    """The kind of text a target is, from its ground-truth file name: what form the oracle writes the page in."""
+    return next((name for name, suffix in REFERENCE_FORMATS if source.endswith(suffix)), "other")
+
+
 class NoPageTruth(Exception):
     """The case has no ground truth that can serve as a page's target output."""
 

@@ -11,8 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from pagemill_eval import sections
+from pagemill_eval.specsim.corpus import REFERENCE_FORMATS, reference_format
+from pagemill_eval.specsim.misses import Misses, misses_table
 from pagemill_eval.specsim.run import PageResult, SpecsimRun
 from pagemill_eval.specsim.simulate import DecodeStats
+from pagemill_eval.specsim.variants import NgramVariant, Variant, best_variant
+
+# The kind the speculation goal is set on (issue 27): where the drafts of its pages are lost is reported apart.
+MISSES_KIND = "digital"
+TOP_PAGES = 3
 
 START, END = "<!-- specsim:start -->", "<!-- specsim:end -->"
 
@@ -60,7 +67,13 @@ def to_json(run: SpecsimRun) -> dict[str, Any]:
                 "by_kind": {kind: round(pooled(pages, k, variant.name).committed_per_step, 3)
                             for kind, pages in groups(run)[1:]},
                 "vllm_config": None if variant.ngram_fallback else variant.vllm_config(k),
-            } for variant in {v.name: v for v in [*run.variants, *run.sweep]}.values()},
+            } for variant in {v.name: v for v in [*run.variants, *run.sweep] if isinstance(v, Variant)}.values()},
+            "ngram_lookup": {variant.name: {
+                "prompt_lookup_min": variant.prompt_lookup_min, "prompt_lookup_max": variant.prompt_lookup_max,
+                "overall": round(pooled(run.pages, k, variant.name).committed_per_step, 3),
+                "by_kind": {kind: round(pooled(pages, k, variant.name).committed_per_step, 3)
+                            for kind, pages in groups(run)[1:]},
+            } for variant in run.sweep if isinstance(variant, NgramVariant)},
         })
     return {
         "overall": figures(run.pages, headline, run.anchors),
@@ -73,7 +86,8 @@ def to_json(run: SpecsimRun) -> dict[str, Any]:
         "pages": [{
             "case_id": p.case_id, "page": p.page_number, "kinds": list(p.kinds), "ground_truth": p.source,
             "scope": p.scope, "target_tokens": p.target_tokens, "anchor_chars": p.anchor_chars,
-            "anchor_source": p.anchor_source,
+            "anchor_source": p.anchor_source, "reference_format": reference_format(p.source),
+            "lost_steps": round(p.misses.lost_steps, 1),
             "committed_per_step": {str(k): {name: round(s.committed_per_step, 3) for name, s in by_anchor.items()}
                                    for k, by_anchor in p.stats.items()},
         } for p in run.pages],
@@ -116,6 +130,39 @@ def tables(run: SpecsimRun) -> str:
     return "\n\n".join(parts)
 
 
+def misses_section(run: SpecsimRun, kind: str = MISSES_KIND) -> str:
+    """Where the engine anchor's n-gram drafts are lost on the pages of `kind`: by the form of the reference
+    (the oracle's output), then by the first rejected token of each short step."""
+    pages = [p for p in run.pages if kind in p.kinds]
+    if not pages:
+        return ""
+    k = run.ks[0]
+    total = Misses()
+    for page in pages:
+        total.add(page.misses)
+    lost = total.lost_steps or 1.0
+    rows = ["| reference | pages | target tokens | tokens per step | lost steps | share of lost steps |",
+            "|---|---|---|---|---|---|"]
+    for name in [*(name for name, _ in REFERENCE_FORMATS), "other"]:
+        group = [p for p in pages if reference_format(p.source) == name]
+        if group:
+            steps_lost = sum(p.misses.lost_steps for p in group)
+            rows.append(f"| {name} | {len(group)} | {sum(p.target_tokens for p in group)} | "
+                        f"{pooled(group, k, 'engine').committed_per_step:.2f} | {steps_lost:.0f} | "
+                        f"{steps_lost / lost:.0%} |")
+    intro = (f"Where the drafts of the {kind} pages are lost (engine anchor, n-gram {run.lookup_min}.."
+             f"{run.lookup_max}, num_speculative_tokens {k}; lost steps: steps beyond target tokens / (k + 1)), by "
+             "the form of the reference:")
+    causes = ("Short steps (fewer than k draft tokens accepted) by the first rejected token; novel: the target's "
+              "next 4 tokens are nowhere in the prompt, misplaced: they are, but the n-gram matched another place:")
+    worst = sorted(pages, key=lambda p: p.misses.lost_steps, reverse=True)[:TOP_PAGES]
+    most = "; ".join(f"`{p.case_id}` p{p.page_number} ({reference_format(p.source)}, {p.target_tokens} tokens, "
+                     f"{pooled([p], k, 'engine').committed_per_step:.2f} per step): {p.misses.lost_steps / lost:.0%}"
+                     for p in worst)
+    return (f"{intro}\n\n" + "\n".join(rows) + f"\n\nThe pages that lose the most steps: {most}.\n\n{causes}\n\n"
+            f"{misses_table(total)}")
+
+
 def sweep_table(runs: list[tuple[str, SpecsimRun]], kinds: Sequence[str] = ("overall", "digital")) -> str:
     """One row per swept variant: its pooled figure per corpus, draft length (the first two) and kind."""
     first = runs[0][1]
@@ -142,7 +189,7 @@ def markdown_section(runs: list[tuple[str, SpecsimRun]], command: str) -> str:
         parts.append(f"### {name}\n\n{len(run.pages)} pages; the engine's anchor is its laid-out text layer on "
                      f"{text_layer_pages} of them, its OCR on the others. Skipped, having no page-level reference "
                      f"(olmOCR-bench rules only, no reference, or a multi-page reference without page boundaries): "
-                     f"{skipped}.\n\n{tables(run)}")
+                     f"{skipped}.\n\n{tables(run)}" + (f"\n\n{misses}" if (misses := misses_section(run)) else ""))
     return f"""{START}
 ## Anchor-guided speculation (`pagemill specsim`)
 
@@ -181,15 +228,42 @@ front matter dropped) → derived HTML tables (PubTabNet crops: the whole image;
 def sweep_section(runs: list[tuple[str, SpecsimRun]]) -> str:
     if not runs[0][1].sweep:
         return ""
-    served = runs[0][1].variants[0].params if runs[0][1].variants else None
+    first_run = runs[0][1]
+    served = first_run.variants[0].params if first_run.variants else None
     chosen = (f" The engine serves max_tree_depth {served.max_tree_depth}, max_spec_factor "
               f"{served.max_spec_factor:g}, min_token_prob {served.min_token_prob:g} (`SUFFIX_DECODING`, "
               "`services/worker/engines/vllm/serve.py`).") if served else ""
-    return (f"\n\n### Suffix parameters\n\nvLLM's suffix knobs (d: max_tree_depth, f: max_spec_factor, p: "
-            f"min_token_prob), at document history unless the row says otherwise; pooled tokens per step, tuned on "
-            f"the first corpus, the others held out.{chosen}\n\n{sweep_table(runs)}")
+    return (f"\n\n### Suffix parameters and n-gram lookup lengths\n\nvLLM's suffix knobs (d: max_tree_depth, f: "
+            f"max_spec_factor, p: min_token_prob) at document history, and its n-gram proposer with other lookup "
+            f"lengths (min..max), both on the engine anchor's prompt; pooled tokens per step, tuned on the first "
+            f"corpus, the others held out.{chosen} The engine's n-gram default is "
+            f"{first_run.lookup_min}..{first_run.lookup_max} (`PAGEMILL_ENGINE__SERVE__PROMPT_LOOKUP_MIN`/`MAX`)."
+            f"\n\n{sweep_table(runs)}\n\n{tuned_lines(runs)}")
+
+
+def tuned_lines(runs: list[tuple[str, SpecsimRun]]) -> str:
+    """Each corpus in turn as the tuning set: its best n-gram lengths and suffix knobs (summed over the draft
+    lengths, all its pages), and what they give on the other corpora's digital pages."""
+    lines = []
+    for name, run in runs:
+        for label, family in (("n-gram", NgramVariant), ("suffix", Variant)):
+            candidates = [v for v in run.sweep if isinstance(v, family)]
+            if not candidates:
+                continue
+            best = best_variant(run.pages, candidates, run.ks)
+            held_out = "; ".join(f"{other} {MISSES_KIND} " + " / ".join(
+                f"{pooled(_of_kind(other_run, MISSES_KIND), k, best.name).committed_per_step:.2f}"
+                for k in other_run.ks[:2]) for other, other_run in runs if other != name)
+            lines.append(f"- tuned on {name}, best {label}: **{best.name}**" + (f"; held out: {held_out}" if held_out
+                                                                                   else ""))
+    ks = " / ".join(f"k = {k}" for k in runs[0][1].ks[:2])
+    return f"Each corpus as the tuning set (held-out figures at {ks}):\n\n" + "\n".join(lines)
 
 
 def write_section(path: Path, section: str) -> None:
     """Puts the section between the specsim markers, leaving the rest of the file as it is."""
     sections.write_section(path, section, "specsim")
+
+
+def _of_kind(run: SpecsimRun, kind: str) -> list[PageResult]:
+    return [p for p in run.pages if kind in p.kinds]

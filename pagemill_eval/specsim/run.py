@@ -10,8 +10,9 @@ from pathlib import Path
 from pagemill_eval.specsim import anchors
 from pagemill_eval.specsim.corpus import Case, NoPageTruth, page_targets, read_manifest
 from pagemill_eval.specsim.lookup import LookupParams
+from pagemill_eval.specsim.misses import Misses, page_misses
 from pagemill_eval.specsim.simulate import DecodeStats, simulate
-from pagemill_eval.specsim.variants import Variant, measure
+from pagemill_eval.specsim.variants import NgramVariant, Variant, measure, measure_ngram
 from pagemill_eval.tokenizer import EOS, load_tokenizer
 from services.core.pdf import PDF, image_frame_png, inspect_document, split_pdf
 from services.core.settings import Settings, VllmServeSettings
@@ -35,6 +36,8 @@ class PageResult:
     # The engine anchor's prompt and the target, token ids: what the suffix variants decode after the corpus.
     prompt_ids: list[int] = field(default_factory=list, repr=False)
     target_ids: list[int] = field(default_factory=list, repr=False)
+    # The short steps of the engine anchor under the served n-gram proposer, at the first draft length.
+    misses: Misses = field(default_factory=Misses, repr=False)
 
 
 @dataclass(slots=True)
@@ -46,7 +49,8 @@ class SpecsimRun:
     tokenizer_vocab: int
     pages: list[PageResult] = field(default_factory=list)
     variants: list[Variant] = field(default_factory=list)  # suffix decoding, measured on the engine anchor
-    sweep: list[Variant] = field(default_factory=list)  # more suffix variants, reported overall and digital only
+    # more suffix variants and n-gram lookup lengths, reported overall and digital only
+    sweep: list[Variant | NgramVariant] = field(default_factory=list)
     anchors: tuple[str, ...] = MEASURED_ANCHORS  # the anchors measured with n-gram drafts ("engine" always)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (case id, reason)
 
@@ -75,7 +79,8 @@ LOOKUP_MAX = VllmServeSettings.model_fields["prompt_lookup_max"].default
 
 def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4, 8), lookup_min: int = LOOKUP_MIN,
                 lookup_max: int = LOOKUP_MAX, anchor_max_chars: int = anchors.DEFAULT_ANCHOR_MAX_CHARS,
-                case_patterns: Sequence[str] = (), variants: Sequence[Variant] = (), sweep: Sequence[Variant] = (),
+                case_patterns: Sequence[str] = (), variants: Sequence[Variant] = (),
+                sweep: Sequence[Variant | NgramVariant] = (),
                 anchor_names: Sequence[str] = MEASURED_ANCHORS,
                 on_page: Callable[[PageResult], None] | None = None) -> SpecsimRun:
     """Every page under each anchor with n-gram drafts, then (the engine anchor's prompt) under each suffix
@@ -121,6 +126,7 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
                                 prompt_ids=prompts["engine"], target_ids=target_ids)
             for k, lookup in params.items():
                 result.stats[k] = {name: simulate(prompts[name], target_ids, lookup) for name in run.anchors}
+            result.misses = page_misses(prompts["engine"], target_ids, params[ks[0]], tokenizer.decode)
             run.pages.append(result)
             if on_page:
                 on_page(result)
@@ -128,9 +134,13 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
     return run
 
 
-def measure_variants(run: SpecsimRun, variants: Sequence[Variant]) -> None:
+def measure_variants(run: SpecsimRun, variants: Sequence[Variant | NgramVariant]) -> None:
     """Decodes the run's pages under each variant at each of its draft lengths, unless already measured."""
     for variant in {v.name: v for v in variants}.values():
         for k in run.ks:
-            if run.pages and variant.name not in run.pages[0].stats.get(k, {}):
+            if not run.pages or variant.name in run.pages[0].stats.get(k, {}):
+                continue
+            if isinstance(variant, NgramVariant):
+                measure_ngram(run.pages, variant, k)
+            else:
                 measure(run.pages, variant, k, LookupParams(k, run.lookup_min, run.lookup_max))

@@ -11,6 +11,10 @@ of other documents: `document` is the figure for a document nobody has seen.
 
 `+ngram` variants take the n-gram proposer's draft when the suffix trees have none: not a method vLLM 0.32
 serves (one method per server), measured to see what the combination would be worth.
+
+`NgramVariant`s are vLLM's n-gram proposer on the same prompt with other lookup lengths
+(`prompt_lookup_min`..`max`): the sweep sets them beside the suffix knobs, so the served method is chosen from
+both.
 """
 
 from __future__ import annotations
@@ -18,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pagemill_eval.specsim.lookup import LookupParams
-from pagemill_eval.specsim.simulate import DecodeStats
+from pagemill_eval.specsim.simulate import DecodeStats, simulate
 from pagemill_eval.specsim.suffix import SuffixCache, SuffixParams
 
 HISTORIES = ("prompt", "document", "corpus")
@@ -88,6 +92,25 @@ def measure(pages: Sequence[SimulatedPage], variant: Variant, k: int, lookup: Lo
             page.stats.setdefault(k, {})[variant.name] = page_cache.simulate(page.prompt_ids, page.target_ids)
 
 
+@dataclass(frozen=True, slots=True)
+class NgramVariant:
+    prompt_lookup_min: int
+    prompt_lookup_max: int
+
+    @property
+    def name(self) -> str:
+        return f"n-gram {self.prompt_lookup_min}..{self.prompt_lookup_max}"
+
+    def lookup(self, k: int) -> LookupParams:
+        return LookupParams(k, self.prompt_lookup_min, self.prompt_lookup_max)
+
+
+def measure_ngram(pages: Sequence[SimulatedPage], variant: NgramVariant, k: int) -> None:
+    """Decodes every page's engine-anchor prompt with n-gram drafts of `variant`'s lookup lengths."""
+    for page in pages:
+        page.stats.setdefault(k, {})[variant.name] = simulate(page.prompt_ids, page.target_ids, variant.lookup(k))
+
+
 def served_params() -> SuffixParams:
     """The suffix parameters `pagemill vllm-command` serves (`services/worker/engines/vllm/serve.py`)."""
     from services.worker.engines.vllm.serve import SUFFIX_DECODING
@@ -111,16 +134,30 @@ SWEEP_MIN_PROBS = (0.1, 0.05)  # vLLM's default first: it wins a tie
 SWEEP_DEPTHS = (16, 64)  # at the defaults' factor and min prob
 
 
-def sweep_variants() -> list[Variant]:
-    grid = [Variant(SuffixParams(max_spec_factor=factor, min_token_prob=prob))
-            for factor in SWEEP_FACTORS for prob in SWEEP_MIN_PROBS]
-    return grid + [Variant(SuffixParams(max_tree_depth=depth)) for depth in SWEEP_DEPTHS]
+# n-gram lookup lengths (min..max): the engine's earlier 2..8 first, then longer and 1-token minimums. A longer
+# n-gram finds the right one of many look-alike places of the anchor (table cells, numbers).
+SWEEP_LOOKUPS = ((2, 8), (2, 16), (2, 24), (2, 32), (1, 8), (1, 16), (1, 24), (1, 32))
 
 
-def best_variant(pages: Sequence[SimulatedPage], variants: Sequence[Variant], ks: Sequence[int]) -> Variant:
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+V = TypeVar("V", bound=Named)
+
+
+def sweep_variants() -> list[Variant | NgramVariant]:
+    grid: list[Variant | NgramVariant] = [Variant(SuffixParams(max_spec_factor=factor, min_token_prob=prob))
+                                          for factor in SWEEP_FACTORS for prob in SWEEP_MIN_PROBS]
+    grid += [Variant(SuffixParams(max_tree_depth=depth)) for depth in SWEEP_DEPTHS]
+    return grid + [NgramVariant(low, high) for low, high in SWEEP_LOOKUPS]
+
+
+def best_variant(pages: Sequence[SimulatedPage], variants: Sequence[V], ks: Sequence[int]) -> V:
     """The variant whose pages commit the most tokens per step, pooled over the pages, summed over the draft
     lengths `ks`; the first of equals."""
-    def score(variant: Variant) -> float:
+    def score(variant: V) -> float:
         return sum(_pooled(pages, variant.name, k) for k in ks)
 
     return max(variants, key=score)

@@ -29,8 +29,9 @@ from services.core.settings import get_settings
               help="anchors measured with n-gram drafts (repeatable; default all; engine always)")
 @click.option("--suffix/--no-suffix", default=True, show_default=True,
               help="also simulate vLLM's suffix decoding (the engine's parameters) with each kind of history")
-@click.option("--sweep", is_flag=True, help="sweep vLLM's suffix parameters; the tables then show the variant best "
-                                           "on the first corpus (summed over the draft lengths)")
+@click.option("--sweep", is_flag=True, help="sweep vLLM's suffix parameters and n-gram lookup lengths; the tables then "
+                                           "show the suffix variant best on the first corpus (summed over the draft "
+                                           "lengths)")
 def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: str | None, ks: tuple[int, ...],
             prompt_lookup_min: int | None, prompt_lookup_max: int | None, anchor_max_chars: int,
             case_patterns: tuple[str, ...], anchor_names: tuple[str, ...], suffix: bool, sweep: bool) -> None:
@@ -42,7 +43,7 @@ def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: st
     require_extra("eval", "`pagemill specsim`")
     from pagemill_eval.specsim import report
     from pagemill_eval.specsim.run import LOOKUP_MAX, LOOKUP_MIN, PageResult, measure_variants, run_specsim
-    from pagemill_eval.specsim.variants import best_variant, sweep_variants, table_variants
+    from pagemill_eval.specsim.variants import Variant, best_variant, sweep_variants, table_variants
 
     lookup_min = LOOKUP_MIN if prompt_lookup_min is None else prompt_lookup_min
     lookup_max = LOOKUP_MAX if prompt_lookup_max is None else prompt_lookup_max
@@ -66,7 +67,8 @@ def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: st
             raise click.ClickException(f"{corpus_dir}: no page with a page-level reference was found")
         runs.append((Path(corpus_dir).name, run))
     if sweep:  # tuned on the first corpus, the others held out
-        chosen = best_variant(runs[0][1].pages, runs[0][1].sweep, ks).params
+        suffix_sweep = [variant for variant in runs[0][1].sweep if isinstance(variant, Variant)]
+        chosen = best_variant(runs[0][1].pages, suffix_sweep, ks).params
         for _, run in runs:
             run.variants = table_variants(chosen)
             measure_variants(run, run.variants)

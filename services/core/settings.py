@@ -61,11 +61,11 @@ class VllmServeSettings(SettingsSection):
     preset's recommendation."""
     num_speculative_tokens: int = Field(default=0, ge=0)
     """Tokens drafted per step; 0: the preset's."""
-    prompt_lookup_min: int = Field(default=2, ge=1)
+    prompt_lookup_min: int = Field(default=1, ge=1)
     """n-gram speculation: the shortest prompt n-gram a draft is looked up by."""
-    prompt_lookup_max: int = Field(default=8, ge=1)
-    """n-gram speculation: the longest prompt n-gram a draft is looked up by (a longer match finds the right
-    place of the anchor more often: docs/benchmarks.md, specsim)."""
+    prompt_lookup_max: int = Field(default=32, ge=1)
+    """n-gram speculation: the longest prompt n-gram a draft is looked up by (a longer match finds the right one
+    of the anchor's look-alike places — table cells, numbers — more often: docs/benchmarks.md, specsim)."""
     draft_model: str = ""
     """eagle / eagle3 / dflash: the draft checkpoint (an EAGLE or FastMTP head, a DFlash drafter)."""
     max_images: int = Field(default=0, ge=0, le=64)

@@ -61,7 +61,7 @@ def test_specsim_command_on_a_corpus_slice(corpus: Path, tmp_path: Path) -> None
     assert set(report["by_kind"]) == {"digital", "image"}
     assert all(set(figures) == {"none", "text_layer", "ocr", "engine"} for figures in report["by_kind"].values())
     assert [r["num_speculative_tokens"] for r in report["runs"]] == [4, 8]
-    assert report["params"]["num_speculative_tokens"] == 4 and report["params"]["prompt_lookup_max"] == 8
+    assert report["params"]["num_speculative_tokens"] == 4 and report["params"]["prompt_lookup_max"] == 32
     assert [s["case_id"] for s in report["skipped"]] == ["olmocr_earnings"]
     for value in report["overall"].values():
         assert 1.0 <= value <= 5.0  # at least the bonus token, at most k + 1

@@ -26,7 +26,7 @@ def test_the_olmocr_command_carries_fp8_the_batch_size_and_ngram_speculation() -
     assert flag(argv, "--max-num-seqs") == "24" and flag(argv, "--max-model-len") == "16384"
     assert json.loads(flag(argv, "--limit-mm-per-prompt")) == {"image": 1, "video": 0}
     assert json.loads(flag(argv, "--speculative-config")) == {
-        "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 8, "prompt_lookup_min": 2}
+        "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 32, "prompt_lookup_min": 1}
 
 
 def test_settings_override_the_preset() -> None:
