@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 import signal
 import struct
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import psutil
 import pytest
 
 from services.core.settings import Settings
@@ -21,6 +24,7 @@ from services.worker.engines.base import PageInput, PageOutput
 from services.worker.engines.vllm.presets import Preset, get_preset
 from services.worker.pipeline.page import PageOutcome, run_page
 from services.worker.pipeline.prepare import Preparer, page_preparer, prepare_page
+from tests.harness import REPO
 from tests.pdfs import SENTENCE, text_page
 
 GOOD = "# Quarterly report\n\n" + SENTENCE + "\n"
@@ -159,6 +163,18 @@ def test_no_more_pages_hold_inputs_than_two_per_request_slot(preparer: Preparer)
     assert model.most_inside == 4 and preparer.prepared == 10 and preparer.holding == preparer.waiting == 0
 
 
+def test_a_warmed_pool_has_its_processes_before_the_first_page() -> None:
+    preparer = Preparer(settings(max_in_flight=4), processes=2)
+    try:
+        assert preparer.pids == set()
+        preparer.warm()
+        started = preparer.pids
+        assert len(started) == 2
+        assert preparer.prepare(page(), 400).pid in started  # no new process for the first page
+    finally:
+        preparer.close()
+
+
 def test_only_a_worker_given_processes_has_a_preparer() -> None:
     assert page_preparer(settings()) is None  # unset: the CLI sets it for a GPU worker alone
     assert page_preparer(settings(prepare_processes=0)) is None
@@ -175,3 +191,29 @@ def test_a_pool_that_lost_its_process_is_replaced_and_the_page_still_prepared() 
         assert after.pid not in (first.pid, os.getpid()) and after.image == first.image
     finally:
         preparer.close()
+
+
+WORKER = """
+import sys
+from services.core.settings import Settings
+from services.worker.pipeline.prepare import Preparer
+preparer = Preparer(Settings(engine={"kind": "vllm"}), 2)
+preparer.warm()
+print(" ".join(map(str, sorted(preparer.pids))), flush=True)
+sys.stdin.read()  # until the test kills it
+"""
+
+
+def test_a_worker_killed_outright_leaves_no_preparing_process_behind() -> None:
+    worker = subprocess.Popen([sys.executable, "-c", WORKER], cwd=REPO, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert worker.stdout is not None
+        pids = [int(pid) for pid in worker.stdout.readline().split()]
+        assert len(pids) == 2
+        pool = [psutil.Process(pid) for pid in pids]
+    finally:
+        worker.kill()  # SIGKILL: no atexit, no executor shutdown
+        worker.wait(WAIT_S)
+    _, alive = psutil.wait_procs(pool, timeout=WAIT_S)
+    assert not alive, f"pool processes outlived their worker: {alive}"

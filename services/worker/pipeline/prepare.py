@@ -33,7 +33,7 @@ from typing import Any
 from services.core.errors import clip
 from services.core.logging import get_logger
 from services.core.pdf import pdf_text_layer
-from services.core.settings import Settings
+from services.core.settings import EngineKind, Settings
 from services.worker.engines.base import PageInput, PageOutput
 from services.worker.pipeline.inputs import CpuHypothesis, render_png
 
@@ -96,11 +96,28 @@ _process_settings: Settings | None = None
 def _start_process(settings_json: str) -> None:
     global _process_settings
     _process_settings = Settings.model_validate_json(settings_json)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        # A pool process holds both ends of its task queue, so a worker killed outright (SIGKILL, OOM) would leave
+        # it waiting forever: it ends with its worker instead.
+        threading.Thread(target=_end_with, args=(parent,), daemon=True, name="end-with-worker").start()
+
+
+def _end_with(parent: multiprocessing.process.BaseProcess) -> None:
+    parent.join()
+    os._exit(0)
 
 
 def _prepare_in_process(page: PageInput, longest_side: int) -> PreparedPage:
     assert _process_settings is not None, "a pool process starts with _start_process"
     return prepare_page(page, longest_side, _process_settings)
+
+
+def _warm_process() -> None:
+    from services.worker.engines import load_engine
+
+    assert _process_settings is not None, "a pool process starts with _start_process"
+    load_engine(EngineKind.CPU.value, _process_settings)
 
 
 def _render_in_process(page: PageInput, longest_side: int) -> bytes | None:
@@ -154,6 +171,13 @@ class Preparer:
         """The page's PNG made by the pool (None: make it in this thread)."""
         image = self._run(_render_in_process, page, longest_side)
         return image if isinstance(image, bytes) else None
+
+    def warm(self) -> None:
+        """Starts the pool's processes now, each loading the cpu engine, rather than on the first pages."""
+        pool = self._current_pool()
+        if pool is not None:
+            for _ in range(self.processes):  # each submit starts a process while none is idle
+                pool.submit(_warm_process)
 
     def wait_for(self, state: Callable[[Preparer], bool], timeout_s: float) -> bool:
         """Blocks until `state(self)` holds (checked on every change of the counts), or `timeout_s` passed."""
