@@ -299,7 +299,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS / "dev")
     parser.add_argument("--pages", type=int, default=24)
     parser.add_argument("--per-document", type=int, default=4, help="pages taken from each PDF at most")
-    parser.add_argument("--rounds", type=int, default=2, help="direct+pagemill pairs after the warm-up")
+    parser.add_argument("--rounds", type=int, default=3, help="direct+pagemill pairs after the warm-up")
     parser.add_argument("--max-in-flight", type=int, default=8, help="pagemill's engine.max_in_flight (default 8)")
     parser.add_argument("--min-tokens", type=int, default=192, help="tokens each answer has at least")
     parser.add_argument("--max-tokens", type=int, default=256)

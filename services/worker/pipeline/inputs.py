@@ -9,8 +9,9 @@ from services.core.settings import EngineKind, Settings
 from services.worker.engines import load_engine
 from services.worker.engines.base import DEFAULT_RENDER_SIDE, Engine, PageInput, PageOutput, is_generative
 
-# zlib level of the PNG a model gets: level 1 took 28 ms against 52 ms at Pillow's default 6 on the densest dev
-# page, for a file 23 % larger; the pixels, so what the model sees, are the same (docs/benchmarks.md, GPU path).
+# zlib level of the PNG a model gets: on the 24 digital dev pages of `make bench-gpu-path` at 1288 px, level 1
+# took 22 ms of CPU a page against 36 ms at Pillow's default 6, and its files were 15 % smaller (229 against 270
+# KiB); the pixels, so what the model sees, are the same (docs/benchmarks.md, the GPU path).
 MODEL_PNG_LEVEL = 1
 
 
