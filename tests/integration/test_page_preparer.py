@@ -142,9 +142,10 @@ def test_no_more_pages_hold_inputs_than_two_per_request_slot(preparer: Preparer)
     assert preparer.in_hand == 4
     model = StandInModel([GOOD], gate=threading.Event())
     outcomes: list[PageOutcome] = []
+    pages = [page(index) for index in range(10)]  # made here: the test's PDF writer is not thread-safe
 
     def one(index: int) -> None:
-        outcomes.append(run_page(model, page(index), preparer.settings, preparer=preparer))
+        outcomes.append(run_page(model, pages[index], preparer.settings, preparer=preparer))
 
     threads = [threading.Thread(target=one, args=(index,)) for index in range(10)]
     for thread in threads:
