@@ -42,7 +42,9 @@ from services.core.settings import Settings
 from services.worker.engines import PageInput
 from services.worker.engines.vllm.engine import VllmEngine
 from services.worker.engines.vllm.serve import pages_per_request
-from services.worker.pipeline.page import page_anchor, prepare_input, temperature_for
+from services.worker.pipeline.inputs import prepare_input
+from services.worker.pipeline.page import page_anchor, temperature_for
+from services.worker.pipeline.prepare import default_processes
 from tests.harness import CORPUS, REPO
 from tests.servers import free_port, wait_for
 from tests.vllm_server import VllmServer, engine_env
@@ -52,7 +54,7 @@ FINAL = {"succeeded", "partial", "failed", "cancelled"}
 # `min_tokens` are out, so a page is one request that finishes "stop" (never "length", which pagemill's checks
 # would send up the temperature ladder) after about as many tokens as the bench asks for.
 STOP = ["e", "a", " ", "|"]
-STAGES = ("queue_wait", "fetch", "anchor", "render", "engine", "align", "store")
+STAGES = ("queue_wait", "fetch", "prepare", "anchor", "render", "engine", "align", "store")
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,13 +299,15 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS / "dev")
     parser.add_argument("--pages", type=int, default=24)
     parser.add_argument("--per-document", type=int, default=4, help="pages taken from each PDF at most")
-    parser.add_argument("--rounds", type=int, default=2, help="direct+pagemill pairs after the warm-up")
+    parser.add_argument("--rounds", type=int, default=3, help="direct+pagemill pairs after the warm-up")
     parser.add_argument("--max-in-flight", type=int, default=8, help="pagemill's engine.max_in_flight (default 8)")
     parser.add_argument("--min-tokens", type=int, default=192, help="tokens each answer has at least")
     parser.add_argument("--max-tokens", type=int, default=256)
     # The tiny model's context is 4,096 tokens and its tokenizer spends ~2.6 tokens per Korean character: 1,000
     # characters of anchor keep every chosen page's prompt and answer inside it.
     parser.add_argument("--anchor-max-chars", type=int, default=1000)
+    parser.add_argument("--prepare-processes", type=int, default=None,
+                        help="pagemill's engine.prepare_processes (default: the GPU worker's own, one per core)")
     parser.add_argument("--write", type=Path, default=None, help="update this Markdown file's gpu-path section")
     args = parser.parse_args()
     venv = args.venv.resolve()
@@ -323,7 +327,8 @@ def main() -> None:
         pagemill = None
         try:
             print(f"vllm serve up in {server.startup_s:.0f} s; starting pagemill serve", flush=True)
-            pagemill = Pagemill(workdir, server.engine)
+            pagemill = Pagemill(workdir, server.engine if args.prepare_processes is None else
+                                {**server.engine, "prepare_processes": args.prepare_processes})
             runs: list[RunFigures] = []
             checks: list[dict[str, Any]] = []
             assert server.process is not None
@@ -362,7 +367,10 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
     command = (f"make bench-gpu-path  # python -m bench.gpu_path --pages {args.pages} --per-document "
                f"{args.per_document} --rounds {args.rounds} --max-in-flight {args.max_in_flight} "
                f"--min-tokens {args.min_tokens} --max-tokens {args.max_tokens} "
-               f"--anchor-max-chars {args.anchor_max_chars}")
+               f"--anchor-max-chars {args.anchor_max_chars}"
+               + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes is not None else ""))
+    processes = (args.prepare_processes if args.prepare_processes is not None
+                 else default_processes(args.max_in_flight))
     return "\n".join([
         "## The GPU path: pagemill beside a direct client on one vLLM server (`make bench-gpu-path`)", "",
         f"Command: `{command}`  ",
@@ -372,8 +380,9 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
         f"`make test-vllm` (started in {server.startup_s:.0f} s), preset generic, `--max-num-seqs "
         f"{args.max_in_flight}`; {args.pages} digital pages of {len(sources)} dev PDFs "
         f"({', '.join(s.case_id for s in sources)}), max_tokens {args.max_tokens}, request extras "
-        f"`{json.dumps(request_extra(args))}`; {args.max_in_flight} requests in flight either way. A warm-up of each "
-        "way first, then the ways alternate.", "",
+        f"`{json.dumps(request_extra(args))}`; {args.max_in_flight} requests in flight either way; pagemill's GPU "
+        f"worker prepares pages in {processes} process{'es' if processes != 1 else ''} "
+        f"(engine.prepare_processes; 0: in its own threads). A warm-up of each way first, then the ways alternate.", "",
         *table(runs), "",
         f"pagemill reached **{pages_ratio:.2f}** of the direct client's pages/s (goal ≥ 0.95): "
         f"{through.pages_per_s:.2f} against {direct.pages_per_s:.2f} pages/s, "

@@ -109,6 +109,17 @@ def run_worker(settings: Settings, *, queues: list[str], concurrency: int | None
         preload_assembly(settings)
     if metrics_port:
         start_metrics_server(metrics_port)
+    if settings.engine.prepare_processes and pool == "threads":
+        # The GPU worker's page-preparing processes start with it, not with its first pages. Threads only: a
+        # prefork worker would fork its pool's children from a process that already runs the pool's threads.
+        from services.worker.pipeline.prepare import page_preparer
+
+        def warm(**_: Any) -> None:
+            preparer = page_preparer(settings)
+            if preparer is not None:
+                preparer.warm()
+
+        worker_ready.connect(warm, weak=False)
     slots = concurrency or settings.worker.concurrency
     announcer = SlotAnnouncer(settings.resolved_redis_url(), queues, slots)
     worker_ready.connect(announcer.start, weak=False)

@@ -51,7 +51,8 @@ PAGE_LATENCY = Histogram(
     "pagemill_page_latency_seconds", "Engine time per page (inputs prepared, retries included), by engine.",
     ["engine"], buckets=PAGE_LATENCY_BUCKETS)
 PAGE_STAGE = Histogram(
-    "pagemill_page_stage_seconds", "Time per page in each stage: queue_wait, fetch, render, engine, store.",
+    "pagemill_page_stage_seconds",
+    "Time per page in each stage: queue_wait, fetch, prepare, anchor, render, engine, align, store.",
     ["stage", "engine"], buckets=PAGE_LATENCY_BUCKETS)
 PAGE_RETRIES = Counter(
     "pagemill_page_retries_total", "Page retries, by reason (engine_unavailable, lease_expired, invalid output…).",

@@ -345,7 +345,8 @@ def load_image(data: bytes) -> Image.Image:
         return image.convert("RGB")
 
 
-def png_bytes(image: Image.Image) -> bytes:
+def png_bytes(image: Image.Image, *, compress_level: int = 6) -> bytes:
+    """`compress_level`: zlib's 0-9; the pixels are the same at every level, only the size and time differ."""
     buffer = io.BytesIO()
-    image.save(buffer, "PNG")
+    image.save(buffer, "PNG", compress_level=compress_level)
     return buffer.getvalue()

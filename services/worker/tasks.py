@@ -47,6 +47,7 @@ from services.worker.page_ends import (
 )
 from services.worker.pipeline.group import run_group
 from services.worker.pipeline.page import PageOutcome, run_fallback, run_page
+from services.worker.pipeline.prepare import page_preparer
 from services.worker.routing import escalation_engine
 from services.worker.split import split_document
 
@@ -298,7 +299,9 @@ class ChunkRun:
         try:
             if self.retries and is_generative(engine):
                 engine.check_health()  # after an outage, ask before spending OCR on the page's anchor
-            return run_page(engine, page, self.settings, heartbeat=keeper)
+            # A generative page's inputs come from this process's preparer, if it has one (the GPU worker)
+            preparer = page_preparer(self.settings) if is_generative(engine) else None
+            return run_page(engine, page, self.settings, heartbeat=keeper, preparer=preparer)
         except EngineUnavailable:
             if self.retries < self.settings.worker.unavailable_max_retries or engine.name == "cpu":
                 raise

@@ -17,7 +17,7 @@ from services.core.pdf import PDF, PNG, split_pdf
 from services.core.settings import Settings
 from services.worker.engines import Engine, PageInput, load_engine
 from services.worker.engines.vllm.engine import EngineRejected, VllmEngine
-from services.worker.pipeline.page import prepare_input
+from services.worker.pipeline.inputs import prepare_input
 from tests.servers import free_port
 from tests.vllm_server import VllmServer
 

@@ -292,6 +292,11 @@ def test_the_gpu_pod_has_a_vllm_sidecar_sized_to_the_worker() -> None:
     assert params["pool"] == "threads" and params["concurrency"] == 2 * settings.engine.max_in_flight, \
         "threads = twice the requests in flight (= vLLM's max_num_seqs): half prepare the next pages"
     assert params["queues"] == Queue.PAGES_GPU.value
+    env = {e["name"]: e.get("value") for e in worker["env"]}
+    processes = int(env["PAGEMILL_ENGINE__PREPARE_PROCESSES"])
+    assert 1 <= processes <= settings.engine.max_in_flight, "pages prepared in processes, at most one per request"
+    assert float(worker["resources"]["requests"]["cpu"]) >= processes + 1, \
+        "a core for each preparing process and one for the worker's threads"
 
 
 @pytest.mark.slow  # a Python process of its own

@@ -10,7 +10,8 @@ from services.results.render.sanitize import parse_table
 from services.worker.engines.base import PageInput
 from services.worker.engines.vllm.answer_blocks import split_answer
 from services.worker.engines.vllm.engine import VllmEngine
-from services.worker.pipeline.page import CpuHypothesis, render_png, with_elements
+from services.worker.pipeline.inputs import CpuHypothesis, render_png
+from services.worker.pipeline.page import with_elements
 from tests.chart_pdfs import bar_chart_pdf
 
 # olmOCR-2's answer format: YAML front matter, then Markdown; the figure named after its place in the image.

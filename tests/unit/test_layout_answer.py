@@ -10,7 +10,7 @@ from services.worker.engines.base import PageInput
 from services.worker.engines.vllm.engine import VllmEngine
 from services.worker.engines.vllm.layout_answer import model_frame
 from services.worker.engines.vllm.presets import get_preset
-from services.worker.pipeline.page import render_png
+from services.worker.pipeline.inputs import render_png
 from tests.pdfs import text_page
 
 CELLS = [

@@ -17,7 +17,8 @@ from services.core.settings import Settings
 from services.worker.engines import PageInput
 from services.worker.engines.vllm.engine import VllmEngine
 from services.worker.engines.vllm.token_confidence import read_tokens
-from services.worker.pipeline.page import CpuHypothesis, prepare_input, with_elements
+from services.worker.pipeline.inputs import CpuHypothesis, prepare_input
+from services.worker.pipeline.page import with_elements
 from tests.vllm_server import VllmServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]

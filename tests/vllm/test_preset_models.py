@@ -29,7 +29,7 @@ from services.core.settings import Settings
 from services.worker.engines import PageInput, PageOutput
 from services.worker.engines.vllm.engine import EngineRejected, VllmEngine
 from services.worker.engines.vllm.presets import PRESETS
-from services.worker.pipeline.page import prepare_input
+from services.worker.pipeline.inputs import prepare_input
 from tests.servers import free_port
 from tests.vllm_server import VllmServer
 

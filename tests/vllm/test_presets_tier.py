@@ -22,7 +22,7 @@ from services.worker.engines import PageInput
 from services.worker.engines.vllm.engine import VllmEngine
 from services.worker.engines.vllm.presets import PRESETS
 from services.worker.pipeline.group import run_group
-from services.worker.pipeline.page import prepare_input
+from services.worker.pipeline.inputs import prepare_input
 from tests.vllm_server import VllmServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]

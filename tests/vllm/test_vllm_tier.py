@@ -26,7 +26,7 @@ from services.core.pdf import PNG
 from services.core.settings import Settings
 from services.worker.engines import PageInput
 from services.worker.engines.vllm.engine import VllmEngine
-from services.worker.pipeline.page import prepare_input
+from services.worker.pipeline.inputs import prepare_input
 from tests.conftest import PlatformFactory
 from tests.harness import Platform
 from tests.textmatch import word_recall

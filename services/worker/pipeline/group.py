@@ -27,15 +27,8 @@ from services.core.settings import Settings
 from services.worker.engines.base import AnswerTokens, Engine, GenerativeEngine, PageInput
 from services.worker.engines.vllm.presets import strip_fences
 from services.worker.engines.vllm.token_confidence import slice_tokens
-from services.worker.pipeline.page import (
-    CpuHypothesis,
-    PageOutcome,
-    page_details,
-    prepare_input,
-    run_page,
-    temperature_for,
-    with_elements,
-)
+from services.worker.pipeline.inputs import CpuHypothesis, prepare_input
+from services.worker.pipeline.page import PageOutcome, page_details, run_page, temperature_for, with_elements
 from services.worker.pipeline.quality import has_words, invalid_reason, usable_text_layer
 
 log = get_logger(__name__)

@@ -13,17 +13,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.core.elements import Element, ElementType, page_markdown
 from services.core.errors import PagemillError, clip
 from services.core.logging import get_logger
-from services.core.metrics import FALLBACK_PAGES, PAGE_RETRIES, stage_timer
-from services.core.pdf import load_image, pdf_text_layer, png_bytes, render_pdf_page
-from services.core.settings import EngineKind, Settings
-from services.worker.engines import load_engine
+from services.core.metrics import FALLBACK_PAGES, PAGE_RETRIES, PAGE_STAGE, stage_timer
+from services.core.pdf import pdf_text_layer
+from services.core.settings import Settings
 from services.worker.engines.base import (
-    DEFAULT_RENDER_SIDE,
     Engine,
     GenerativeEngine,
     PageInput,
@@ -34,9 +32,14 @@ from services.worker.engines.geometry import Box, pixel_map
 from services.worker.engines.vllm.align import align
 from services.worker.engines.vllm.answer_blocks import figure_pixels, split_answer
 from services.worker.engines.vllm.token_confidence import score_elements
+from services.worker.pipeline.inputs import CpuHypothesis, prepare_input, render_side
 from services.worker.pipeline.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
 
+if TYPE_CHECKING:
+    from services.worker.pipeline.prepare import Preparer
+
 log = get_logger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class PageOutcome:
@@ -48,46 +51,16 @@ class PageOutcome:
     details: dict[str, Any] = field(default_factory=dict)  # the attempt log, the anchor, tokens spent
 
 
-def render_side(engine: Engine, settings: Settings) -> int:
-    if settings.engine.render_longest_side:
-        return settings.engine.render_longest_side
-    return engine.render_longest_side if is_generative(engine) else DEFAULT_RENDER_SIDE
-
-
-def render_png(page: PageInput, longest_side: int, settings: Settings) -> bytes:
-    """The page as PNG pixels: PDFs rendered at `longest_side`, images turned and shrunk to it."""
-    if page.is_pdf:
-        return png_bytes(render_pdf_page(page.data, longest_side=longest_side,
-                                         max_pixels=settings.limits.max_render_pixels,
-                                         max_side_pt=settings.limits.max_page_side_pt, rotation=page.rotation))
-    image = load_image(page.data)
-    if page.rotation % 360:
-        image = image.rotate(-(page.rotation % 360), expand=True)
-    if max(image.size) > longest_side:
-        scale = longest_side / max(image.size)
-        image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
-    return png_bytes(image)
-
-
-def prepare_input(engine: Engine, page: PageInput, settings: Settings) -> PageInput:
-    """Fills in the text layer and pixels the engine asked for, and nothing it did not."""
-    text_layer = page.text_layer
-    image = page.image
-    if engine.needs_text_layer and text_layer is None and page.is_pdf:
-        text_layer = pdf_text_layer(page.data)
-    if engine.needs_image and image is None:
-        image = render_png(page, render_side(engine, settings), settings)
-    if text_layer is page.text_layer and image is page.image:
-        return page
-    return replace(page, text_layer=text_layer, image=image)
-
-
-def run_page(engine: Engine, page: PageInput, settings: Settings,
-             heartbeat: Callable[[], None] | None = None) -> PageOutcome:
-    """`heartbeat` is called before every retry of a generative page (the task keeps the page's lease)."""
-    started = time.perf_counter()
+def run_page(engine: Engine, page: PageInput, settings: Settings, heartbeat: Callable[[], None] | None = None,
+             preparer: Preparer | None = None) -> PageOutcome:
+    """`heartbeat` is called before every retry of a generative page (the task keeps the page's lease).
+    `preparer`: a generative page's inputs are made by its pool, within its bound on pages in hand."""
     if is_generative(engine):
-        return _run_generative(engine, page, settings, started, heartbeat)
+        if preparer is None:
+            return _run_generative(engine, page, settings, time.perf_counter(), heartbeat)
+        with preparer.hold():
+            return _run_generative(engine, page, settings, time.perf_counter(), heartbeat, preparer)
+    started = time.perf_counter()
     with stage_timer("render", engine.name):
         prepared = prepare_input(engine, page, settings)
     with stage_timer("engine", engine.name):
@@ -101,14 +74,19 @@ def temperature_for(attempt: int, settings: Settings) -> float:
 
 
 def _run_generative(engine: GenerativeEngine, page: PageInput, settings: Settings, started: float,
-                    heartbeat: Callable[[], None] | None = None) -> PageOutcome:
+                    heartbeat: Callable[[], None] | None = None, preparer: Preparer | None = None) -> PageOutcome:
     cpu = CpuHypothesis(page, settings)
-    text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
-    with stage_timer("anchor", engine.name):  # the text layer, or the cpu engine's OCR of a scan
+    image = None
+    if preparer is None:
+        text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
+        with stage_timer("anchor", engine.name):  # the text layer, or the cpu engine's OCR of a scan
+            anchor, anchor_source = _anchor(text_layer, cpu, settings)
+    else:
+        text_layer, image = _prepared(preparer, engine, page, cpu, settings)
         anchor, anchor_source = _anchor(text_layer, cpu, settings)
     # An empty answer is wrong only where the page visibly has text.
     page_has_text = usable_text_layer(text_layer) or has_words(anchor)
-    current = replace(page, text_layer=text_layer, anchor=anchor, image=None)
+    current = replace(page, text_layer=text_layer, anchor=anchor, image=image)
     attempts: list[dict[str, Any]] = []
     spent = {"prompt_tokens": 0, "completion_tokens": 0}
     reason = ""
@@ -117,7 +95,12 @@ def _run_generative(engine: GenerativeEngine, page: PageInput, settings: Setting
         if attempt and heartbeat is not None:
             heartbeat()
         temperature = temperature_for(attempt, settings)
-        with stage_timer("render", engine.name):
+        if current.image is None:  # not prepared, or to be rendered again (turned): by the pool if there is one
+            with stage_timer("render", engine.name):
+                if preparer is not None:
+                    current = replace(current, image=preparer.render(current, render_side(engine, settings)))
+                prepared = prepare_input(engine, current, settings)
+        else:
             prepared = prepare_input(engine, current, settings)
         try:
             with stage_timer("engine", engine.name):
@@ -156,6 +139,22 @@ def _run_generative(engine: GenerativeEngine, page: PageInput, settings: Setting
     return _fall_back(cpu, reason, attempts, spent, anchor_source, anchor, started, engine)
 
 
+def _prepared(preparer: Preparer, engine: GenerativeEngine, page: PageInput, cpu: CpuHypothesis,
+              settings: Settings) -> tuple[str, bytes | None]:
+    """The page's text layer and PNG from the preparer's pool, its cpu reading handed to `cpu`. Stages: `prepare`
+    is the wait in this thread (queue and work), `anchor` and `render` the pool process's own time."""
+    with stage_timer("prepare", engine.name):
+        ready = preparer.prepare(replace(page, image=None, anchor=None), render_side(engine, settings))
+    PAGE_STAGE.labels(stage="anchor", engine=engine.name).observe(ready.reading_s)
+    PAGE_STAGE.labels(stage="render", engine=engine.name).observe(ready.render_s)
+    if ready.reading is not None:
+        cpu.reading_made(ready.reading)
+    text_layer = ready.text_layer
+    if text_layer is None:  # the pool could not read it: here, where the error is the page's
+        text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
+    return text_layer, ready.image
+
+
 def run_fallback(page: PageInput, settings: Settings, reason: str) -> PageOutcome:
     """The cpu engine's reading of a page whose primary engine gave up (e.g. an outage outlasted its retries)."""
     started = time.perf_counter()
@@ -177,20 +176,6 @@ def _fall_back(cpu: CpuHypothesis, reason: str, attempts: list[dict[str, Any]], 
                                                  if a.get("finish_reason")), None)
     return PageOutcome(output=_with_tokens(output, spent), attempts=len(attempts), latency_ms=_ms(started),
                        is_fallback=True, fallback_reason=reason, details=details)
-
-
-class CpuHypothesis:
-    """The cpu engine's reading of the page, made at most once: the anchor of a scanned page and the fallback."""
-
-    def __init__(self, page: PageInput, settings: Settings) -> None:
-        self.page, self.settings = page, settings
-        self._output: PageOutput | None = None
-
-    def output(self) -> PageOutput:
-        if self._output is None:
-            cpu = load_engine(EngineKind.CPU.value, self.settings)
-            self._output = cpu.parse(prepare_input(cpu, replace(self.page, anchor=None, image=None), self.settings))
-        return self._output
 
 
 def page_anchor(page: PageInput, settings: Settings) -> tuple[str | None, str]:
