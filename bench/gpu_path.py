@@ -44,7 +44,6 @@ from services.worker.engines.vllm.engine import VllmEngine
 from services.worker.engines.vllm.serve import pages_per_request
 from services.worker.pipeline.inputs import prepare_input
 from services.worker.pipeline.page import page_anchor, temperature_for
-from services.worker.pipeline.prepare import default_processes
 from tests.harness import CORPUS, REPO
 from tests.servers import free_port, wait_for
 from tests.vllm_server import VllmServer, engine_env
@@ -306,8 +305,8 @@ def main() -> None:
     # The tiny model's context is 4,096 tokens and its tokenizer spends ~2.6 tokens per Korean character: 1,000
     # characters of anchor keep every chosen page's prompt and answer inside it.
     parser.add_argument("--anchor-max-chars", type=int, default=1000)
-    parser.add_argument("--prepare-processes", type=int, default=None,
-                        help="pagemill's engine.prepare_processes (default: the GPU worker's own, one per core)")
+    parser.add_argument("--prepare-processes", type=int, default=0,
+                        help="pagemill's engine.prepare_processes (default 0, the engine's: in the worker's threads)")
     parser.add_argument("--write", type=Path, default=None, help="update this Markdown file's gpu-path section")
     args = parser.parse_args()
     venv = args.venv.resolve()
@@ -327,8 +326,7 @@ def main() -> None:
         pagemill = None
         try:
             print(f"vllm serve up in {server.startup_s:.0f} s; starting pagemill serve", flush=True)
-            pagemill = Pagemill(workdir, server.engine if args.prepare_processes is None else
-                                {**server.engine, "prepare_processes": args.prepare_processes})
+            pagemill = Pagemill(workdir, {**server.engine, "prepare_processes": args.prepare_processes})
             runs: list[RunFigures] = []
             checks: list[dict[str, Any]] = []
             assert server.process is not None
@@ -368,9 +366,8 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
                f"{args.per_document} --rounds {args.rounds} --max-in-flight {args.max_in_flight} "
                f"--min-tokens {args.min_tokens} --max-tokens {args.max_tokens} "
                f"--anchor-max-chars {args.anchor_max_chars}"
-               + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes is not None else ""))
-    processes = (args.prepare_processes if args.prepare_processes is not None
-                 else default_processes(args.max_in_flight))
+               + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes else ""))
+    processes = args.prepare_processes
     return "\n".join([
         "## The GPU path: pagemill beside a direct client on one vLLM server (`make bench-gpu-path`)", "",
         f"Command: `{command}`  ",

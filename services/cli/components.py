@@ -60,14 +60,6 @@ def worker(queues: str, concurrency: int | None, pool: str | None, metrics_port:
         # busy preparing its page left its slot empty: vLLM ran half its batch, docs/benchmarks.md, GPU path).
         pool = pool or "threads"
         concurrency = concurrency or GPU_THREADS_PER_SLOT * settings.engine.max_in_flight
-        # Preparing a page (cpu reading, PNG) is CPU work: under one GIL and pdfium's lock one process prepared
-        # at most ~7 pages/s, and vLLM's slots waited on it. A pool of processes prepares them instead
-        # (services/worker/pipeline/prepare.py).
-        if settings.engine.prepare_processes is None and pool == "threads":
-            from services.worker.pipeline.prepare import default_processes
-
-            settings = settings.model_copy(update={"engine": settings.engine.model_copy(
-                update={"prepare_processes": default_processes(settings.engine.max_in_flight)})})
     run_worker(settings, queues=names, concurrency=concurrency, pool=pool or "prefork", metrics_port=metrics_port,
                name=name)
 

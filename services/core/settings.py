@@ -92,10 +92,10 @@ class EngineSettings(SettingsSection):
     # pages are not durable.
     max_in_flight: int = Field(default=8, ge=1)
     """vllm: requests one worker process keeps open against vLLM (the GPU worker runs twice as many threads)."""
-    prepare_processes: int | None = Field(default=None, ge=0)
+    prepare_processes: int = Field(default=0, ge=0)
     """vllm: processes of a worker that prepare its pages for the model (text layer, cpu reading, PNG) ahead of a
-    free request slot; 0: in the worker's own threads; unset: a GPU worker (`--queues pages.gpu`) runs one per
-    core, at most max_in_flight, any other worker 0."""
+    free request slot; 0 (the default): in the worker's own threads, which measured as fast or faster on 2 cores
+    (docs/benchmarks.md, "Preparing pages for the model")."""
     request_timeout_s: float = 300.0
     """vllm: seconds one request may take."""
     render_longest_side: int = Field(default=0, ge=0, le=10000)

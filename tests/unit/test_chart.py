@@ -294,7 +294,7 @@ def test_the_gpu_pod_has_a_vllm_sidecar_sized_to_the_worker() -> None:
     assert params["queues"] == Queue.PAGES_GPU.value
     env = {e["name"]: e.get("value") for e in worker["env"]}
     processes = int(env["PAGEMILL_ENGINE__PREPARE_PROCESSES"])
-    assert 1 <= processes <= settings.engine.max_in_flight, "pages prepared in processes, at most one per request"
+    assert processes == settings.engine.prepare_processes == 0, "pages prepared in the threads unless set"
     assert float(worker["resources"]["requests"]["cpu"]) >= processes + 1, \
         "a core for each preparing process and one for the worker's threads"
 

@@ -4,7 +4,8 @@ A page for a generative engine needs the cpu engine's reading (the anchor of its
 is boxed by: ~70 ms of CPU on a digital page, OCR on a scan) and its PNG (~30-60 ms). In the GPU worker's one
 process all of that ran under one GIL and pdfium's process-wide lock, at most ~7 pages/s per worker, and on a busy
 machine vLLM's request slots sat empty while pages waited for it (docs/benchmarks.md, the GPU path). With a
-`Preparer` (`engine.prepare_processes` > 0, the GPU worker's default):
+`Preparer` (`engine.prepare_processes` > 0; opt-in: on this project's 2-core machines the threads measured as
+fast or faster, docs/benchmarks.md):
 
 - a page's thread hands the page to a pool of spawned processes (text layer, cpu reading, PNG), then takes a
   request slot (the engine's semaphore still caps open requests at `max_in_flight`) with its inputs ready;
@@ -235,7 +236,7 @@ _preparers_lock = threading.Lock()
 
 
 def page_preparer(settings: Settings) -> Preparer | None:
-    """This process's Preparer for these engine settings, or None when `engine.prepare_processes` is 0 or unset
+    """This process's Preparer for these engine settings, or None when `engine.prepare_processes` is 0
     (pages are prepared in their own threads)."""
     processes = settings.engine.prepare_processes
     if not processes:
@@ -246,13 +247,3 @@ def page_preparer(settings: Settings) -> Preparer | None:
         if preparer is None:
             preparer = _preparers[key] = Preparer(settings, processes)
         return preparer
-
-
-def default_processes(max_in_flight: int) -> int:
-    """The GPU worker's pool when `engine.prepare_processes` is unset: a process per core it may run on, no more
-    than the requests it keeps open."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, max_in_flight))
