@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -26,6 +25,7 @@ from services.worker.pipeline.page import PageOutcome, run_page
 from services.worker.pipeline.prepare import Preparer, page_preparer, prepare_page
 from tests.harness import REPO
 from tests.pdfs import SENTENCE, text_page
+from tests.stand_in import answered_page, image_size
 
 GOOD = "# Quarterly report\n\n" + SENTENCE + "\n"
 TURNED = "---\nprimary_language: en\nis_rotation_valid: false\nrotation_correction: 90\n---\nsdrawkcab"
@@ -55,9 +55,8 @@ class StandInModel:
 
     def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
         assert page.image is not None
-        width, height = struct.unpack(">II", page.image[16:24])
         with self.changed:
-            self.calls.append({"rotation": page.rotation, "anchor": page.anchor, "size": (width, height),
+            self.calls.append({"rotation": page.rotation, "anchor": page.anchor, "size": image_size(page),
                                "image": page.image})
             raw = self.script[min(len(self.calls), len(self.script)) - 1]
             self.inside += 1
@@ -70,12 +69,7 @@ class StandInModel:
             with self.changed:
                 self.inside -= 1
                 self.changed.notify_all()
-        parsed = self.preset.parse(raw)
-        return PageOutput(markdown=parsed.markdown, engine=self.name, model=self.model, finish_reason="stop",
-                          prompt_tokens=100, completion_tokens=len(raw.split()), rotation=page.rotation,
-                          width_px=width, height_px=height,
-                          details={"rotation_valid": parsed.rotation_valid,
-                                   "rotation_correction": parsed.rotation_correction})
+        return answered_page(self.preset, page, raw, engine=self.name, model=self.model)
 
     def check_health(self) -> None:
         return None

@@ -6,7 +6,6 @@ same paths run against a real vLLM server in tests/vllm. The fallback is the rea
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 import pytest
@@ -18,6 +17,7 @@ from services.worker.engines.vllm.engine import EngineRejected
 from services.worker.engines.vllm.presets import Preset, get_preset
 from services.worker.pipeline.page import run_page
 from tests.pdfs import SENTENCE, text_page
+from tests.stand_in import answered_page, image_size
 
 GOOD = "# Quarterly report\n\n" + SENTENCE + "\n"
 
@@ -38,20 +38,13 @@ class ScriptedModel:
     calls: list[dict[str, object]] = field(default_factory=list)
 
     def parse(self, page: PageInput, *, temperature: float = 0.0) -> PageOutput:
-        assert page.image is not None
-        width, height = struct.unpack(">II", page.image[16:24])
         self.calls.append({"temperature": temperature, "rotation": page.rotation, "anchor": page.anchor,
-                           "size": (width, height)})
+                           "size": image_size(page)})
         step = self.script.pop(0)
         if isinstance(step, Exception):
             raise step
         raw, finish = step
-        parsed = self.preset.parse(raw)
-        return PageOutput(markdown=parsed.markdown, engine=self.name, model=self.model, finish_reason=finish,
-                          prompt_tokens=100, completion_tokens=len(raw.split()), rotation=page.rotation,
-                          width_px=width, height_px=height,
-                          details={"rotation_valid": parsed.rotation_valid,
-                                   "rotation_correction": parsed.rotation_correction})
+        return answered_page(self.preset, page, raw, engine=self.name, model=self.model, finish_reason=finish)
 
     def check_health(self) -> None:
         return None

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from pagemill_eval.specsim.corpus import reference_format
 from pagemill_eval.specsim.lookup import LookupParams
 from pagemill_eval.specsim.misses import page_misses, text_class
-from pagemill_eval.specsim.simulate import DecodeStats, simulate
+from pagemill_eval.specsim.simulate import simulate
 from pagemill_eval.specsim.variants import NgramVariant, best_variant, measure_ngram
+from tests.specsim_pages import Page
 
 
 def spell(ids: Sequence[int]) -> str:
@@ -64,14 +64,6 @@ def test_reference_formats_from_ground_truth_names() -> None:
     assert reference_format("crazyones.txt") == "plain text"
     assert reference_format("paper.tex") == "LaTeX source"
     assert reference_format("rules.jsonl") == "other"
-
-
-@dataclass
-class Page:
-    case_id: str
-    prompt_ids: list[int]
-    target_ids: list[int]
-    stats: dict[int, dict[str, DecodeStats]] = field(default_factory=dict)
 
 
 def test_longer_lookups_find_the_right_one_of_look_alike_places() -> None:

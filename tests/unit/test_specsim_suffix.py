@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
 from pagemill_eval.specsim.lookup import LookupParams
-from pagemill_eval.specsim.simulate import DecodeStats
 from pagemill_eval.specsim.suffix import SuffixCache, SuffixParams, SuffixTree, simulate_document
 from pagemill_eval.specsim.variants import Variant, best_variant, measure
+from tests.specsim_pages import Page
 
 
 def test_draft_length_grows_with_the_match_and_the_best_score_wins() -> None:
@@ -80,13 +78,6 @@ def test_ngram_fallback_drafts_only_where_the_trees_have_nothing() -> None:
 
 
 def test_histories_decide_what_the_global_tree_holds() -> None:
-    @dataclass
-    class Page:
-        case_id: str
-        prompt_ids: list[int]
-        target_ids: list[int]
-        stats: dict[int, dict[str, DecodeStats]] = field(default_factory=dict)
-
     def run(history: str) -> list[int]:
         pages = [Page("a", [7], [1, 2, 3, 4, 5]), Page("b", [8], [1, 2, 3, 4, 5]), Page("b", [9], [1, 2, 3, 4, 5])]
         variant = Variant(SuffixParams(), history)
