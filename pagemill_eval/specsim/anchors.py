@@ -7,9 +7,16 @@ in `auto` the cpu engine's reading of the page (its layout of the text layer whe
 otherwise). Each is whitespace-tidied and clipped to a character budget by the engine's `clip_anchor`, keeping
 the head of the page (generation runs in reading order). The instruction and the anchor block are the generic
 preset's; their exact words barely move the figures, since drafts come from text the output repeats.
+
+Two more are oracles, never sent: what an anchor could reach at best. **reference**: the page's reference itself
+(the oracle's output: every word and every mark right). **reference_markup**: the reference with its HTML tables
+in the markup the engine writes (tag attributes dropped but rowspan and colspan, no whitespace between tags), other
+references as they are: the same words, with the table markup the anchor can have.
 """
 
 from __future__ import annotations
+
+import re
 
 from pagemill_eval.tokenizer import chat_prompt
 from services.core.pdf import pdf_text_layer, png_bytes, render_pdf_page
@@ -19,7 +26,9 @@ from services.worker.engines.cpu.engine import ocr_longest_side
 from services.worker.engines.vllm.presets import get_preset
 from services.worker.pipeline.page import page_anchor
 
-ANCHOR_KINDS = ("none", "text_layer", "ocr", "engine")
+ANCHOR_KINDS = ("none", "text_layer", "ocr", "engine", "reference", "reference_markup")
+ORACLE_ANCHORS = ("reference", "reference_markup")
+DEFAULT_ANCHORS = tuple(name for name in ANCHOR_KINDS if name not in ORACLE_ANCHORS)  # what the engine could send
 DEFAULT_ANCHOR_MAX_CHARS = EngineSettings.model_fields["anchor_max_chars"].default
 # The production prompt: the generic preset's instruction and anchor block, so the figures are the engine's.
 PROMPT_PRESET = get_preset("generic")
@@ -50,3 +59,25 @@ def engine_anchor(settings: Settings, page: PageInput, max_chars: int) -> tuple[
     engine = settings.engine.model_copy(update={"anchor_max_chars": max_chars})
     anchor, source = page_anchor(page, settings.model_copy(update={"engine": engine}))
     return anchor or "", source
+
+
+_TAG_ATTRIBUTES = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)(\s[^<>]*?)?(/?)>")
+_SPAN = re.compile(r"""\s(?:row|col)span=(?:"[^"]*"|'[^']*'|\S+)""")
+_BETWEEN_TAGS = re.compile(r">\s+<")
+
+
+def engine_markup(reference: str) -> str:
+    """A reference's HTML in the markup the engine's reading writes: tags without attributes but rowspan and
+    colspan, nothing between one tag and the next; text outside tags is left as it is."""
+    def bare(tag: re.Match[str]) -> str:
+        spans = "".join(_SPAN.findall(tag.group(2) or ""))
+        return f"<{tag.group(1)}{spans}{tag.group(3)}>"
+
+    return _BETWEEN_TAGS.sub("><", _TAG_ATTRIBUTES.sub(bare, reference))
+
+
+def oracle_anchor(name: str, reference: str) -> str:
+    """An oracle anchor (`ORACLE_ANCHORS`) made from the page's reference."""
+    if name not in ORACLE_ANCHORS:
+        raise ValueError(f"{name!r} is not an oracle anchor: {', '.join(ORACLE_ANCHORS)}")
+    return reference if name == "reference" else engine_markup(reference)

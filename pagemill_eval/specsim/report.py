@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pagemill_eval import sections
+from pagemill_eval.specsim.anchors import ORACLE_ANCHORS
 from pagemill_eval.specsim.corpus import REFERENCE_FORMATS, reference_format
 from pagemill_eval.specsim.misses import Misses, misses_table
 from pagemill_eval.specsim.run import PageResult, SpecsimRun
@@ -163,6 +164,45 @@ def misses_section(run: SpecsimRun, kind: str = MISSES_KIND) -> str:
             f"{misses_table(total)}")
 
 
+def ceiling_section(run: SpecsimRun, kind: str = MISSES_KIND) -> str:
+    """What an anchor could reach on the pages of `kind`, by the form of the reference: the engine's anchor beside
+    the oracle anchors, and the bound of a reading with every word right in the markup the engine writes."""
+    oracles = [name for name in ORACLE_ANCHORS if name in run.anchors]
+    pages = [p for p in run.pages if kind in p.kinds]
+    if not oracles or not pages:
+        return ""
+    columns = ["engine", *oracles]
+    rows = ["| reference | pages | target tokens | k | " + " | ".join(columns) + " |",
+            "|" + "---|" * (4 + len(columns))]
+    for name in [*(name for name, _ in REFERENCE_FORMATS), "other"]:
+        group = [p for p in pages if reference_format(p.source) == name]
+        for k in run.ks[:2] if group else ():
+            rows.append(f"| {name} | {len(group)} | {sum(p.target_tokens for p in group)} | {k} | "
+                        + " | ".join(f"{pooled(group, k, column).committed_per_step:.2f}" for column in columns) + " |")
+    totals = " | ".join(f"{pooled(pages, run.ks[0], column).committed_per_step:.2f}" for column in columns)
+    intro = (f"What an anchor could reach on the {kind} pages (n-gram {run.lookup_min}..{run.lookup_max}), by the "
+             "form of the reference; the oracle anchors are made from the reference itself and clipped to the same "
+             "budget:")
+    parts = [f"{intro}\n\n" + "\n".join(rows)]
+    parts.append(f"All {len(pages)} {kind} pages, at k = {run.ks[0]}: " + totals.replace(" | ", " / ")
+                 + f" ({', '.join(columns)}).")
+    if "reference_markup" in oracles:
+        bound = " / ".join(f"{_markup_bound(pages, k).committed_per_step:.2f}" for k in run.ks[:2])
+        ks = " / ".join(str(k) for k in run.ks[:2])
+        parts.append(f"A reading with every word right in the engine's markup, at most (k = {ks}): **{bound}** — each "
+                     "page's better of `engine` and `reference_markup`, but `engine` where the reference is LaTeX "
+                     "source, which no anchor in the prompt's markup (Markdown, HTML tables, `$…$`) can be.")
+    return "\n\n".join(parts)
+
+
+def _markup_bound(pages: Iterable[PageResult], k: int) -> DecodeStats:
+    total = DecodeStats()
+    for page in pages:
+        names = ["engine"] if reference_format(page.source) == "LaTeX source" else ["engine", "reference_markup"]
+        total.add(max((page.stats[k][name] for name in names), key=lambda stats: stats.committed_per_step))
+    return total
+
+
 def sweep_table(runs: list[tuple[str, SpecsimRun]], kinds: Sequence[str] = ("overall", "digital")) -> str:
     """One row per swept variant: its pooled figure per corpus, draft length (the first two) and kind."""
     first = runs[0][1]
@@ -189,7 +229,8 @@ def markdown_section(runs: list[tuple[str, SpecsimRun]], command: str) -> str:
         parts.append(f"### {name}\n\n{len(run.pages)} pages; the engine's anchor is its laid-out text layer on "
                      f"{text_layer_pages} of them, its OCR on the others. Skipped, having no page-level reference "
                      f"(olmOCR-bench rules only, no reference, or a multi-page reference without page boundaries): "
-                     f"{skipped}.\n\n{tables(run)}" + (f"\n\n{misses}" if (misses := misses_section(run)) else ""))
+                     f"{skipped}.\n\n{tables(run)}" + (f"\n\n{misses}" if (misses := misses_section(run)) else "")
+                     + (f"\n\n{ceiling}" if (ceiling := ceiling_section(run)) else ""))
     return f"""{START}
 ## Anchor-guided speculation (`pagemill specsim`)
 
@@ -200,7 +241,10 @@ Each page with a page-level reference is decoded by an oracle model that emits t
 **none**, the page's raw **text_layer** (pypdfium2; empty for images), the cpu engine's **ocr** of the rendered
 page, or **engine**: the anchor the vllm engine sends, made by the engine's own function
 (`services/worker/pipeline/page.py` `page_anchor`) — the cpu engine's reading of the page, its Markdown of the text
-layer when it trusts it (reading order, headings, tables as the model writes them), its OCR otherwise. Anchors
+layer when it trusts it (reading order, headings, tables as the model writes them), its OCR otherwise. Two
+oracles, never sent, say what an anchor could reach: **reference**, the page's reference itself, and
+**reference_markup**, the reference with its HTML tables in the engine's markup (tag attributes dropped but
+rowspan and colspan, no whitespace between tags): the same words, in the markup the anchor can have. Anchors
 are clipped to {first.anchor_max_chars} characters, head kept. Drafts come from vLLM's n-gram proposer over
 prompt + generated tokens (longest n-gram from max down to min, earliest occurrence, up to
 `num_speculative_tokens` tokens) with the engine's defaults (`PAGEMILL_ENGINE__SERVE__PROMPT_LOOKUP_MIN`/`MAX`);

@@ -81,7 +81,7 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
                 lookup_max: int = LOOKUP_MAX, anchor_max_chars: int = anchors.DEFAULT_ANCHOR_MAX_CHARS,
                 case_patterns: Sequence[str] = (), variants: Sequence[Variant] = (),
                 sweep: Sequence[Variant | NgramVariant] = (),
-                anchor_names: Sequence[str] = MEASURED_ANCHORS,
+                anchor_names: Sequence[str] = anchors.DEFAULT_ANCHORS,
                 on_page: Callable[[PageResult], None] | None = None) -> SpecsimRun:
     """Every page under each anchor with n-gram drafts, then (the engine anchor's prompt) under each suffix
     variant, at each draft length in `ks`."""
@@ -95,7 +95,9 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
                      variants=list(variants), sweep=list(sweep),
                      anchors=tuple(name for name in MEASURED_ANCHORS if name in anchor_names or name == "engine"))
 
-    def anchor_text(name: str, page: PageInput) -> str:
+    def anchor_text(name: str, page: PageInput, reference: str) -> str:
+        if name in anchors.ORACLE_ANCHORS:
+            return anchors.oracle_anchor(name, reference)
         if name == "ocr":
             return anchors.ocr_text(settings, page)
         return anchors.text_layer(page.data if page.is_pdf else None) if name == "text_layer" else ""
@@ -115,7 +117,7 @@ def run_specsim(corpus_dir: Path, settings: Settings, *, ks: Sequence[int] = (4,
                 run.skipped.append((case.case_id, f"page {number}: the reference is empty"))
                 continue
             page = PageInput(case.case_id, number - 1, media_type, page_bytes)
-            clipped = {name: clip_anchor(anchor_text(name, page), anchor_max_chars) or ""
+            clipped = {name: clip_anchor(anchor_text(name, page, target.text), anchor_max_chars) or ""
                        for name in run.anchors if name != "engine"}
             # the engine's anchor is also the prompt the suffix variants decode
             clipped["engine"], anchor_source = anchors.engine_anchor(settings, page, anchor_max_chars)

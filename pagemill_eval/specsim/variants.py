@@ -136,7 +136,7 @@ SWEEP_DEPTHS = (16, 64)  # at the defaults' factor and min prob
 
 # n-gram lookup lengths (min..max): the engine's earlier 2..8 first, then longer and 1-token minimums. A longer
 # n-gram finds the right one of many look-alike places of the anchor (table cells, numbers).
-SWEEP_LOOKUPS = ((2, 8), (2, 16), (2, 24), (2, 32), (1, 8), (1, 16), (1, 24), (1, 32))
+SWEEP_LOOKUPS = ((2, 8), (2, 16), (2, 24), (2, 32), (1, 8), (1, 16), (1, 24), (1, 32), (1, 64))
 
 
 class Named(Protocol):

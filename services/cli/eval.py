@@ -25,8 +25,10 @@ from services.core.settings import get_settings
 @click.option("--prompt-lookup-max", default=None, type=click.IntRange(1), help="default: the engine's setting")
 @click.option("--anchor-max-chars", default=6000, show_default=True, type=click.IntRange(0))
 @click.option("--case", "case_patterns", multiple=True, help="only cases whose id matches this glob (repeatable)")
-@click.option("--anchor", "anchor_names", multiple=True, type=click.Choice(["none", "text_layer", "ocr", "engine"]),
-              help="anchors measured with n-gram drafts (repeatable; default all; engine always)")
+@click.option("--anchor", "anchor_names", multiple=True,
+              type=click.Choice(["none", "text_layer", "ocr", "engine", "reference", "reference_markup"]),
+              help="anchors measured with n-gram drafts (repeatable; default: all but the reference oracles; engine "
+                   "always)")
 @click.option("--suffix/--no-suffix", default=True, show_default=True,
               help="also simulate vLLM's suffix decoding (the engine's parameters) with each kind of history")
 @click.option("--sweep", is_flag=True, help="sweep vLLM's suffix parameters and n-gram lookup lengths; the tables then "
@@ -42,6 +44,7 @@ def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: st
 
     require_extra("eval", "`pagemill specsim`")
     from pagemill_eval.specsim import report
+    from pagemill_eval.specsim.anchors import DEFAULT_ANCHORS
     from pagemill_eval.specsim.run import LOOKUP_MAX, LOOKUP_MIN, PageResult, measure_variants, run_specsim
     from pagemill_eval.specsim.variants import Variant, best_variant, sweep_variants, table_variants
 
@@ -60,8 +63,7 @@ def specsim(corpus_dirs: tuple[str, ...], json_out: str | None, markdown_out: st
         run = run_specsim(Path(corpus_dir), get_settings(), ks=ks, lookup_min=lookup_min, lookup_max=lookup_max,
                           anchor_max_chars=anchor_max_chars, case_patterns=case_patterns,
                           variants=table_variants() if suffix and not sweep else (),
-                          sweep=sweep_variants() if sweep else (), anchor_names=anchor_names or ("none", "text_layer",
-                                                                                               "ocr", "engine"),
+                          sweep=sweep_variants() if sweep else (), anchor_names=anchor_names or DEFAULT_ANCHORS,
                           on_page=progress)
         if not run.pages:
             raise click.ClickException(f"{corpus_dir}: no page with a page-level reference was found")
