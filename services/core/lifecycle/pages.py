@@ -135,7 +135,6 @@ MARK_STARTED = sa.update(_documents).where(_documents.c.id == _p("b_document"),
                    else_=_documents.c.status))
 
 
-
 def _claim_and_start(claim: sa.Update) -> sa.Select[Any]:
     """PostgreSQL: the claim and, when it took a page's first delivery, its document's start, in one statement
     (a data-modifying CTE runs to completion whether or not the query reads it): one round trip, not two."""
