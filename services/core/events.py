@@ -109,14 +109,23 @@ def record(session: Session, document: Document | str, event_type: EventType) ->
         return None
     event = build_event(loaded, event_type)
     payload = public_payload(event, loaded.finished_at, ready_formats(loaded))
-    session.add(DocumentEventRow(id=event.id, document_id=loaded.id, tenant_id=loaded.tenant_id,
-                                 type=event.type, payload=payload, created_at=utcnow()))
-    if loaded.tenant_id:
+    row = {"id": event.id, "document_id": loaded.id, "tenant_id": loaded.tenant_id, "type": event.type,
+           "payload": payload, "created_at": utcnow()}
+    subscribed = sa.and_(
+        WebhookEndpoint.tenant_id == loaded.tenant_id, WebhookEndpoint.deleted_at.is_(None),
+        sa.or_(WebhookEndpoint.document_id.is_(None), WebhookEndpoint.document_id == loaded.id))
+    if loaded.tenant_id and session.get_bind().dialect.name == "postgresql":
+        # The event's row, and whether the tenant has an endpoint that may hear it, in one round trip: most
+        # tenants have none, and then no second statement is made.
+        session.flush()  # what the caller added first (the document itself) is written before its event
+        may_hear = session.execute(sa.insert(DocumentEventRow).values(row).returning(
+            sa.exists().where(subscribed))).scalar_one()
+    else:
+        session.add(DocumentEventRow(**row))
+        may_hear = bool(loaded.tenant_id)
+    if may_hear:
         body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-        endpoints = session.execute(sa.select(WebhookEndpoint).where(
-            WebhookEndpoint.tenant_id == loaded.tenant_id, WebhookEndpoint.deleted_at.is_(None),
-            sa.or_(WebhookEndpoint.document_id.is_(None), WebhookEndpoint.document_id == loaded.id),
-        )).scalars()
+        endpoints = session.execute(sa.select(WebhookEndpoint).where(subscribed)).scalars()
         now = utcnow()
         for endpoint in endpoints:
             if endpoint.events and event.type not in endpoint.events:
@@ -157,11 +166,13 @@ def progress_worth_trying(document_id: str, interval_s: float) -> bool:
     return True
 
 
-def record_progress(session: Session, document_id: str, interval_s: float) -> DocumentEvent | None:
+def record_progress(session: Session, document_id: str, interval_s: float, *,
+                    throttled: bool = True) -> DocumentEvent | None:
     """A `document.progress` event, at most one per `interval_s` per document, never for the last page
     (the final event follows). The conditional update makes exactly one of racing workers win; each
-    process first checks its own memory, so most pages cost no extra statement at all."""
-    if not progress_worth_trying(document_id, interval_s):
+    process first checks its own memory, so most pages cost no extra statement at all (`throttled=False`:
+    the caller asked `progress_worth_trying` itself, before opening the session)."""
+    if throttled and not progress_worth_trying(document_id, interval_s):
         return None
     # at call time: the lifecycle package imports this module (its events) as it loads
     from services.core.lifecycle.marks import claim_progress_slot

@@ -80,12 +80,16 @@ def _task_answer(document: Document, entries: list[PageEntry], settings: Setting
 def assemble_document(document_id: str, settings: Settings, store: ObjectStore) -> str | None:
     """Writes the document's results and sets its final status. Returns that status, or None if not due."""
     db = settings.resolved_database_url()
-    with session_scope(db) as session:
-        document = session.get(Document, document_id)
+    # The reads in one statement, outside a transaction (the rows are only read; the final UPDATE below is
+    # conditional on the document still being open): one round trip, no BEGIN and COMMIT.
+    with session_scope(db, autocommit=True) as session:
+        rows = session.execute(
+            sa.select(Document, Page).outerjoin(Page, Page.document_id == Document.id)
+            .where(Document.id == document_id).order_by(Page.index)).all()
+        document = rows[0][0] if rows else None
         if document is None or document.status in DOCUMENT_FINAL:
             return None
-        pages = list(session.execute(
-            sa.select(Page).where(Page.document_id == document_id).order_by(Page.index)).scalars())
+        pages = [page for _, page in rows if page is not None]
         # An e-mail ends on its own body: its attachments are listed with the status they have now.
         attachments = with_statuses(session, [document]).get(document_id, [])
     if any(p.status not in (PageStatus.SUCCEEDED, PageStatus.FAILED, PageStatus.CANCELLED) for p in pages):

@@ -14,7 +14,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from services.core import events
 from services.core.contracts import PageTask
 from services.core.db.models import DOCUMENT_FINAL, Document, PageStatus
-from services.core.db.session import session_scope
+from services.core.db.session import is_postgres, session_scope
 from services.core.errors import EngineUnavailable, PagemillError
 from services.core.lifecycle import PageFinish, finish_page, finish_pages, release_page, requeue_page
 from services.core.logging import get_logger
@@ -126,16 +126,27 @@ def record(settings: Settings, job: PageTask, ends: dict[int, PageEnd], pages: d
     _store_results(settings, job, pages, ends, retries)
     finishes = {index: end.finish for index, end in ends.items() if end.finish is not None}
     due = any(end.due for end in ends.values())
+    url, interval_s = settings.resolved_database_url(), settings.webhooks.progress_interval_s
     if finishes:
-        with session_scope(settings.resolved_database_url()) as session:
+        # PostgreSQL ends and counts the pages in one statement and claims the assembly in another, each atomic
+        # alone: no BEGIN and COMMIT round trips (a crash between the two leaves the assembly to the reconciler,
+        # which assembles documents whose pages all ended); its progress event, when one is due, in a short
+        # transaction of its own. SQLite counts in a second statement: one transaction for all of it.
+        postgres = is_postgres(url)
+        with session_scope(url, autocommit=postgres) as session:
             if len(finishes) == 1:
                 [(index, finish)] = finishes.items()
                 due = finish_page(session, job.document_id, index, finish) or due
             else:
                 due = finish_pages(session, job.document_id, finishes) or due
-            events.record_progress(session, job.document_id, settings.webhooks.progress_interval_s)
-            if due:  # this delivery ended the document's last page: sent after this commit
+            if due:  # this delivery ended the document's last page: sent after this commit (its final event
+                # follows: no progress event)
                 enqueue(assemble_job(job.document_id, job.request_id))
+            elif not postgres:
+                events.record_progress(session, job.document_id, interval_s)
+        if postgres and not due and events.progress_worth_trying(job.document_id, interval_s):
+            with session_scope(url) as session:
+                events.record_progress(session, job.document_id, interval_s, throttled=False)
     elif due:
         enqueue(assemble_job(job.document_id, job.request_id))
     for end in ends.values():

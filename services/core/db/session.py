@@ -49,6 +49,15 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _begin_immediate(conn: sa.Connection) -> None:
+    """A transaction's BEGIN on SQLite. An autocommit session's statements are each their own transaction: a
+    read takes no lock, and a write statement takes the write lock as it starts (SQLite begins a statement
+    that writes as a write transaction), so neither holds the lock from a BEGIN to a COMMIT that other
+    processes queue behind (their busy handler sleeps up to 100 ms at a time)."""
+    if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 @lru_cache(maxsize=16)
 def get_engine(url: str, *, autocommit: bool = False) -> sa.Engine:
     """One engine (and pool) per database; `autocommit=True` gives a second pool whose connections never
@@ -62,7 +71,7 @@ def get_engine(url: str, *, autocommit: bool = False) -> sa.Engine:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         # Every transaction takes SQLite's write lock up front: writers queue on busy_timeout instead of
         # failing with SQLITE_BUSY_SNAPSHOT. SQLite is the single-machine default; PostgreSQL scales out.
-        sa.event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+        sa.event.listen(engine, "begin", _begin_immediate)
         return engine.execution_options(isolation_level="AUTOCOMMIT") if autocommit else engine
     # No pre-ping round trip per checkout: a connection that died raises a disconnect error, which
     # invalidates the pool and counts as retryable for the task that hit it; pool_recycle retires old ones.

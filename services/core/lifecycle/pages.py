@@ -130,9 +130,18 @@ COUNT_DONE, COUNT_FAILED = _count_page("pages_done"), _count_page("pages_failed"
 # `running` from then on.
 MARK_STARTED = sa.update(_documents).where(_documents.c.id == _p("b_document"),
                                            _documents.c.started_at.is_(None)).values(
-    started_at=_at("now"),
+    started_at=_at("now"), updated_at=_at("now"),  # explicit: an UPDATE in a CTE gets no `onupdate` value
     status=sa.case((_documents.c.status == DocumentStatus.QUEUED.value, DocumentStatus.RUNNING.value),
                    else_=_documents.c.status))
+
+
+def _claim_and_start(claim: sa.Update) -> sa.Select[Any]:
+    """PostgreSQL: the claim and, when it took a page's first delivery, its document's start, in one statement
+    (a data-modifying CTE runs to completion whether or not the query reads it): one round trip, not two."""
+    claimed = claim.cte("claimed")
+    started = MARK_STARTED.where(sa.exists().where(claimed.c.deliveries == 1)).cte("started")
+    return sa.select(*claimed.c).add_cte(started)
+
 
 EXTEND_LEASE = sa.update(_pages).where(
     *_THIS_PAGE, _pages.c.status == PageStatus.RUNNING.value, _pages.c.lease_owner == _p("owner"),
@@ -179,9 +188,11 @@ def claim_page(session: Session, document_id: str, index: int, *, lease_s: int, 
     now = now or utcnow()
     params = {"b_document": document_id, "b_index": index, "now": now, "owner": worker_identity(),
               "lease_until": now + timedelta(seconds=lease_s)}
-    row = session.execute(CLAIM, {**params, "max_deliveries": max_deliveries}).one_or_none()
+    postgres = session.get_bind().dialect.name == "postgresql"
+    row = session.execute(CLAIM_AND_START if postgres else CLAIM,
+                          {**params, "max_deliveries": max_deliveries}).one_or_none()
     if row is not None:
-        if row.deliveries == 1:  # a page's first delivery may be its document's first page to start
+        if row.deliveries == 1 and not postgres:  # a page's first delivery may be its document's first to start
             session.execute(MARK_STARTED, {"b_document": document_id, "now": now})
         return PageClaim(Claim.RUN, row.deliveries, row.page_number, row.source_key)
     # Not takeable as is: find out why (rare path).
@@ -209,6 +220,9 @@ CLAIM_CHUNK = sa.update(_pages).where(
 ).values(_TAKE_VALUES).returning(_pages.c.index, *_RETURN)
 
 
+CLAIM_AND_START, CLAIM_CHUNK_AND_START = _claim_and_start(CLAIM), _claim_and_start(CLAIM_CHUNK)
+
+
 def claim_pages(session: Session, document_id: str, indexes: list[int], *, lease_s: int, max_deliveries: int,
                 now: datetime | None = None) -> dict[int, PageClaim]:
     """Takes the pages of a chunk for this delivery: one UPDATE … RETURNING for all of them on the common path.
@@ -217,9 +231,10 @@ def claim_pages(session: Session, document_id: str, indexes: list[int], *, lease
     now = now or utcnow()
     params = {"b_document": document_id, "b_indexes": list(indexes), "now": now, "owner": worker_identity(),
               "lease_until": now + timedelta(seconds=lease_s), "max_deliveries": max_deliveries}
+    postgres = session.get_bind().dialect.name == "postgresql"
     claims = {int(row[0]): PageClaim(Claim.RUN, row.deliveries, row.page_number, row.source_key)
-              for row in session.execute(CLAIM_CHUNK, params)}
-    if any(claim.deliveries == 1 for claim in claims.values()):
+              for row in session.execute(CLAIM_CHUNK_AND_START if postgres else CLAIM_CHUNK, params)}
+    if not postgres and any(claim.deliveries == 1 for claim in claims.values()):
         session.execute(MARK_STARTED, {"b_document": document_id, "now": now})
     for index in indexes:
         if index not in claims:
@@ -251,7 +266,7 @@ def finish_page(session: Session, document_id: str, index: int, finish: PageFini
     and claimed its assembly, so exactly one caller enqueues the assembly.
 
     On PostgreSQL the page and its document's counter change in one statement, so the session may be in
-    autocommit mode (see `finish_scope`); elsewhere they are two statements that need a transaction."""
+    autocommit mode (the worker's record is); elsewhere they are two statements that need a transaction."""
     now = now or utcnow()
     values = {f"v_{name}": getattr(finish, name) for name in (
         "status", "result_key", "engine", "model", "attempts", "latency_ms", "is_fallback", "confidence",
@@ -300,7 +315,7 @@ def _finish_chunk(dialect: str) -> sa.Update:
         _pages.c.document_id == _p("b_document"), _pages.c.index == index,
         _pages.c.status.not_in(_FINAL_PAGE_VALUES),
     ).values({**value, "finished_at": _at("now"), "lease_expires_at": None,
-              "lease_owner": None}).returning(_pages.c.index)
+              "lease_owner": None}).returning(_pages.c.index, _pages.c.status)
 
 
 _FINISH_CHUNK = {dialect: _finish_chunk(dialect) for dialect in ("postgresql", "sqlite")}
@@ -314,25 +329,49 @@ COUNT_CHUNK = sa.update(_documents).where(_documents.c.id == _p("b_document")).v
 }).returning(_documents.c.pages_done, _documents.c.pages_failed, _documents.c.pages_total)
 
 
+def _finish_chunk_and_count() -> sa.Update:
+    """PostgreSQL: a chunk's pages ended and counted on their document in one statement (a data-modifying CTE):
+    only the pages it ended are counted, as in the two statements elsewhere."""
+    ended = _FINISH_CHUNK["postgresql"].cte("ended")
+    succeeded = sa.select(sa.func.count()).select_from(ended) \
+        .where(ended.c.status == PageStatus.SUCCEEDED.value).scalar_subquery()
+    failed = sa.select(sa.func.count()).select_from(ended) \
+        .where(ended.c.status != PageStatus.SUCCEEDED.value).scalar_subquery()
+    return sa.update(_documents).where(_documents.c.id == _p("b_document"), sa.exists(sa.select(ended.c.index))) \
+        .values({
+            "pages_done": _documents.c.pages_done + succeeded, "pages_failed": _documents.c.pages_failed + failed,
+            "updated_at": _at("now"), "started_at": sa.func.coalesce(_documents.c.started_at, _at("now")),
+            "status": sa.case((_documents.c.status == DocumentStatus.QUEUED.value, DocumentStatus.RUNNING.value),
+                              else_=_documents.c.status),
+        }).returning(_documents.c.pages_done, _documents.c.pages_failed, _documents.c.pages_total).add_cte(ended)
+
+
+FINISH_CHUNK_AND_COUNT = _finish_chunk_and_count()
+
+
 def finish_pages(session: Session, document_id: str, finishes: dict[int, PageFinish],
                  now: datetime | None = None) -> bool:
     """Records the end of several pages of one document in one UPDATE, and counts them on the document in a
-    second: only pages not ended yet change (another delivery may have finished one first, or the document was
-    cancelled), and only those are counted. Returns True when this call ended the document's last open page
-    and claimed its assembly. Needs a transaction (the two statements count together)."""
+    second (on PostgreSQL both in one statement): only pages not ended yet change (another delivery may have
+    finished one first, or the document was cancelled), and only those are counted. Returns True when this call
+    ended the document's last open page and claimed its assembly. Elsewhere than on PostgreSQL it needs a
+    transaction (the two statements count together); on PostgreSQL each statement is atomic alone, and an
+    assembly whose claim a crash prevented is claimed by the reconciler."""
     if not finishes:
         return False
     now = now or utcnow()
     rows = [{"index": index, **{column: finish.status.value if column == "status" else getattr(finish, column)
                                 for column in _FINISH_COLUMNS}} for index, finish in finishes.items()]
-    statement = _FINISH_CHUNK[session.get_bind().dialect.name]
     params = {"b_document": document_id, "rows": json.dumps(rows, ensure_ascii=False), "now": now}
-    ended = [int(index) for index in session.execute(statement, params).scalars()]
-    if not ended:
-        return False
-    done = sum(1 for index in ended if finishes[index].status == PageStatus.SUCCEEDED)
-    row = session.execute(COUNT_CHUNK, {"b_document": document_id, "now": now, "done": done,
-                                        "failed": len(ended) - done}).one_or_none()
+    if session.get_bind().dialect.name == "postgresql":
+        row = session.execute(FINISH_CHUNK_AND_COUNT, params).one_or_none()  # None: no page was still open
+    else:
+        ended = [(int(index), status) for index, status in session.execute(_FINISH_CHUNK["sqlite"], params)]
+        if not ended:
+            return False
+        done = sum(1 for _, status in ended if status == PageStatus.SUCCEEDED.value)
+        row = session.execute(COUNT_CHUNK, {"b_document": document_id, "now": now, "done": done,
+                                            "failed": len(ended) - done}).one_or_none()
     if row is not None:
         notices.notify(document_id)  # its page counts moved: the event streams send a progress event
     if row is None or row.pages_done + row.pages_failed < row.pages_total:

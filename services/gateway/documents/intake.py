@@ -159,7 +159,8 @@ def submit(database_url: str, store: ObjectStore, settings: Settings, tenant: Te
             except ObjectNotFound:  # expired or deleted meanwhile: parse it after all
                 store.delete_prefix(document_prefix(document_id))
     if copied is None:
-        with session_scope(database_url) as session:  # refuse early, before storing the file; checked again below
+        # refuse early, before storing the file (one read: no transaction); checked again below, under the lock
+        with session_scope(database_url, autocommit=True) as session:
             _check_in_flight(session, tenant, limits, len(accepted.page_numbers))
         store.put_file(source_key(document_id, EXTENSIONS[accepted.info.media_type]), upload.source,
                   content_type=accepted.info.media_type)

@@ -238,19 +238,21 @@ async def document_events(
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
+# A status read is a few SELECTs, each answered on its own (PostgreSQL's read committed gives every statement
+# its own snapshot, in a transaction or not): no BEGIN and COMMIT round trips, no SQLite write lock.
 def _load_visible(database_url: str, document_id: str, tenant_id: str) -> Document:
-    with session_scope(database_url) as session:
+    with session_scope(database_url, autocommit=True) as session:
         return service.get_document(session, document_id, tenant_id)
 
 
 def _read_visible(database_url: str, document_id: str, tenant_id: str, below: float) -> DocumentRead:
-    with session_scope(database_url) as session:
+    with session_scope(database_url, autocommit=True) as session:
         document = service.get_document(session, document_id, tenant_id)
         return _with_pages(session, document, below)
 
 
 def _read_with_pages(database_url: str, document: Document, below: float) -> DocumentRead:
-    with session_scope(database_url) as session:
+    with session_scope(database_url, autocommit=True) as session:
         return _with_pages(session, document, below)
 
 
