@@ -162,3 +162,33 @@ def test_running_heads_left_out_of_the_markdown_on_purpose_are_not_text_dropped(
             Element(id="p1-e2", type=ElementType.PARAGRAPH, page=1, bbox=None, text="Figure 3", markdown="Figure 3")]
     page = PageOutput(markdown="Figure 3\n", engine="cpu", confidence=0.95, elements=tree)
     assert settle(page, Held(layer_words=14), ink=None).warnings == []
+
+
+def test_a_page_whose_words_sit_in_sentence_long_table_cells_says_so() -> None:
+    from services.core.elements import Element, ElementType
+
+    # Two page columns of definitions taken for one table: every row holds a sentence from each column.
+    merged = ("<table><tr><td>boolean value that is true or false bool</td><td>modulus of the two operands, "
+              "the remainder</td></tr><tr><td>integer number of the machine word size</td><td>comparison of two "
+              "values for equality</td></tr></table>")
+    figures = "<table><tr><td>Year</td><td>Cost</td></tr><tr><td>2020</td><td>12.5</td></tr></table>"
+    heading = Element(id="p1-e0", type=ElementType.HEADING, page=1, bbox=None, text="Reference card",
+                      markdown="# Reference card")
+    footer = Element(id="p1-e3", type=ElementType.PAGE_FOOTER, page=1, bbox=None, text="page 1 of 12 copyright",
+                     markdown="")
+
+    def table(html: str) -> Element:
+        from pagemill_eval.table_prose_fit import saved_share
+
+        element = Element(id="p1-e1", type=ElementType.TABLE, page=1, bbox=None, html=html, markdown=html,
+                          text=" ".join(html.replace("<", " <").replace(">", "> ").split()))
+        element.text = " ".join(w for w in element.text.split() if not w.startswith("<"))
+        # what the engine records is what the fit recomputes from a saved page's Markdown and elements
+        saved = [{"type": e.type.value, "text": e.text} for e in (heading, element, footer)]
+        assert saved_share(html, saved) == structure_signals([heading, element, footer])["table_prose_share"]
+        return element
+
+    wordy = structure_signals([heading, table(merged), footer])["table_prose_share"]
+    assert 0.85 < wordy <= 1.0  # all but the heading's two words; the footer is not the page's text
+    assert structure_signals([heading, table(figures), footer])["table_prose_share"] == 0.0
+    assert "table_prose_share" not in structure_signals([heading, footer])

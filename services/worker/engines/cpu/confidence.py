@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from services.core.elements import Element, ElementType
+from services.core.elements import FURNITURE, Element, ElementType
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import PageText
 
@@ -181,16 +181,32 @@ def table_consistency(html: str) -> float:
     return (1 - tuning.TABLE_PACKED_WEIGHT * packed_share) * (1 - tuning.TABLE_EMPTY_WEIGHT * empty_excess)
 
 
+def table_prose_share(tables_html: list[str], page_words: int) -> float:
+    """Share of the page's words that sit in table cells of `tuning.TABLE_PROSE_CELL_WORDS` words or more:
+    sentences laid out as cells, what page columns or a list of definitions taken for one table look like."""
+    if not tables_html or page_words <= 0:
+        return 0.0
+    wordy = 0
+    for html in tables_html:
+        parser = _Cells()
+        parser.feed(html)
+        wordy += sum(n for _, text in parser.cells if (n := len(text.split())) >= tuning.TABLE_PROSE_CELL_WORDS)
+    return min(1.0, wordy / page_words)
+
+
 def structure_signals(tree: list[Element]) -> dict[str, float]:
-    """How consistent the page's tables are, and whether figures sit loose in short lines where no table was
-    found (a table read as paragraphs)."""
-    tables = [table_consistency(e.html or "") for e in tree if e.type == ElementType.TABLE]
+    """How consistent the page's tables are, how much of the page's text sits in wordy table cells, and whether
+    figures sit loose in short lines where no table was found (a table read as paragraphs)."""
+    table_elements = [e for e in tree if e.type == ElementType.TABLE]
+    tables = [table_consistency(e.html or "") for e in table_elements]
     prose = [e for e in tree if e.type not in (ElementType.TABLE, ElementType.FIGURE) and e.text.strip()]
     loose = sum(1 for e in prose if len(e.text.split()) <= tuning.LOOSE_FIGURE_MAX_WORDS
                 and any(_FIGURE.match(token) for token in e.text.split()))
     signals = {"loose_figure_lines": float(loose), "text_blocks": float(len(prose))}
     if tables:
         signals["table_consistency"] = round(min(tables), 4)
+        words = sum(len(e.text.split()) for e in tree if e.type not in (ElementType.FIGURE, *FURNITURE))
+        signals["table_prose_share"] = round(table_prose_share([e.html or "" for e in table_elements], words), 4)
     return signals
 
 

@@ -179,6 +179,7 @@ DROPPED_CONFIDENCE_FLOOR = 0.05  # ... this
 TABLE_EMPTY_OK = 0.5  # share of a table's grid that may be empty before its confidence drops
 TABLE_EMPTY_WEIGHT = 0.5  # confidence taken off a table whose grid is all empty
 TABLE_PACKED_WEIGHT = 0.5  # confidence taken off a table whose every cell holds two figures or more
+TABLE_PROSE_CELL_WORDS = 6  # words: a table cell this long holds a sentence (`table_prose_share`)
 LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
 LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
 LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...

@@ -1,0 +1,126 @@
+"""Fit and judge a table-prose penalty on saved eval outputs: confidence − weight × `table_prose_share`.
+
+`table_prose_share` (`confidence.table_prose_share`) is the share of a page's words sitting in table cells of six
+words or more: sentences laid out as cells, as when a page's columns or a list of definitions are taken for one
+table. Outputs saved before the engine recorded the signal carry what it is computed from (each page's Markdown,
+whose tables are HTML, and its elements' words), so it is recomputed here the same way for every saved output.
+
+The weight is the one-feature extension of `penalty_fit`: an L2 logistic regression of "text similarity ≥ 0.5" on
+a case's weakest page's confidence (as shipped) and its share, the share's per-unit weight divided by the
+confidence's. Leave-one-corpus-out runs over the names; `--judge` sets are never fitted on and scored with the
+weight fitted on all the named corpora, beside the confidence as shipped.
+
+    python -m pagemill_eval.table_prose_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30 \\
+        [--judge debian41=deb41.json:out/deb41]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pagemill_eval import confidence_fit
+from pagemill_eval.calibration import case_samples
+from pagemill_eval.confidence_fit import Row
+from pagemill_eval.penalty_fit import aurocs, review_figures
+from services.worker.engines.cpu.confidence import NEEDS_REVIEW_BELOW, table_prose_share
+
+_TABLE = re.compile(r"<table\b.*?</table>", re.S | re.I)
+_LEFT_OUT = frozenset({"figure", "page_header", "page_footer"})
+
+
+def saved_share(markdown: str, blocks: Sequence[dict[str, Any]]) -> float:
+    """`table_prose_share` of a saved page: its Markdown's HTML tables against its elements' words."""
+    words = sum(len((b.get("text") or "").split()) for b in blocks if b.get("type") not in _LEFT_OUT)
+    return round(table_prose_share(_TABLE.findall(markdown), words), 4)
+
+
+def load(name: str, report_path: Path, outputs: Path) -> list[Row]:
+    """The scored cases, each with its pages' (confidence as saved, {"table_prose_share": ...})."""
+    report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
+    rows: list[Row] = []
+    for sample in case_samples(report["cases"]):
+        saved = outputs / f"{sample.case_id}.json"
+        if not saved.is_file():
+            continue
+        output = json.loads(saved.read_text(encoding="utf-8"))
+        confidences = [c if c is not None else 1.0 for c in output.get("confidences") or []]
+        if not confidences:
+            continue
+        markdown = [p if isinstance(p, str) else "" for p in output.get("pages") or []]
+        blocks = output.get("blocks") or []
+        pages = tuple((conf, {"table_prose_share": saved_share(markdown[i] if i < len(markdown) else "",
+                                                                blocks[i] if i < len(blocks) else [])})
+                      for i, conf in enumerate(confidences))
+        weakest = min(pages, key=lambda page: page[0])
+        rows.append(Row(name, sample.case_id, sample.confidence, sample.score,
+                        {"confidence": weakest[0], "table_prose_share": weakest[1]["table_prose_share"]}, pages))
+    return rows
+
+
+def case_confidence(row: Row, weight: float) -> float:
+    return min(round(max(0.0, conf - weight * signals["table_prose_share"]), 4) for conf, signals in row.pages)
+
+
+def fit(rows: Sequence[Row]) -> float:
+    """Confidence taken off per unit of share (0 when the rows hold one class, or the share would raise it)."""
+    if not any(r.bad for r in rows) or all(r.bad for r in rows):
+        return 0.0
+    model = confidence_fit.fit(rows)
+    per_unit = dict(zip(model.names, model.weights / model.scale, strict=True))
+    if per_unit["confidence"] <= 0:
+        return 0.0
+    return round(max(0.0, -float(per_unit["table_prose_share"]) / float(per_unit["confidence"])), 3)
+
+
+def _scored(rows: Sequence[Row], weight: float) -> dict[str, Any]:
+    after = [case_confidence(r, weight) for r in rows]
+    return {"samples": len(rows), "with_share": sum(r.features["table_prose_share"] > 0 for r in rows),
+            "shipped": aurocs(rows, [case_confidence(r, 0.0) for r in rows]), "with_penalty": aurocs(rows, after),
+            "needs_review_shipped": review_figures(rows, [case_confidence(r, 0.0) for r in rows], NEEDS_REVIEW_BELOW),
+            "needs_review_with_penalty": review_figures(rows, after, NEEDS_REVIEW_BELOW)}
+
+
+def report(rows: Sequence[Row], judged: Sequence[Row]) -> dict[str, Any]:
+    corpora = sorted({r.corpus for r in rows})
+    weight = fit(rows)
+    result: dict[str, Any] = {"fitted_on_all": weight, "per_corpus": {}, "folds": [], "judged": {}}
+    for corpus in corpora:
+        result["per_corpus"][corpus] = _scored([r for r in rows if r.corpus == corpus], weight)
+    if len(corpora) > 1:
+        for held in corpora:
+            fold_weight = fit([r for r in rows if r.corpus != held])
+            result["folds"].append({"held_out": held, "weight": fold_weight,
+                                    **_scored([r for r in rows if r.corpus == held], fold_weight)})
+    for corpus in sorted({r.corpus for r in judged}):
+        result["judged"][corpus] = _scored([r for r in judged if r.corpus == corpus], weight)
+    return result
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pagemill_eval.table_prose_fit",
+                                     description="Fit and judge the table-prose penalty on saved eval outputs.")
+    parser.add_argument("corpora", nargs="+", metavar="NAME=REPORT.json:OUTPUTS")
+    parser.add_argument("--judge", action="append", default=[], metavar="NAME=REPORT.json:OUTPUTS")
+    args = parser.parse_args(argv)
+
+    def rows_of(spec: str) -> list[Row]:
+        name, _, paths = spec.partition("=")
+        report_path, _, outputs = paths.partition(":")
+        if not name or not outputs:
+            parser.error(f"{spec!r}: expected NAME=REPORT.json:OUTPUTS")
+        return load(name, Path(report_path), Path(outputs))
+
+    rows = [row for spec in args.corpora for row in rows_of(spec)]
+    judged = [row for spec in args.judge for row in rows_of(spec)]
+    print(json.dumps(report(rows, judged), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
