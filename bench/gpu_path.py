@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from bench.control_plane import cpu_seconds
 from bench.gpu_path_figures import RunFigures, Sample, parse_metrics, ratio, run_figures, table, totals
@@ -86,34 +87,63 @@ def choose_pages(corpus: Path, count: int, per_document: int) -> list[Source]:
     return chosen
 
 
+PINS = ("server", "model", "none")
+
+
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """The CPUs vLLM runs on (`model`) and those of the clients: this process, the direct client, and the whole
-    `pagemill serve`. None: no pinning, every process wherever the OS puts it."""
+    """The CPUs of vLLM's model (`model`) and those of the clients: this process, the direct client, and the
+    whole `pagemill serve`. `pin` says where the rest of vLLM (its API server and engine core) runs: `server`,
+    with the model; `model`, with the clients, as on a GPU host; `none`: no pinning at all."""
 
+    pin: str = "none"
     model: set[int] | None = None
     clients: set[int] | None = None
 
     def line(self) -> str:
         if not self.model:
-            return ("Not pinned (`--no-pin`): vLLM and the clients share every CPU, so what the client side spends "
-                    "is taken from the model's compute, as on vLLM-CPU and never on a GPU host.")
-        return (f"Pinned (`--pin`, the default on 2 CPUs or more): vLLM (its API server, engine core and model "
-                f"process, its OpenMP threads bound to the same CPUs by VLLM_CPU_OMP_THREADS_BIND) on CPU "
-                f"{cpu_list(self.model)} alone; this bench with its direct client, and the whole `pagemill serve` "
-                f"(gateway, Redis, workers, reconciler), on CPU {cpu_list(self.clients)}. That stands for a GPU "
-                f"host, where the model's compute does not take the CPU that prepares the pages; other processes "
-                f"of the machine still run on both.")
+            return ("Not pinned (`--pin none`): vLLM and the clients share every CPU, so what the client side "
+                    "spends is taken from the model's compute, as on vLLM-CPU and never on a GPU host.")
+        model, clients = cpu_list(self.model), cpu_list(self.clients)
+        if self.pin == "model":
+            return (f"Pinned (`--pin model`, the default on 2 CPUs or more): vLLM's model process alone on CPU "
+                    f"{model} (its OpenMP threads bound there by VLLM_CPU_OMP_THREADS_BIND); vLLM's API server and "
+                    f"engine core, this bench with its direct client and the whole `pagemill serve` (gateway, "
+                    f"Redis, workers, reconciler) on CPU {clients}. As on a GPU host, only the model's compute is "
+                    f"off the CPU the rest shares; other processes of the machine still run on both.")
+        return (f"Pinned (`--pin server`): vLLM (its API server, engine core and "
+                f"model process, its OpenMP threads bound to the same CPUs by VLLM_CPU_OMP_THREADS_BIND) on CPU "
+                f"{model} alone; this bench with its direct client, and the whole `pagemill serve` (gateway, "
+                f"Redis, workers, reconciler), on CPU {clients}: vLLM's host side does not share the clients' CPU "
+                f"(as it does on a GPU host) but shares the model's; other processes of the machine still run on "
+                f"both.")
 
 
-def placement(pin: bool) -> Placement:
-    """With `pin`: vLLM on the last CPU this process may use, the clients on the others."""
-    if not pin:
+def placement(pin: str) -> Placement:
+    """Pinned: vLLM's model on the last CPU this process may use, the clients on the others."""
+    if pin == "none":
         return Placement()
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
-        raise SystemExit("--pin needs 2 CPUs or more: vLLM gets one, the clients the others")
-    return Placement(model={cpus[-1]}, clients=set(cpus[:-1]))
+        raise SystemExit("--pin needs 2 CPUs or more: vLLM's model gets one, the clients the others")
+    return Placement(pin=pin, model={cpus[-1]}, clients=set(cpus[:-1]))
+
+
+def move_host_side(server_pid: int, cpus: set[int]) -> int:
+    """Every thread of vLLM's processes but its model process (`VLLM::Worker`) onto `cpus`; returns how many
+    threads moved. Threads they start later inherit the CPUs of the thread that starts them."""
+    moved = 0
+    root = psutil.Process(server_pid)
+    for process in [root, *root.children(recursive=True)]:
+        if process.name().startswith("VLLM::Worker"):
+            continue
+        for thread in process.threads():
+            try:
+                os.sched_setaffinity(thread.id, cpus)
+            except OSError:  # a thread that just ended
+                continue
+            moved += 1
+    return moved
 
 
 def request_bodies(settings: Settings, sources: list[Source]) -> list[bytes]:
@@ -344,9 +374,10 @@ def main() -> None:
     parser.add_argument("--prepare-at-once", default="2",
                         help="pagemill's engine.prepare_at_once (default 2, the engine's); several, comma-separated "
                              "(0,2): one pagemill serve each, their runs alternating with the direct client's")
-    parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=len(os.sched_getaffinity(0)) >= 2,
-                        help="vLLM on a CPU of its own, the clients (this process, pagemill serve) on the others, "
-                             "both ways (default: on with 2 CPUs or more)")
+    parser.add_argument("--pin", choices=PINS, default="model" if len(os.sched_getaffinity(0)) >= 2 else "none",
+                        help="model (default on 2 CPUs or more): vLLM's model process on a CPU of its own, its API "
+                             "server and engine core with the clients (this process, pagemill serve) on the others, "
+                             "as on a GPU host; server: all of vLLM on that CPU; none: no pinning")
     parser.add_argument("--write", type=Path, default=None, help="update this Markdown file's gpu-path section")
     args = parser.parse_args()
     venv = args.venv.resolve()
@@ -364,10 +395,16 @@ def main() -> None:
                              request_extra=request_extra(args), max_attempts=3,
                              anchor_max_chars=args.anchor_max_chars)
         server.settings = Settings(engine=server.engine)
-        server.cpus = place.model
+        if place.pin == "server":
+            server.cpus = place.model
+        elif place.pin == "model":  # the model's threads bound by vLLM itself, the rest moved once it is up
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_list(place.model)
         bodies = request_bodies(server.settings, sources)
         print(f"{len(bodies)} pages from {len(sources)} PDFs; starting vllm serve", flush=True)
         server.start()
+        if place.pin == "model":
+            assert server.process is not None and place.clients
+            print(f"{move_host_side(server.process.pid, place.clients)} threads of vLLM moved", flush=True)
         pagemills: list[Pagemill] = []
         try:
             print(f"vllm serve up in {server.startup_s:.0f} s; starting pagemill serve", flush=True)
@@ -422,7 +459,7 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
                f"--anchor-max-chars {args.anchor_max_chars}"
                + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes else "")
                + (f" --prepare-at-once {args.prepare_at_once}" if args.prepare_at_once != "2" else "")
-               + ("" if args.pin else " --no-pin"))
+               + (f" --pin {args.pin}" if args.pin != "model" else ""))
     processes = args.prepare_processes
     reached = []
     for way in dict.fromkeys(run.way for run in runs if run.way != "direct"):
