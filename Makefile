@@ -200,7 +200,8 @@ bench-control: $(STAMP)
 
 # bench-gpu-path: one `vllm serve` (CPU, tiny model) driven by a direct OpenAI-API client and through `pagemill
 # serve`, alternately, with the same pages and requests: pages/s, tokens/s and vLLM's idle share, into
-# docs/benchmarks.md (~10 min on 2 cores; not in .ci/run)
+# docs/benchmarks.md (~10 min on 2 cores; not in .ci/run). On 2 cores or more vLLM's model process gets one of
+# its own, everything else the others, as on a GPU host (`--pin server`: all of vLLM there; `--pin none`).
 bench-gpu-path: $(STAMP) vllm-env
 	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m bench.gpu_path --corpus $(PAGEMILL_CORPUS)/dev \
 		--write docs/benchmarks.md

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from bench.control_plane import cpu_seconds
 from bench.gpu_path_figures import RunFigures, Sample, parse_metrics, ratio, run_figures, table, totals
@@ -46,7 +47,7 @@ from services.worker.pipeline.inputs import prepare_input
 from services.worker.pipeline.page import page_anchor, temperature_for
 from tests.harness import CORPUS, REPO
 from tests.servers import free_port, wait_for
-from tests.vllm_server import VllmServer, engine_env
+from tests.vllm_server import VllmServer, cpu_list, engine_env
 
 FINAL = {"succeeded", "partial", "failed", "cancelled"}
 # Answers of the random-weight model are noise: stopped at the first of a few common characters once
@@ -84,6 +85,65 @@ def choose_pages(corpus: Path, count: int, per_document: int) -> list[Source]:
     if left > 0:
         raise SystemExit(f"{corpus} has {count - left} digital PDF pages, fewer than --pages {count}")
     return chosen
+
+
+PINS = ("server", "model", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The CPUs of vLLM's model (`model`) and those of the clients: this process, the direct client, and the
+    whole `pagemill serve`. `pin` says where the rest of vLLM (its API server and engine core) runs: `server`,
+    with the model; `model`, with the clients, as on a GPU host; `none`: no pinning at all."""
+
+    pin: str = "none"
+    model: set[int] | None = None
+    clients: set[int] | None = None
+
+    def line(self) -> str:
+        if not self.model:
+            return ("Not pinned (`--pin none`): vLLM and the clients share every CPU, so what the client side "
+                    "spends is taken from the model's compute, as on vLLM-CPU and never on a GPU host.")
+        model, clients = cpu_list(self.model), cpu_list(self.clients)
+        if self.pin == "model":
+            return (f"Pinned (`--pin model`, the default on 2 CPUs or more): vLLM's model process alone on CPU "
+                    f"{model} (its OpenMP threads bound there by VLLM_CPU_OMP_THREADS_BIND); vLLM's API server and "
+                    f"engine core, this bench with its direct client and the whole `pagemill serve` (gateway, "
+                    f"Redis, workers, reconciler) on CPU {clients}. As on a GPU host, only the model's compute is "
+                    f"off the CPU the rest shares; other processes of the machine still run on both.")
+        return (f"Pinned (`--pin server`): vLLM (its API server, engine core and "
+                f"model process, its OpenMP threads bound to the same CPUs by VLLM_CPU_OMP_THREADS_BIND) on CPU "
+                f"{model} alone; this bench with its direct client, and the whole `pagemill serve` (gateway, "
+                f"Redis, workers, reconciler), on CPU {clients}: vLLM's host side does not share the clients' CPU "
+                f"(as it does on a GPU host) but shares the model's; other processes of the machine still run on "
+                f"both.")
+
+
+def placement(pin: str) -> Placement:
+    """Pinned: vLLM's model on the last CPU this process may use, the clients on the others."""
+    if pin == "none":
+        return Placement()
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--pin needs 2 CPUs or more: vLLM's model gets one, the clients the others")
+    return Placement(pin=pin, model={cpus[-1]}, clients=set(cpus[:-1]))
+
+
+def move_host_side(server_pid: int, cpus: set[int]) -> int:
+    """Every thread of vLLM's processes but its model process (`VLLM::Worker`) onto `cpus`; returns how many
+    threads moved. Threads they start later inherit the CPUs of the thread that starts them."""
+    moved = 0
+    root = psutil.Process(server_pid)
+    for process in [root, *root.children(recursive=True)]:
+        if process.name().startswith("VLLM::Worker"):
+            continue
+        for thread in process.threads():
+            try:
+                os.sched_setaffinity(thread.id, cpus)
+            except OSError:  # a thread that just ended
+                continue
+            moved += 1
+    return moved
 
 
 def request_bodies(settings: Settings, sources: list[Source]) -> list[bytes]:
@@ -176,7 +236,9 @@ def direct_run(url: str, bodies: list[bytes], concurrency: int, sampler: Sampler
 class Pagemill:
     """`pagemill serve` on a fresh data dir (embedded Redis, SQLite, local folder), engine vllm."""
 
-    def __init__(self, workdir: Path, engine: dict[str, Any]) -> None:
+    def __init__(self, workdir: Path, engine: dict[str, Any], cpus: set[int] | None = None,
+                 way: str = "pagemill") -> None:
+        self.way = way  # the run's name in the table
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data = workdir / "pagemill"
@@ -187,8 +249,9 @@ class Pagemill:
         env.update(PAGEMILL_LOG_LEVEL="WARNING", PAGEMILL_CACHE__ENABLED="false",
                    PAGEMILL_LIMITS__REQUESTS_PER_MINUTE="100000")
         with self.log_path.open("ab") as log:
+            pinned = ["taskset", "-c", cpu_list(cpus)] if cpus else []  # every process it starts inherits it
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "services.cli", "serve", "--port", str(self.port), "--data-dir",
+                [*pinned, sys.executable, "-m", "services.cli", "serve", "--port", str(self.port), "--data-dir",
                  str(self.data)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for(self._ready, 180, "pagemill serve")
         key = (self.data / "api_key").read_text().strip()
@@ -232,7 +295,7 @@ class Pagemill:
             ids.append(response.json()["id"])
         states = [self._wait(document_id) for document_id in ids]
         ended = time.monotonic()
-        figures = run_figures("pagemill", sum(s.pages for s in sources), started, ended, before,
+        figures = run_figures(self.way, sum(s.pages for s in sources), started, ended, before,
                               read_counters(vllm_url), sampler.samples)
         not_ok = [s["status"] for s in states if s["status"] != "succeeded"]
         pages = [page for document_id in ids for page in self.client.get(
@@ -249,21 +312,22 @@ class Pagemill:
 
 
 class CpuClock:
-    """CPU seconds of vLLM's processes and of the client side (pagemill's processes and this one) per run: on
-    vLLM-CPU both draw on the same cores, so what the client side spends per page is taken from the model."""
+    """CPU seconds of vLLM's processes and of the client side (this process, and the pagemill serve of the run
+    with its processes) per way: on vLLM-CPU both may draw on the same cores."""
 
-    def __init__(self, vllm_pid: int, pagemill_pid: int) -> None:
-        self.vllm_pid, self.pagemill_pid = vllm_pid, pagemill_pid
+    def __init__(self, vllm_pid: int) -> None:
+        self.vllm_pid = vllm_pid
         self.per_way: dict[str, list[float]] = {}  # way -> [pages, vllm s, client s]
 
-    def _now(self) -> tuple[float, float]:
-        return cpu_seconds(self.vllm_pid), cpu_seconds(self.pagemill_pid) + time.process_time()
+    def _now(self, client_pid: int | None) -> tuple[float, float]:
+        client = cpu_seconds(client_pid) if client_pid is not None else 0.0
+        return cpu_seconds(self.vllm_pid), client + time.process_time()
 
-    def start(self) -> tuple[float, float]:
-        return self._now()
+    def start(self, client_pid: int | None = None) -> tuple[float, float]:
+        return self._now(client_pid)
 
-    def stop(self, way: str, pages: int, started: tuple[float, float]) -> None:
-        ended = self._now()
+    def stop(self, way: str, pages: int, started: tuple[float, float], client_pid: int | None = None) -> None:
+        ended = self._now(client_pid)
         totals_ = self.per_way.setdefault(way, [0.0, 0.0, 0.0])
         totals_[0] += pages
         totals_[1] += ended[0] - started[0]
@@ -307,9 +371,20 @@ def main() -> None:
     parser.add_argument("--anchor-max-chars", type=int, default=1000)
     parser.add_argument("--prepare-processes", type=int, default=0,
                         help="pagemill's engine.prepare_processes (default 0, the engine's: in the worker's threads)")
+    parser.add_argument("--prepare-at-once", default="2",
+                        help="pagemill's engine.prepare_at_once (default 2, the engine's); several, comma-separated "
+                             "(0,2): one pagemill serve each, their runs alternating with the direct client's")
+    parser.add_argument("--pin", choices=PINS, default="model" if len(os.sched_getaffinity(0)) >= 2 else "none",
+                        help="model (default on 2 CPUs or more): vLLM's model process on a CPU of its own, its API "
+                             "server and engine core with the clients (this process, pagemill serve) on the others, "
+                             "as on a GPU host; server: all of vLLM on that CPU; none: no pinning")
     parser.add_argument("--write", type=Path, default=None, help="update this Markdown file's gpu-path section")
     args = parser.parse_args()
     venv = args.venv.resolve()
+    variants = [int(value) for value in args.prepare_at_once.split(",")]
+    place = placement(args.pin)
+    if place.clients:
+        os.sched_setaffinity(0, place.clients)  # the direct client, the sampler and the uploads
     sources = choose_pages(args.corpus, args.pages, args.per_document)
     with tempfile.TemporaryDirectory(prefix="pagemill-gpu-path-") as tmp:
         workdir = Path(tmp)
@@ -320,54 +395,81 @@ def main() -> None:
                              request_extra=request_extra(args), max_attempts=3,
                              anchor_max_chars=args.anchor_max_chars)
         server.settings = Settings(engine=server.engine)
+        if place.pin == "server":
+            server.cpus = place.model
+        elif place.pin == "model":  # the model's threads bound by vLLM itself, the rest moved once it is up
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_list(place.model)
         bodies = request_bodies(server.settings, sources)
         print(f"{len(bodies)} pages from {len(sources)} PDFs; starting vllm serve", flush=True)
         server.start()
-        pagemill = None
+        if place.pin == "model":
+            assert server.process is not None and place.clients
+            print(f"{move_host_side(server.process.pid, place.clients)} threads of vLLM moved", flush=True)
+        pagemills: list[Pagemill] = []
         try:
             print(f"vllm serve up in {server.startup_s:.0f} s; starting pagemill serve", flush=True)
-            pagemill = Pagemill(workdir, {**server.engine, "prepare_processes": args.prepare_processes})
+            for at_once in variants:
+                way = "pagemill" if len(variants) == 1 else f"pagemill, prepare_at_once {at_once}"
+                (workdir / str(at_once)).mkdir()
+                pagemills.append(Pagemill(workdir / str(at_once), {
+                    **server.engine, "prepare_processes": args.prepare_processes, "prepare_at_once": at_once},
+                    cpus=place.clients, way=way))
             runs: list[RunFigures] = []
-            checks: list[dict[str, Any]] = []
+            checks: list[tuple[int, dict[str, Any]]] = []  # (run number, what its pages say)
             assert server.process is not None
-            cpu = CpuClock(server.process.pid, pagemill.process.pid)
+            cpu = CpuClock(server.process.pid)
             with Sampler(server.url) as sampler:
                 direct_run(server.url, bodies, args.max_in_flight, sampler)  # warm-ups, not counted
-                pagemill.run(sources, server.url, sampler)
-                stages_before = pagemill.stage_seconds()
-                for _ in range(args.rounds):
+                for pagemill in pagemills:
+                    pagemill.run(sources, server.url, sampler)
+                stages_before = {pagemill.way: pagemill.stage_seconds() for pagemill in pagemills}
+                for round_number in range(args.rounds):
                     clock = cpu.start()
                     runs.append(direct_run(server.url, bodies, args.max_in_flight, sampler))
                     cpu.stop("direct", len(bodies), clock)
                     print(runs[-1], flush=True)
-                    clock = cpu.start()
-                    figures, check = pagemill.run(sources, server.url, sampler)
-                    cpu.stop("pagemill", len(bodies), clock)
-                    runs.append(figures)
-                    checks.append(check)
-                    print(figures, check, flush=True)
-                stages = stage_lines(stages_before, pagemill.stage_seconds())
+                    # several pagemills: each round in the other order, so none always runs right after direct
+                    for pagemill in pagemills if round_number % 2 == 0 else pagemills[::-1]:
+                        clock = cpu.start(pagemill.process.pid)
+                        figures, check = pagemill.run(sources, server.url, sampler)
+                        cpu.stop(pagemill.way, len(bodies), clock, pagemill.process.pid)
+                        runs.append(figures)
+                        checks.append((len(runs), check))
+                        print(figures, check, flush=True)
+                stages = "; ".join(
+                    (f"{pagemill.way}: " if len(pagemills) > 1 else "")
+                    + stage_lines(stages_before[pagemill.way], pagemill.stage_seconds()) for pagemill in pagemills)
                 stages += f". CPU time per page (the processes' user + system): {cpu.line()}"
         finally:
-            if pagemill is not None:
+            for pagemill in pagemills:
                 pagemill.stop()
             server.stop()
-    text = report(args, sources, runs, checks, stages, server)
+    text = report(args, sources, runs, checks, stages, server, place)
     print(text)
     if args.write:
         write_section(args.write, text, name="gpu-path")
 
 
-def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigures], checks: list[dict[str, Any]],
-           stages: str, server: VllmServer) -> str:
-    direct, through = totals("direct", runs), totals("pagemill", runs)
-    pages_ratio = ratio(through.pages_per_s, direct.pages_per_s)
+def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigures],
+           checks: list[tuple[int, dict[str, Any]]], stages: str, server: VllmServer, place: Placement) -> str:
+    direct = totals("direct", runs)
     command = (f"make bench-gpu-path  # python -m bench.gpu_path --pages {args.pages} --per-document "
                f"{args.per_document} --rounds {args.rounds} --max-in-flight {args.max_in_flight} "
                f"--min-tokens {args.min_tokens} --max-tokens {args.max_tokens} "
                f"--anchor-max-chars {args.anchor_max_chars}"
-               + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes else ""))
+               + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes else "")
+               + (f" --prepare-at-once {args.prepare_at_once}" if args.prepare_at_once != "2" else "")
+               + (f" --pin {args.pin}" if args.pin != "model" else ""))
     processes = args.prepare_processes
+    reached = []
+    for way in dict.fromkeys(run.way for run in runs if run.way != "direct"):
+        through = totals(way, runs)
+        reached.append(
+            f"{way} reached **{ratio(through.pages_per_s, direct.pages_per_s):.2f}** of the direct client's pages/s "
+            f"(goal ≥ 0.95): {through.pages_per_s:.2f} against {direct.pages_per_s:.2f} pages/s, "
+            f"{through.tokens_per_s:.1f} against {direct.tokens_per_s:.1f} generated tokens/s; the server sat idle "
+            f"(nothing running or waiting) in {100 * through.idle_share:.0f} % of the samples while its pages were "
+            f"not done ({100 * direct.idle_share:.0f} % in the direct runs).")
     return "\n".join([
         "## The GPU path: pagemill beside a direct client on one vLLM server (`make bench-gpu-path`)", "",
         f"Command: `{command}`  ",
@@ -379,16 +481,14 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
         f"({', '.join(s.case_id for s in sources)}), max_tokens {args.max_tokens}, request extras "
         f"`{json.dumps(request_extra(args))}`; {args.max_in_flight} requests in flight either way; pagemill's GPU "
         f"worker prepares pages in {processes} process{'es' if processes != 1 else ''} "
-        f"(engine.prepare_processes; 0: in its own threads). A warm-up of each way first, then the ways alternate.", "",
+        f"(engine.prepare_processes; 0: in its own threads, engine.prepare_at_once {args.prepare_at_once} at "
+        f"once). A warm-up of each way first, then the ways alternate.", "",
+        f"**{place.line()}**", "",
         *table(runs), "",
-        f"pagemill reached **{pages_ratio:.2f}** of the direct client's pages/s (goal ≥ 0.95): "
-        f"{through.pages_per_s:.2f} against {direct.pages_per_s:.2f} pages/s, "
-        f"{through.tokens_per_s:.1f} against {direct.tokens_per_s:.1f} generated tokens/s. The server sat idle "
-        f"(nothing running or waiting) in {100 * through.idle_share:.0f} % of the samples while pagemill's "
-        f"pages were not done, {100 * direct.idle_share:.0f} % in the direct runs. pagemill's pages: "
-        + "; ".join(f"run {2 * i + 2}: {c['attempts']} attempts, {c['fallbacks']} fallbacks, "
+        " ".join(reached) + " pagemill's pages: "
+        + "; ".join(f"run {number}: {c['attempts']} attempts, {c['fallbacks']} fallbacks, "
                     f"{c['not_vllm']} not on vLLM, documents not succeeded {c['not_succeeded'] or 'none'}"
-                    for i, c in enumerate(checks))
+                    for number, c in checks)
         + f". Mean per page in pagemill's measured runs (pagemill_page_stage_seconds): {stages}.",
     ])
 

@@ -53,7 +53,7 @@ class Sample:
 class RunFigures:
     """One run: `pages` pages from `started` to `ended`, what vLLM counted meanwhile, how busy it was."""
 
-    way: str  # "direct" or "pagemill"
+    way: str  # "direct", "pagemill", or a pagemill way named by the setting it runs with
     pages: int
     seconds: float
     requests: float
@@ -63,6 +63,10 @@ class RunFigures:
     idle_samples: int  # samples with no request running (and none waiting) inside the window
     mean_running: float
     mean_waiting: float
+    # Seconds from the start to the first sample with a request at the server, and from the last such sample to
+    # the end: a run's start-up (uploads, splitting, the first page prepared) and its tail (results assembled).
+    to_first_s: float = 0.0
+    after_last_s: float = 0.0
 
     @property
     def pages_per_s(self) -> float:
@@ -86,6 +90,7 @@ def run_figures(way: str, pages: int, started: float, ended: float, before: dict
         raise ValueError("a run cannot end before it started")
     inside = [s for s in samples if started <= s.at <= ended]
     idle = sum(1 for s in inside if s.running == 0 and s.waiting == 0)
+    busy = [s.at for s in inside if s.running or s.waiting]
     count = len(inside)
     return RunFigures(
         way=way, pages=pages, seconds=ended - started,
@@ -95,6 +100,8 @@ def run_figures(way: str, pages: int, started: float, ended: float, before: dict
         samples=count, idle_samples=idle,
         mean_running=sum(s.running for s in inside) / count if count else 0.0,
         mean_waiting=sum(s.waiting for s in inside) / count if count else 0.0,
+        to_first_s=busy[0] - started if busy else ended - started,
+        after_last_s=ended - busy[-1] if busy else 0.0,
     )
 
 
@@ -138,19 +145,24 @@ def ratio(through: float, direct: float) -> float:
 
 
 def table(runs: Sequence[RunFigures]) -> list[str]:
-    """The Markdown rows: each run in the order it ran, then both ways' totals and pagemill's ratio."""
+    """The Markdown rows: each run in the order it ran, then each way's totals and each pagemill way's ratio to
+    the direct client (several pagemill ways: one per setting compared in the same run)."""
     lines = ["| run | way | pages | s | pages/s | generated tokens | tokens/s | requests | mean running "
-             "| idle samples |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| idle samples | s to the first request | s after the last |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for number, run in enumerate(runs, 1):
         lines.append(f"| {number} | {run.way} | {run.pages} | {run.seconds:.2f} | {run.pages_per_s:.2f} "
                      f"| {run.generated_tokens:.0f} | {run.tokens_per_s:.1f} | {run.requests:.0f} "
-                     f"| {run.mean_running:.2f} | {run.idle_samples}/{run.samples} ({100 * run.idle_share:.0f} %) |")
-    direct, through = totals("direct", runs), totals("pagemill", runs)
-    for total in (direct, through):
+                     f"| {run.mean_running:.2f} | {run.idle_samples}/{run.samples} ({100 * run.idle_share:.0f} %) "
+                     f"| {run.to_first_s:.2f} | {run.after_last_s:.2f} |")
+    ways = list(dict.fromkeys(["direct", *(run.way for run in runs)]))
+    for total in (totals(way, runs) for way in ways):
         lines.append(f"| all {total.runs} | **{total.way}** | {total.pages} | {total.seconds:.2f} "
                      f"| **{total.pages_per_s:.2f}** | {total.generated_tokens:.0f} | **{total.tokens_per_s:.1f}** "
                      f"| {total.requests:.0f} | | {total.idle_samples}/{total.samples} "
-                     f"({100 * total.idle_share:.0f} %) |")
-    lines.append(f"| | **pagemill / direct** | | | **{ratio(through.pages_per_s, direct.pages_per_s):.2f}** | "
-                 f"| **{ratio(through.tokens_per_s, direct.tokens_per_s):.2f}** | | | |")
+                     f"({100 * total.idle_share:.0f} %) | | |")
+    direct = totals("direct", runs)
+    for through in (totals(way, runs) for way in ways[1:]):
+        lines.append(f"| | **{through.way} / direct** | | | **{ratio(through.pages_per_s, direct.pages_per_s):.2f}** "
+                     f"| | **{ratio(through.tokens_per_s, direct.tokens_per_s):.2f}** | | | | | |")
     return lines

@@ -51,6 +51,11 @@ def engine_settings(venv: Path, port: int, preset: str = "generic", **serve: Any
     }
 
 
+def cpu_list(cpus: set[int] | None) -> str:
+    """CPUs as taskset and VLLM_CPU_OMP_THREADS_BIND write them: "0,2,3"."""
+    return ",".join(str(cpu) for cpu in sorted(cpus or ()))
+
+
 def engine_env(settings: dict[str, Any], prefix: str = "PAGEMILL_ENGINE__") -> dict[str, str]:
     """The same settings as environment variables, the way the worker processes read them."""
     env: dict[str, str] = {}
@@ -78,6 +83,8 @@ class VllmServer:
         self.command = command  # a whole `vllm serve` argv, instead of the one built from the settings
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_s = 0.0
+        # CPUs the server (all its processes, and its OpenMP threads) is pinned to; None: wherever the OS puts it
+        self.cpus: set[int] | None = None
         if command is None:
             with open(venv / "models" / "tiny-vlm" / "tokenizer.json") as handle:
                 vocab = json.load(handle)["added_tokens"]
@@ -88,13 +95,18 @@ class VllmServer:
         # --enable-log-requests: the server logs "Added request <id>." when a request enters its engine, a signal
         # the tests wait on instead of sampling vLLM's gauges (a short request is over between two samples).
         command = self.command or vllm_command(self.settings, executable=str(self.venv / "bin" / "vllm"))
-        return [*command, "--enable-log-requests"]
+        pinned = ["taskset", "-c", cpu_list(self.cpus)] if self.cpus else []
+        return [*pinned, *command, "--enable-log-requests"]
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_")}
         # Loopback only; a small KV cache; never a model hub; no usage reports.
         env.update(VLLM_HOST_IP="127.0.0.1", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1",
                    TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", VLLM_TARGET_DEVICE="cpu")
+        if self.cpus:
+            # vLLM-CPU binds its OpenMP threads itself (OMP_PLACES and OMP_PROC_BIND for the model's process); its
+            # `auto` binding keeps one allowed CPU out for the scheduler. Named here, the threads get exactly these.
+            env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_list(self.cpus)
         started = time.monotonic()
         with self.log_path.open("ab") as log:
             log.write(f"\n$ {' '.join(self.argv)}\n".encode())

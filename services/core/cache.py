@@ -60,7 +60,7 @@ NO_OUTPUT_EFFECT = frozenset({
     "engine.kind",  # which engine runs is the fingerprint's `engine`
     "engine.vllm_url", "engine.api_key", "engine.max_in_flight", "engine.request_timeout_s",
     "engine.fake_latency_ms",
-    "engine.prepare_processes",  # where a page's inputs are made, not what they are
+    "engine.prepare_processes", "engine.prepare_at_once",  # where and when a page's inputs are made, not what
     # where the server listens and how fast it is; speculative decoding verifies every drafted token
     "engine.serve.host", "engine.serve.port", "engine.serve.max_num_seqs", "engine.serve.gpu_memory_utilization",
     "engine.serve.speculative_method", "engine.serve.num_speculative_tokens", "engine.serve.prompt_lookup_min",

@@ -96,6 +96,10 @@ class EngineSettings(SettingsSection):
     """vllm: processes of a worker that prepare its pages for the model (text layer, cpu reading, PNG) ahead of a
     free request slot; 0 (the default): in the worker's own threads, which measured as fast or faster on 2 cores
     (docs/benchmarks.md, "Preparing pages for the model")."""
+    prepare_at_once: int = Field(default=2, ge=0)
+    """vllm: pages a worker process prepares at once in its own threads (text layer, cpu reading, PNG), the
+    others waiting their turn in arrival order, so pages get ready one after another instead of all together at
+    the end; 0: no bound. Not used with `prepare_processes` (the pool has its own order)."""
     request_timeout_s: float = 300.0
     """vllm: seconds one request may take."""
     render_longest_side: int = Field(default=0, ge=0, le=10000)

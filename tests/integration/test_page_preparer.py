@@ -22,7 +22,7 @@ from services.core.settings import Settings
 from services.worker.engines.base import PageInput, PageOutput
 from services.worker.engines.vllm.presets import Preset, get_preset
 from services.worker.pipeline.page import PageOutcome, run_page
-from services.worker.pipeline.prepare import Preparer, page_preparer, prepare_page
+from services.worker.pipeline.prepare import Preparer, PreparingTurns, page_preparer, prepare_page, preparing_turns
 from tests.harness import REPO
 from tests.pdfs import SENTENCE, text_page
 from tests.stand_in import answered_page, image_size
@@ -173,6 +173,76 @@ def test_a_warmed_pool_has_its_processes_before_the_first_page() -> None:
 def test_only_a_worker_given_processes_has_a_preparer() -> None:
     assert page_preparer(settings()) is None  # unset: the CLI sets it for a GPU worker alone
     assert page_preparer(settings(prepare_processes=0)) is None
+
+
+def test_pages_prepared_in_the_threads_wait_for_their_turn_before_any_of_their_work() -> None:
+    """prepare_at_once 1: while one page has the turn, the next pages wait for it without reaching the model;
+    once it ends they are prepared and answered as usual."""
+    one_at_once = settings(prepare_at_once=1)
+    turns = preparing_turns(one_at_once)
+    model = StandInModel([GOOD])
+    pages = [page(index) for index in range(2)]  # made here: the test's PDF writer is not thread-safe
+    outcomes: list[PageOutcome] = []
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_the_turn() -> None:
+        with turns.turn("vllm"):
+            holding.set()
+            assert release.wait(WAIT_S), "the test never released the turn"
+
+    holder = threading.Thread(target=hold_the_turn)
+    threads = [threading.Thread(target=lambda p=p: outcomes.append(run_page(model, p, one_at_once))) for p in pages]
+    holder.start()
+    try:
+        assert holding.wait(WAIT_S)
+        for thread in threads:
+            thread.start()
+        assert turns.wait_for(lambda t: t.waiting == 2, WAIT_S)
+        assert turns.preparing == 1 and model.calls == []  # neither page was prepared nor sent meanwhile
+    finally:
+        release.set()
+        for thread in [holder, *threads]:
+            thread.join(WAIT_S)
+    assert len(outcomes) == 2 and all(o.output.markdown == GOOD and not o.is_fallback for o in outcomes)
+    assert all(SENTENCE in str(call["anchor"]) and call["image"] for call in model.calls)
+    assert turns.preparing == turns.waiting == 0
+
+
+@pytest.mark.parametrize("at_once", [1, 2])
+def test_turns_are_given_in_arrival_order_and_at_most_at_once_at_a_time(at_once: int) -> None:
+    """The first `at_once` hold their turns; the others wait in the order they came. With one turn, each takes
+    it only after the one before it ended, so the order they ran in is the order they came in."""
+    turns = PreparingTurns(at_once=at_once)
+    names = "abcde"
+    order: list[str] = []
+    release = threading.Event()
+
+    def take(name: str) -> None:
+        with turns.turn("vllm"):
+            order.append(name)
+            if name == "a" or (at_once == 2 and name == "b"):
+                assert release.wait(WAIT_S), "the test never released the turns"
+
+    threads = [threading.Thread(target=take, args=(name,)) for name in names]
+    try:
+        for arrived, thread in enumerate(threads, 1):  # each starts once the one before it has arrived
+            thread.start()
+            assert turns.wait_for(lambda t, arrived=arrived: t.preparing + t.waiting == arrived, WAIT_S)
+        assert turns.preparing == at_once and turns.waiting == len(names) - at_once
+        assert order == list(names[:at_once])
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(WAIT_S)
+    assert sorted(order) == list(names) and turns.preparing == turns.waiting == 0
+    if at_once == 1:
+        assert order == list(names)
+
+
+def test_no_bound_gives_every_page_its_turn_at_once() -> None:
+    turns = PreparingTurns(at_once=0)
+    with turns.turn("vllm"), turns.turn("vllm"), turns.turn("vllm"):
+        assert turns.waiting == 0
 
 
 def test_a_pool_that_lost_its_process_is_replaced_and_the_page_still_prepared() -> None:

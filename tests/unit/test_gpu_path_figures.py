@@ -60,11 +60,14 @@ def test_a_run_counts_the_counters_between_readings_and_the_samples_inside_its_w
     # idle: nothing running and nothing waiting (1.3 had a request waiting to be scheduled)
     assert (run.samples, run.idle_samples, run.idle_share) == (5, 2, 0.4)
     assert run.mean_running == pytest.approx(12 / 5) and run.mean_waiting == pytest.approx(3 / 5)
+    # the server first had a request at 1.1 and last at 1.3: 0.1 s of start-up, 1.7 s of tail
+    assert run.to_first_s == pytest.approx(0.1) and run.after_last_s == pytest.approx(1.7)
 
 
 def test_a_run_with_no_sample_or_no_time_divides_by_nothing() -> None:
     run = run_figures("direct", 3, 2.0, 2.0, {}, {}, [])
     assert (run.pages_per_s, run.tokens_per_s, run.idle_share, run.mean_running) == (0.0, 0.0, 0.0, 0.0)
+    assert (run.to_first_s, run.after_last_s) == (0.0, 0.0)
     with pytest.raises(ValueError):
         run_figures("direct", 3, 2.0, 1.0, {}, {}, [])
 
@@ -93,4 +96,17 @@ def test_the_table_lists_each_run_then_both_totals_and_the_ratio() -> None:
     assert lines[2].startswith("| 1 | direct | 24 | 2.00 | 12.00 |")
     assert "5/25 (20 %)" in lines[3]
     assert "**pagemill / direct** | | | **0.80** |" in lines[-1]  # 9.6 / 12 pages/s
+    assert all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+def test_several_pagemill_ways_each_get_their_totals_and_their_ratio_to_the_direct_client() -> None:
+    runs = [figures("direct", 24, 2.0, 480, 0, 20), figures("pagemill, a", 24, 2.5, 480, 5, 25),
+            figures("pagemill, b", 24, 4.0, 480, 5, 25), figures("direct", 24, 2.0, 480, 0, 20),
+            figures("pagemill, b", 24, 4.0, 480, 5, 25), figures("pagemill, a", 24, 2.5, 480, 5, 25)]
+    lines = table(runs)
+    assert len(lines) == 2 + len(runs) + 3 + 2
+    assert [line.split("|")[2].strip() for line in lines[-5:-2]] == ["**direct**", "**pagemill, a**",
+                                                                     "**pagemill, b**"]
+    assert "**pagemill, a / direct** | | | **0.80** |" in lines[-2]  # 9.6 / 12 pages/s
+    assert "**pagemill, b / direct** | | | **0.50** |" in lines[-1]  # 6 / 12
     assert all(line.count("|") == lines[0].count("|") for line in lines)

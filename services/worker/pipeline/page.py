@@ -33,6 +33,7 @@ from services.worker.engines.vllm.align import align
 from services.worker.engines.vllm.answer_blocks import figure_pixels, split_answer
 from services.worker.engines.vllm.token_confidence import score_elements
 from services.worker.pipeline.inputs import CpuHypothesis, prepare_input, render_side
+from services.worker.pipeline.prepare import preparing_turns
 from services.worker.pipeline.quality import clip_anchor, has_words, invalid_reason, usable_text_layer
 
 if TYPE_CHECKING:
@@ -78,9 +79,12 @@ def _run_generative(engine: GenerativeEngine, page: PageInput, settings: Setting
     cpu = CpuHypothesis(page, settings)
     image = None
     if preparer is None:
-        text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
-        with stage_timer("anchor", engine.name):  # the text layer, or the cpu engine's OCR of a scan
-            anchor, anchor_source = _anchor(text_layer, cpu, settings)
+        with preparing_turns(settings).turn(engine.name):
+            text_layer = pdf_text_layer(page.data) if page.is_pdf else ""
+            with stage_timer("anchor", engine.name):  # the text layer, or the cpu engine's OCR of a scan
+                anchor, anchor_source = _anchor(text_layer, cpu, settings)
+            with stage_timer("render", engine.name):  # ready for the request before its turn ends
+                image = prepare_input(engine, replace(page, text_layer=text_layer, anchor=anchor), settings).image
     else:
         text_layer, image = _prepared(preparer, engine, page, cpu, settings)
         anchor, anchor_source = _anchor(text_layer, cpu, settings)

@@ -24,6 +24,7 @@ import multiprocessing
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -33,6 +34,7 @@ from typing import Any
 
 from services.core.errors import clip
 from services.core.logging import get_logger
+from services.core.metrics import stage_timer
 from services.core.pdf import pdf_text_layer
 from services.core.settings import EngineKind, Settings
 from services.worker.engines.base import PageInput, PageOutput
@@ -247,3 +249,67 @@ def page_preparer(settings: Settings) -> Preparer | None:
         if preparer is None:
             preparer = _preparers[key] = Preparer(settings, processes)
         return preparer
+
+
+class PreparingTurns:
+    """Turns to prepare a page in a worker's own threads (no pool): at most `at_once` pages at once, the others
+    waiting in arrival order. A GPU worker runs 2 x max_in_flight threads; unbounded, they shared the CPU evenly,
+    so the pages waiting all got ready together, late: vLLM's batch sat empty at the start of a burst and thin
+    after it (docs/benchmarks.md, the GPU path). In turns the first page is ready after one page's work and the
+    next follow at the rate the CPU allows, each taking a request slot as one frees. In one process pdfium's
+    lock and the GIL serialise most of that work anyway. `at_once` 0: no bound."""
+
+    def __init__(self, at_once: int) -> None:
+        self.at_once = at_once
+        # Guards the counts; notified on every change, so a test can wait on a state instead of a clock.
+        self.changed = threading.Condition()
+        self.preparing = 0
+        self._queue: deque[object] = deque()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
+    @contextmanager
+    def turn(self, engine_name: str) -> Iterator[None]:
+        """The page's turn, from its text layer to its PNG; the wait for it is the page's `prepare` stage."""
+        if not self.at_once:
+            yield
+            return
+        ticket = object()
+        with stage_timer("prepare", engine_name), self.changed:
+            self._queue.append(ticket)
+            self.changed.notify_all()
+            try:
+                self.changed.wait_for(lambda: self._queue[0] is ticket and self.preparing < self.at_once)
+            except BaseException:  # interrupted while waiting: the pages behind it must not wait for it
+                self._queue.remove(ticket)
+                self.changed.notify_all()
+                raise
+            self._queue.popleft()
+            self.preparing += 1
+            self.changed.notify_all()
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.preparing -= 1
+                self.changed.notify_all()
+
+    def wait_for(self, state: Callable[[PreparingTurns], bool], timeout_s: float) -> bool:
+        """Blocks until `state(self)` holds (checked on every change of the counts), or `timeout_s` passed."""
+        with self.changed:
+            return self.changed.wait_for(lambda: state(self), timeout_s)
+
+
+_turns: dict[int, PreparingTurns] = {}
+
+
+def preparing_turns(settings: Settings) -> PreparingTurns:
+    """This process's turns for `engine.prepare_at_once` (a worker has one value; tests may use several)."""
+    at_once = settings.engine.prepare_at_once
+    with _preparers_lock:
+        turns = _turns.get(at_once)
+        if turns is None:
+            turns = _turns[at_once] = PreparingTurns(at_once)
+        return turns
