@@ -268,8 +268,9 @@ class EventStreamSettings(SettingsSection):
     keepalive_s: float = Field(default=15.0, gt=0)
     """Seconds of silence after which an event stream sends a keep-alive comment (proxies close idle ones)."""
     key_recheck_s: float = Field(default=5.0, gt=0)
-    """Seconds between an open event stream's checks of its API key (one indexed query): a stream ends within
-    this once its key is revoked or its tenant disabled."""
+    """Seconds between an open event stream's checks of its API key: a stream ends within this (plus up to
+    0.5 s) once its key is revoked or its tenant disabled. A gateway process answers the checks of all its
+    streams together, in one query at most every 0.5 s."""
 
 
 class RetentionSettings(SettingsSection):

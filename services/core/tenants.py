@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
@@ -173,6 +174,18 @@ def authenticate(session: Session, raw_key: str) -> Tenant | None:
         # At most one write a minute per key: knowing a key is in use matters, every request does not.
         session.execute(sa.update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now))
     return tenant
+
+
+def live_key_owners(session: Session, key_hashes: Iterable[str]) -> set[tuple[str, str]]:
+    """(key hash, tenant id) of each of these keys that is live now (not revoked, its tenant not disabled): one
+    statement for the keys of every open event stream of a gateway process."""
+    hashes = sorted(set(key_hashes))
+    if not hashes:
+        return set()
+    rows = session.execute(
+        sa.select(ApiKey.key_hash, ApiKey.tenant_id).join(Tenant, Tenant.id == ApiKey.tenant_id)
+        .where(ApiKey.key_hash.in_(hashes), ApiKey.revoked_at.is_(None), Tenant.disabled_at.is_(None)))
+    return {(key_hash, tenant_id) for key_hash, tenant_id in rows}
 
 
 # Load -----------------------------------------------------------------------------------------------------------

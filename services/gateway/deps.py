@@ -21,6 +21,7 @@ from services.core.settings import Settings
 from services.core.storage import ObjectStore, get_store
 from services.core.tenants import authenticate, hash_key
 from services.gateway.documents.feeds import FeedHub
+from services.gateway.documents.key_watch import KeyWatch
 from services.gateway.ratelimit import RateLimiter
 
 
@@ -176,3 +177,14 @@ async def get_feeds(request: Request, settings: SettingsDep) -> FeedHub:
 
 
 FeedsDep = Annotated[FeedHub, Depends(get_feeds)]
+
+
+async def get_key_watch(request: Request, settings: SettingsDep) -> KeyWatch:
+    """The process's re-check of its open event streams' API keys (one read per round for all of them)."""
+    watch: KeyWatch | None = getattr(request.app.state, "key_watch", None)
+    if watch is None:
+        watch = request.app.state.key_watch = KeyWatch(settings.resolved_database_url())
+    return watch
+
+
+KeyWatchDep = Annotated[KeyWatch, Depends(get_key_watch)]

@@ -33,12 +33,12 @@ from services.core.tenants import effective_limits
 from services.gateway.deps import (
     CurrentTenant,
     FeedsDep,
+    KeyWatchDep,
     RateLimiterDep,
     SessionDep,
     SettingsDep,
     StoreDep,
     public_link,
-    tenant_of_key,
 )
 from services.gateway.documents import intake, receive, service, sse
 from services.gateway.documents.schemas import (
@@ -219,7 +219,7 @@ async def get_document(
 @router.get("/{document_id}/events", responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}})
 async def document_events(
     document_id: str, request: Request, settings: SettingsDep, tenant: CurrentTenant, feeds: FeedsDep,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    key_watch: KeyWatchDep, last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """Server-sent events: the document's events so far, `document.progress` as pages end, then the final
     event, after which the stream closes. Reconnect with `Last-Event-ID` to resume. Pushed as they happen,
@@ -229,7 +229,7 @@ async def document_events(
     api_key: str = request.state.api_key
 
     async def key_is_live() -> bool:
-        return await run_in_threadpool(tenant_of_key, db, api_key) == tenant.id
+        return await key_watch.is_live(api_key, tenant.id)
 
     events = sse.stream(feeds, document_id, last_event_id, keepalive_s=settings.events.keepalive_s,
                         key_is_live=key_is_live, key_recheck_s=settings.events.key_recheck_s)
