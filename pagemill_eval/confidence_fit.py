@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,18 +69,24 @@ def page_features(confidence: float, signals: dict[str, float], warnings: Sequen
     return features
 
 
-def load_rows(corpus: str, report_path: Path, outputs_dir: Path) -> list[Row]:
-    """The report's scored cases with the features of each one's weakest page (from its saved output)."""
+def saved_cases(report_path: Path, outputs_dir: Path) -> Iterator[tuple[Sample, dict[str, Any], list[float]]]:
+    """The report's scored cases that have a saved output with page confidences: (sample, output, each page's
+    confidence, 1.0 where the page has none)."""
     report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
-    rows: list[Row] = []
     for sample in case_samples(report["cases"]):
         saved = outputs_dir / f"{sample.case_id}.json"
         if not saved.is_file():
             continue
         output = json.loads(saved.read_text(encoding="utf-8"))
         confidences = [c if c is not None else 1.0 for c in output.get("confidences") or []]
-        if not confidences:
-            continue
+        if confidences:
+            yield sample, output, confidences
+
+
+def load_rows(corpus: str, report_path: Path, outputs_dir: Path) -> list[Row]:
+    """The report's scored cases with the features of each one's weakest page (from its saved output)."""
+    rows: list[Row] = []
+    for sample, output, confidences in saved_cases(report_path, outputs_dir):
         weakest = min(range(len(confidences)), key=confidences.__getitem__)
         signals = (output.get("signals") or [{}] * len(confidences))[weakest] or {}
         warnings = (output.get("warnings") or [[]] * len(confidences))[weakest] or []

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from pagemill_eval import confidence_fit
-from pagemill_eval.calibration import case_samples
 from pagemill_eval.confidence_fit import Row
 from pagemill_eval.penalty_fit import aurocs, review_figures
 from services.worker.engines.cpu.confidence import NEEDS_REVIEW_BELOW, table_prose_share
@@ -42,16 +41,8 @@ def saved_share(markdown: str, blocks: Sequence[dict[str, Any]]) -> float:
 
 def load(name: str, report_path: Path, outputs: Path) -> list[Row]:
     """The scored cases, each with its pages' (confidence as saved, {"table_prose_share": ...})."""
-    report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
     rows: list[Row] = []
-    for sample in case_samples(report["cases"]):
-        saved = outputs / f"{sample.case_id}.json"
-        if not saved.is_file():
-            continue
-        output = json.loads(saved.read_text(encoding="utf-8"))
-        confidences = [c if c is not None else 1.0 for c in output.get("confidences") or []]
-        if not confidences:
-            continue
+    for sample, output, confidences in confidence_fit.saved_cases(report_path, outputs):
         markdown = [p if isinstance(p, str) else "" for p in output.get("pages") or []]
         blocks = output.get("blocks") or []
         pages = tuple((conf, {"table_prose_share": saved_share(markdown[i] if i < len(markdown) else "",
