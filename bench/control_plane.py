@@ -18,7 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -209,6 +211,41 @@ def upload_latency(platform: Platform, workdir: Path, pages: int = 500, repeats:
 
 
 
+@contextmanager
+def local_servers(workdir: Path) -> Iterator[tuple[str, str]]:
+    """A Redis and a PostgreSQL server of the bench's own: (redis url, PostgreSQL server url)."""
+    redis_url, stop_redis = start_redis(workdir)
+    try:
+        pg_server, stop_pg = start_postgres(workdir)
+        try:
+            yield redis_url, pg_server
+        finally:
+            stop_pg()
+    finally:
+        stop_redis()
+
+
+@contextmanager
+def fake_platform(label: str, workdir: Path, redis_url: str, pg_server: str,
+                  extra_env: dict[str, str] | None = None) -> Iterator[Platform]:
+    """The platform on the fake engine over `label`'s database (postgresql: a fresh database on `pg_server`;
+    sqlite: a file in `workdir`), stopped and its database dropped on the way out."""
+    if label == "postgresql":
+        database_url, drop = fresh_database(pg_server)
+    else:
+        database_url, drop = f"sqlite:///{workdir / f'{label}.db'}", (lambda: None)
+    # the uploads of a run may pass the default 120 a minute: the bench measures throughput, not the rate limit
+    platform = Platform(workdir=workdir / label, database_url=database_url, redis_base_url=redis_url,
+                        engine="fake", extra_env={"PAGEMILL_LOG_LEVEL": "WARNING",
+                                                  "PAGEMILL_LIMITS__REQUESTS_PER_MINUTE": "100000",
+                                                  **(extra_env or {})})
+    try:
+        yield platform
+    finally:
+        platform.stop()
+        drop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     # 100 uploads of 25 pages: 2,500 pages, a few seconds of steady state as in the raw run's 5,000 tasks (with 20,
@@ -223,9 +260,7 @@ def main() -> None:
     load_at_start, started_at = os.getloadavg()[0], time.strftime("%H:%M", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="pagemill-bench-") as tmp:
         workdir = Path(tmp)
-        redis_url, stop_redis = start_redis(workdir)
-        pg_server, stop_pg = start_postgres(workdir)
-        try:
+        with local_servers(workdir) as (redis_url, pg_server):
             raw_url = redis_url.rsplit("/", 1)[0] + "/15"
             raw = raw_celery(raw_url, args.raw_tasks, args.concurrency, workdir)
             print(f"raw celery: {raw}", flush=True)
@@ -240,27 +275,12 @@ def main() -> None:
             raw8_runs = [prefilled()]
             results = {}
             for label in args.databases.split(","):
-                if label == "postgresql":
-                    database_url, drop = fresh_database(pg_server)
-                else:
-                    database_url, drop = f"sqlite:///{workdir / 'bench.db'}", (lambda: None)
-                # the uploads of a run may pass the default 120 a minute: the bench measures throughput, not
-                # the rate limit
-                platform = Platform(workdir=workdir / label, database_url=database_url, redis_base_url=redis_url,
-                                    engine="fake", extra_env={"PAGEMILL_LOG_LEVEL": "WARNING",
-                                                              "PAGEMILL_LIMITS__REQUESTS_PER_MINUTE": "100000"})
-                try:
+                with fake_platform(label, workdir, redis_url, pg_server) as platform:
                     run = pagemill_run(platform, args.documents, args.pages, workdir, args.concurrency)
                     run["upload_500"] = upload_latency(platform, workdir)  # type: ignore[assignment]
-                finally:
-                    platform.stop()
-                    drop()
                 results[label] = run
                 print(f"pagemill ({label}): {run}", flush=True)
                 raw8_runs.append(prefilled())
-        finally:
-            stop_pg()
-            stop_redis()
     command = (f"make bench  # python -m bench.control_plane --documents {args.documents} --pages {args.pages} "
                f"--raw-tasks {args.raw_tasks} --concurrency {args.concurrency}")
     lines = [

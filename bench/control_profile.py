@@ -22,11 +22,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.control_plane import cpu_seconds, wait_all
+from bench.control_plane import cpu_seconds, fake_platform, local_servers, wait_all
 from pagemill_eval.sections import write_section
 from tests.harness import CORPUS, Platform
 from tests.pdfs import repeat_pages
-from tests.servers import fresh_database, start_postgres, start_redis
 
 # (step, the frame that marks it): a frame is py-spy's "function (file:line)"; matched on "function (file".
 STEPS = [
@@ -156,28 +155,15 @@ def main() -> None:
     sections = []
     with tempfile.TemporaryDirectory(prefix="pagemill-profile-") as tmp:
         workdir = Path(tmp)
-        redis_url, stop_redis = start_redis(workdir)
-        pg_server, stop_pg = start_postgres(workdir)
-        try:
+        with local_servers(workdir) as (redis_url, pg_server):
             for label in args.databases.split(","):
-                database_url, drop = (fresh_database(pg_server) if label == "postgresql"
-                                      else (f"sqlite:///{workdir / 'profile.db'}", lambda: None))
-                platform = Platform(workdir=workdir / label, database_url=database_url, redis_base_url=redis_url,
-                                    engine="fake", extra_env={"PAGEMILL_LOG_LEVEL": "WARNING",
-                                                              "PAGEMILL_LIMITS__REQUESTS_PER_MINUTE": "100000"})
-                try:
+                with fake_platform(label, workdir, redis_url, pg_server) as platform:
                     run = profile_run(platform, workdir / label, args.documents, args.pages, args.rate)
-                finally:
-                    platform.stop()
-                    drop()
                 sections += table(label, run) + [""]
                 if args.keep:
                     args.keep.mkdir(parents=True, exist_ok=True)
                     for name in ("gateway", "worker"):
                         shutil.copy(workdir / label / f"{name}.folded", args.keep / f"{label}-{name}.folded")
-        finally:
-            stop_pg()
-            stop_redis()
     text = "\n".join([
         "### Where a page's milliseconds go (`python -m bench.control_profile`)", "",
         f"Command: `python -m bench.control_profile --documents {args.documents} --pages {args.pages} "

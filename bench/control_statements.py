@@ -17,11 +17,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.control_plane import wait_all
+from bench.control_plane import fake_platform, local_servers, wait_all
 from pagemill_eval.sections import write_section
 from tests.harness import CORPUS, REPO, Platform
 from tests.pdfs import repeat_pages
-from tests.servers import fresh_database, start_postgres, start_redis
 
 HOOK = Path(__file__).resolve().parent / "statements_hook"
 
@@ -91,29 +90,14 @@ def main() -> None:
     sections: list[str] = []
     with tempfile.TemporaryDirectory(prefix="pagemill-statements-") as tmp:
         workdir = Path(tmp)
-        redis_url, stop_redis = start_redis(workdir)
-        pg_server, stop_pg = start_postgres(workdir)
-        try:
+        with local_servers(workdir) as (redis_url, pg_server):
             for label in args.databases.split(","):
-                database_url, drop = (fresh_database(pg_server) if label == "postgresql"
-                                      else (f"sqlite:///{workdir / 'statements.db'}", lambda: None))
                 folder = workdir / label / "statements"
                 folder.mkdir(parents=True)
-                platform = Platform(workdir=workdir / label, database_url=database_url, redis_base_url=redis_url,
-                                    engine="fake", extra_env={
-                                        "PAGEMILL_LOG_LEVEL": "WARNING",
-                                        "PAGEMILL_LIMITS__REQUESTS_PER_MINUTE": "100000",
-                                        "PAGEMILL_BENCH_STATEMENTS": str(folder),
-                                        "PYTHONPATH": f"{HOOK}{os.pathsep}{REPO}"})
-                try:
+                hook = {"PAGEMILL_BENCH_STATEMENTS": str(folder), "PYTHONPATH": f"{HOOK}{os.pathsep}{REPO}"}
+                with fake_platform(label, workdir, redis_url, pg_server, hook) as platform:
                     verbs, shapes = count_run(platform, workdir / label, folder, args.documents, args.pages)
-                finally:
-                    platform.stop()
-                    drop()
                 sections += table(label, verbs, shapes, args.documents, args.pages, args.shapes) + [""]
-        finally:
-            stop_pg()
-            stop_redis()
     text = "\n".join([
         "### Statements per document, by step (`python -m bench.control_statements`)", "",
         f"Command: `python -m bench.control_statements --documents {args.documents} --pages {args.pages}`; "
