@@ -23,6 +23,7 @@ from tests.harness import CORPUS, REPO, Platform
 from tests.pdfs import repeat_pages
 
 HOOK = Path(__file__).resolve().parent / "statements_hook"
+WARM_TASKS_TIMEOUT_S = 60.0
 
 
 def count_run(platform: Platform, workdir: Path, folder: Path, documents: int, pages: int,
@@ -32,7 +33,15 @@ def count_run(platform: Platform, workdir: Path, folder: Path, documents: int, p
     source.write_bytes(repeat_pages(CORPUS / "dev" / "docling_multi_page" / "multi_page.pdf", pages))
     platform.start(concurrency=2)
     platform.wait_done(platform.upload(source, cache="false")["id"])  # warm: imports, connections, tokenizer
-    time.sleep(0.5)  # the warm document's last statements (its final event) are written before the mark
+    # A chunk may still be writing after its document ended (its progress statement, when the other chunk ended
+    # the last page meanwhile): the mark waits until every task of the warm document has returned, i.e. every
+    # message is acknowledged (acks_late), so what the files hold up to here is the warm-up's alone.
+    deadline = time.monotonic() + WARM_TASKS_TIMEOUT_S
+    while (left := platform.messages_waiting()) > 0:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{left} messages of the warm document still unacknowledged after "
+                                 f"{WARM_TASKS_TIMEOUT_S:.0f} s")
+        time.sleep(0.01)
     # the processes keep their files open: what they wrote up to here is the warm-up's, skipped when read
     warm = {path.name: path.stat().st_size for path in folder.glob("*.tsv")}
     body = source.read_bytes()
