@@ -76,15 +76,18 @@ ASSEMBLY_OPTIONS = frozenset({"figures", "furniture", "merge_tables"})
 # The document's title in its HTML (services/results/render/html.py writes it escaped, so it holds no `<`).
 _HTML_TITLE = re.compile(rb"<title>[^<]*</title>")
 _PDF_VOLATILE = re.compile(rb"/ID\s*\[\s*<[0-9A-Fa-f]*>\s*<[0-9A-Fa-f]*>\s*\]|/(?:CreationDate|ModDate)\s*\([^)]*\)")
+_VOLATILE_WINDOW = 2048
 
 
 def engine_fingerprint(engine: str, settings: Settings) -> dict[str, Any]:
     """What decides an engine's output besides the page: its version and the settings that change it, and
     the same of the engines it builds on."""
-    values = settings.model_dump(mode="json", include={"engine", "limits"})
+    paths = OUTPUT_SETTINGS.get(engine, ())
+    # the dump only when a setting is read from it (the fake engine reads none: it was a third of its page key)
+    values = settings.model_dump(mode="json", include={"engine", "limits"}) if paths else {}
     fingerprint: dict[str, Any] = {
         "engine": engine, "version": ENGINE_VERSIONS.get(engine, "0"),
-        "settings": {path: _setting(values, path) for path in OUTPUT_SETTINGS.get(engine, ())},
+        "settings": {path: _setting(values, path) for path in paths},
     }
     for dependency in DEPENDS_ON.get(engine, ()):
         fingerprint[dependency] = engine_fingerprint(dependency, settings)
@@ -113,8 +116,21 @@ def document_key(*, sha256: str, page_numbers: list[int], mode: str, engine: str
 
 def page_fingerprint(data: bytes) -> str:
     """sha256 of a page file. The splitter writes a random trailer `/ID` and the current time into every
-    single-page PDF; they are left out so the same page of two uploads has the same fingerprint."""
-    return hashlib.sha256(_PDF_VOLATILE.sub(b"", data) if data[:5] == b"%PDF-" else data).hexdigest()
+    single-page PDF; they are left out so the same page of two uploads has the same fingerprint. pdfium writes
+    them at the two ends of the file (the document information dictionary is its third object, the trailer its
+    last lines): only the first and last `_VOLATILE_WINDOW` bytes are searched, not the page's fonts and images
+    in between, whose search cost as much as the hash. So every pdfium copy keeps the fingerprint it had when the
+    whole file was searched (earlier keys still match); a file that held them elsewhere would only miss the
+    cache (its fingerprint would keep them), never match another page."""
+    if data[:5] != b"%PDF-":
+        return hashlib.sha256(data).hexdigest()
+    if len(data) <= 2 * _VOLATILE_WINDOW:
+        return hashlib.sha256(_PDF_VOLATILE.sub(b"", data)).hexdigest()
+    view = memoryview(data)
+    digest = hashlib.sha256(_PDF_VOLATILE.sub(b"", view[:_VOLATILE_WINDOW]))
+    digest.update(view[_VOLATILE_WINDOW:-_VOLATILE_WINDOW])
+    digest.update(_PDF_VOLATILE.sub(b"", view[-_VOLATILE_WINDOW:]))
+    return digest.hexdigest()
 
 
 def scope(options: dict[str, Any] | None) -> str:
