@@ -36,7 +36,7 @@ from services.core.settings import Settings
 #         pipeline.py (anchors, answer checks, the temperature ladder, the fallback); a change of the cpu engine
 #         reaches vllm pages through their fingerprint's "cpu" part
 #   fake  services/worker/engines/fake.py
-ENGINE_VERSIONS = {"cpu": "2", "fake": "1", "vllm": "1"}
+ENGINE_VERSIONS = {"cpu": "2", "fake": "2", "vllm": "1"}
 # The settings (paths under `Settings`) an engine's output depends on besides the page and its version. When
 # in doubt a setting counts: a needless miss costs one parse, a wrong hit hands out a page the current
 # settings would not make. Every field of `EngineSettings` is in some engine's list or in `NO_OUTPUT_EFFECT`

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
+import zlib
 
 from services.core.metrics import ENGINE_REQUESTS
 from services.worker.engines.base import PageInput, PageOutput
@@ -25,8 +25,9 @@ class FakeEngine:
         ENGINE_REQUESTS.labels(engine=self.name, outcome="ok").inc()
         if self.latency_ms:
             time.sleep(self.latency_ms / 1000)
-        digest = hashlib.sha256(page.data).hexdigest()[:16]
-        markdown = f"## Page {page.index + 1}\n\nfake engine output for {page.media_type} sha256:{digest}\n"
+        # the page's bytes shape the output (a checksum, not a hash: this engine stands for no work at all)
+        checksum = zlib.crc32(page.data)
+        markdown = f"## Page {page.index + 1}\n\nfake engine output for {page.media_type} crc32:{checksum:08x}\n"
         return PageOutput(markdown=markdown, engine=self.name, model="fake-1", confidence=1.0,
                           completion_tokens=len(markdown.split()))
 
