@@ -145,10 +145,18 @@ async def create_document(
                                        figures=form_bool(fields, "figures", True),
                                        merge_tables=form_bool(fields, "merge_tables", True),
                                        furniture=form_choice(fields, "furniture", ("drop", "keep"), "drop"))
-        # The split job goes out after the commit (the request's outbox): before it, it would find no rows.
-        submitted = await run_in_threadpool(
-            lambda: intake.submit(settings.resolved_database_url(), store, settings, tenant, limits, upload, options,
-                                  request_id=request.state.request_id))
+        spooled = received
+
+        def submit() -> intake.Submitted:
+            # The split job goes out after the commit (the request's outbox): before it, it would find no rows.
+            try:
+                return intake.submit(settings.resolved_database_url(), store, settings, tenant, limits, upload,
+                                     options, request_id=request.state.request_id)
+            finally:
+                spooled.discard()  # stored by now: dropped on the same thread, not one more hop to a thread
+
+        submitted = await run_in_threadpool(submit)
+        received = None
     except Exception as exc:
         UPLOADS_REJECTED.labels(code=getattr(exc, "code", "internal_error")).inc()
         raise
@@ -201,7 +209,9 @@ async def get_document(
         return await run_in_threadpool(_read_visible, db, document_id, tenant.id, below)
     # Followed before it is read: a change between the read and the wait is not missed.
     async with feeds.follow(document_id, after=None) as listener:
-        document = await run_in_threadpool(_load_visible, db, document_id, tenant.id)
+        document, ended = await run_in_threadpool(_load_visible_ended, db, document_id, tenant.id, below)
+        if ended is not None:  # nothing to wait for: answered from the same hop to a thread and the same session
+            return ended
         seen = (document.status, document.pages_done, document.pages_failed)
         deadline = time.monotonic() + min(wait, MAX_WAIT_S)
         while document.status not in DOCUMENT_FINAL and (left := deadline - time.monotonic()) > 0:
@@ -243,6 +253,14 @@ async def document_events(
 def _load_visible(database_url: str, document_id: str, tenant_id: str) -> Document:
     with session_scope(database_url, autocommit=True) as session:
         return service.get_document(session, document_id, tenant_id)
+
+
+def _load_visible_ended(database_url: str, document_id: str, tenant_id: str,
+                        below: float) -> tuple[Document, DocumentRead | None]:
+    """The document, and when it has ended already its answer (a long poll then has nothing to wait for)."""
+    with session_scope(database_url, autocommit=True) as session:
+        document = service.get_document(session, document_id, tenant_id)
+        return document, _with_pages(session, document, below) if document.status in DOCUMENT_FINAL else None
 
 
 def _read_visible(database_url: str, document_id: str, tenant_id: str, below: float) -> DocumentRead:
