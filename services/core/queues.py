@@ -7,6 +7,7 @@ after the commit (see `services.core.outbox`), each with its send time and its f
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -173,23 +174,48 @@ def send_jobs(app: Celery, jobs: Sequence[Outgoing]) -> None:
             notices.publish(str(app.conf.broker_url), document_notices)
 
 
+# The documents whose first jobs this process has published and whose marks are not cleared yet, by database;
+# `_clearing` is held by the one thread clearing them (`_clear_marks`).
+_unsent_lock = threading.Lock()
+_unsent: dict[str, set[str]] = {}
+_clearing = threading.Lock()
+
+
 def _clear_marks(marks: Sequence[SentMark]) -> None:
-    """One UPDATE per database for the batch's documents. Outside the outbox's transactions (it runs while the
-    outbox flushes); a failure is logged, not raised: the jobs are out, and the reconciler sends them once more
-    after the grace, which their claims then skip."""
+    """One UPDATE per database for the marks of this batch and of the batches other threads published
+    meanwhile (a group commit: while one thread's UPDATE runs, the uploads that finish behind it leave their
+    marks to it, instead of each waiting for the write lock with a statement of its own). Outside the outbox's
+    transactions (it runs while the outbox flushes); a failure is logged, not raised: the jobs are out, and the
+    reconciler sends them once more after the grace, which their claims then skip."""
+    with _unsent_lock:
+        for mark in marks:
+            _unsent.setdefault(mark.database_url, set()).add(mark.document_id)
+    # Whoever holds `_clearing` looks at `_unsent` again after releasing it, so a mark added while it cleared
+    # (by a thread that then found `_clearing` taken) is never left behind.
+    while _clearing.acquire(blocking=False):
+        try:
+            with _unsent_lock:
+                batch = {url: sorted(ids) for url, ids in _unsent.items()}
+                _unsent.clear()
+            for url, document_ids in batch.items():
+                _clear_unsent(url, document_ids)
+        finally:
+            _clearing.release()
+        with _unsent_lock:
+            if not _unsent:
+                return
+
+
+def _clear_unsent(url: str, document_ids: list[str]) -> None:
     # at call time: the lifecycle package imports this module (a page's queue) as it loads
     from services.core.lifecycle.marks import clear_unsent
 
-    by_database: dict[str, list[str]] = {}
-    for mark in marks:
-        by_database.setdefault(mark.database_url, []).append(mark.document_id)
-    for url, document_ids in by_database.items():
-        try:
-            with get_autocommit_sessionmaker(url)() as session:
-                clear_unsent(session, document_ids)
-                session.commit()
-        except Exception as exc:  # noqa: BLE001 - see the docstring
-            log.warning("queue.sent_mark_failed", documents=len(document_ids), error=f"{type(exc).__name__}: {exc}")
+    try:
+        with get_autocommit_sessionmaker(url)() as session:
+            clear_unsent(session, document_ids)
+            session.commit()
+    except Exception as exc:  # noqa: BLE001 - see `_clear_marks`
+        log.warning("queue.sent_mark_failed", documents=len(document_ids), error=f"{type(exc).__name__}: {exc}")
 
 
 # Messages per pipeline: a batch larger than this goes out in several round trips.

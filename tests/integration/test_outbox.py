@@ -12,6 +12,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from services.core import queues
 from services.core.db.models import Document, Tenant
 from services.core.db.session import session_scope
 from services.core.outbox import OutboxMissing
@@ -108,3 +109,29 @@ def test_a_job_of_a_committed_transaction_is_sent_once_with_its_header_and_prior
 def test_enqueue_outside_a_unit_of_work_is_an_error() -> None:
     with pytest.raises(OutboxMissing):
         enqueue(assemble_job("doc_y", None))
+
+
+def test_a_sent_mark_left_while_another_thread_clears_goes_with_its_next_clear(
+        broker: tuple[str, redis.Redis], sqlite_url: str, tmp_path: Path) -> None:
+    url, _ = broker
+    settings = Settings(redis_url=url, database_url=sqlite_url, data_dir=tmp_path)
+    with session_scope(sqlite_url) as session, outbox(make_celery(settings)) as box:
+        first, second = upload(session, settings), upload(session, settings)
+        box.discard()  # their jobs and marks are not sent here: the marks go through `_clear_marks` below
+
+    def unsent() -> set[str]:
+        with session_scope(sqlite_url) as session:
+            return set(session.execute(sa.select(Document.id).where(Document.jobs_unsent_since.is_not(None)))
+                       .scalars())
+
+    assert unsent() == {first.id, second.id}
+    # another thread is clearing: this one leaves its mark to it and returns at once
+    assert queues._clearing.acquire(blocking=False)
+    try:
+        queues._clear_marks([queues.SentMark(sqlite_url, first.id)])
+        assert unsent() == {first.id, second.id}
+    finally:
+        queues._clearing.release()
+    # the next clear (the clearing thread's look after it releases, or the next batch's) takes it along
+    queues._clear_marks([queues.SentMark(sqlite_url, second.id)])
+    assert unsent() == set() and not queues._unsent
