@@ -6,12 +6,17 @@ push its events to the clients that follow it instead of polling the database.
                                                       that document read what changed from the database
 
 A notice says only "look again": the database stays the record. A notice that is lost (Redis away, a gateway
-reconnecting) costs latency, never an event: the gateway's periodic re-check finds the change. Publishing is
-best effort for the same reason, and never fails the work that was committed.
+reconnecting, a process that ends before its publisher thread sent it) costs latency, never an event: the
+gateway's periodic re-check finds the change. Publishing is best effort for the same reason, and never fails
+the work that was committed; the outbox hands its notices to a thread of the process (`publish_soon`), so the
+task or request that committed does not wait for Redis's answer.
 """
 
 from __future__ import annotations
 
+import os
+import queue
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -74,3 +79,49 @@ def publish(redis_url: str, notices: Iterable[DocumentNotice]) -> int:
         log.warning("notices.publish_failed", documents=len(document_ids), error=describe(exc))
         return 0
     return len(document_ids)
+
+
+class _Publisher:
+    """A thread of this process that publishes the notices handed to it, those waiting together in one pipeline.
+    A forked process (a Celery pool child) starts its own: threads do not survive a fork."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._waiting: queue.SimpleQueue[tuple[str, list[str]]] = queue.SimpleQueue()
+
+    def submit(self, redis_url: str, document_ids: list[str]) -> None:
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():
+                    self._waiting = queue.SimpleQueue()  # what the parent had waiting is the parent's to send
+                    threading.Thread(target=self._run, args=(self._waiting,), name="pagemill-notices",
+                                     daemon=True).start()
+                    self._pid = os.getpid()
+        self._waiting.put((redis_url, document_ids))
+
+    @staticmethod
+    def _run(waiting: queue.SimpleQueue[tuple[str, list[str]]]) -> None:
+        while True:
+            by_url: dict[str, list[str]] = {}
+            redis_url, document_ids = waiting.get()
+            by_url.setdefault(redis_url, []).extend(document_ids)
+            while True:  # what else is waiting goes in the same pipeline
+                try:
+                    redis_url, document_ids = waiting.get_nowait()
+                except queue.Empty:
+                    break
+                by_url.setdefault(redis_url, []).extend(document_ids)
+            for url, ids in by_url.items():
+                publish(url, [DocumentNotice(document_id) for document_id in ids])  # never raises
+
+
+_soon = _Publisher()
+
+
+def publish_soon(redis_url: str, notices: Iterable[DocumentNotice]) -> None:
+    """Hands the notices to this process's publisher thread and returns at once (after a commit, the code that
+    committed need not wait for Redis: a notice is best effort). `publish` sends them as they come."""
+    document_ids = list(dict.fromkeys(n.document_id for n in notices))
+    if document_ids:
+        _soon.submit(redis_url, document_ids)

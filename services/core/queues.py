@@ -153,8 +153,8 @@ def send_jobs(app: Celery, jobs: Sequence[Outgoing]) -> None:
     on Redis every message of the batch in one pipeline (one round trip). A pipeline that fails is not retried
     by kombu (some of its writes may have landed): its messages are sent again one by one, with kombu's
     retries; a page, split or assembly message that arrives twice is skipped by its claim. Document notices
-    of the batch are published on the broker's Redis after the tasks, even when sending the tasks failed (a
-    notice is best effort and never raises: `services.core.notices`)."""
+    of the batch are published on the broker's Redis after the tasks, even when sending the tasks failed, by
+    the process's notice thread (a notice is best effort and never raises: `services.core.notices`)."""
     tasks = [job for job in jobs if isinstance(job, Job)]
     try:
         if tasks:
@@ -171,7 +171,7 @@ def send_jobs(app: Celery, jobs: Sequence[Outgoing]) -> None:
     finally:
         document_notices = [job for job in jobs if isinstance(job, notices.DocumentNotice)]
         if document_notices:
-            notices.publish(str(app.conf.broker_url), document_notices)
+            notices.publish_soon(str(app.conf.broker_url), document_notices)
 
 
 # The documents whose first jobs this process has published and whose marks are not cleared yet, by database;
