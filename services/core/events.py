@@ -111,9 +111,7 @@ def record(session: Session, document: Document | str, event_type: EventType) ->
     payload = public_payload(event, loaded.finished_at, ready_formats(loaded))
     row = {"id": event.id, "document_id": loaded.id, "tenant_id": loaded.tenant_id, "type": event.type,
            "payload": payload, "created_at": utcnow()}
-    subscribed = sa.and_(
-        WebhookEndpoint.tenant_id == loaded.tenant_id, WebhookEndpoint.deleted_at.is_(None),
-        sa.or_(WebhookEndpoint.document_id.is_(None), WebhookEndpoint.document_id == loaded.id))
+    subscribed = _subscribed(loaded)
     if loaded.tenant_id and session.get_bind().dialect.name == "postgresql":
         # The event's row, and whether the tenant has an endpoint that may hear it, in one round trip: most
         # tenants have none, and then no second statement is made.
@@ -139,6 +137,56 @@ def record(session: Session, document: Document | str, event_type: EventType) ->
     session.flush()
     notices.notify(loaded.id)  # the gateways' event streams read it after the commit
     return event
+
+
+def _subscribed(document: Document) -> sa.ColumnElement[bool]:
+    """The webhook endpoints that may hear the document's events (before their own event-type filter)."""
+    return sa.and_(
+        WebhookEndpoint.tenant_id == document.tenant_id, WebhookEndpoint.deleted_at.is_(None),
+        sa.or_(WebhookEndpoint.document_id.is_(None), WebhookEndpoint.document_id == document.id))
+
+
+def _record_unheard(session: Session, document: Document, event_type: EventType) -> DocumentEvent | None:
+    """PostgreSQL: the event's row in one statement, written only if no webhook endpoint may hear it (then it
+    needs no deliveries, and the statement is atomic alone); None, writing nothing, when one may."""
+    event = build_event(document, event_type)
+    payload = public_payload(event, document.finished_at, ready_formats(document))
+    table = DocumentEventRow.__table__
+    values = {"id": event.id, "document_id": document.id, "tenant_id": document.tenant_id, "type": event.type,
+              "payload": payload, "created_at": utcnow()}
+    written = session.execute(
+        sa.insert(DocumentEventRow).from_select(
+            list(values), sa.select(*[sa.bindparam(f"v_{name}", value, type_=table.c[name].type)
+                                      for name, value in values.items()])
+            .where(~sa.exists().where(_subscribed(document))))
+        .returning(DocumentEventRow.id)).scalar_one_or_none()
+    if written is None:
+        return None
+    notices.notify(document.id)  # the gateways' event streams read it after the statement
+    return event
+
+
+def record_progress_now(database_url: str, document_id: str, interval_s: float) -> DocumentEvent | None:
+    """PostgreSQL, once the caller's `progress_worth_trying` let it ask: the progress slot claimed, then the
+    event written, as two statements each atomic alone (no BEGIN and COMMIT round trips) when no webhook
+    endpoint may hear it, as for most tenants; an event that has deliveries to write goes in a transaction with
+    them (`record`). A crash between the two statements skips this progress event, as the throttle would:
+    the next one, or the final event, follows."""
+    # at call time: the lifecycle package imports this module (its events) as it loads
+    from services.core.db.session import session_scope
+    from services.core.lifecycle.marks import claim_progress_slot
+
+    with session_scope(database_url, autocommit=True) as session:
+        won = claim_progress_slot(session, document_id, interval_s)
+        if won is None:
+            return None
+        if won.tenant_id is None:  # no endpoint hears a document of no tenant: its row's INSERT alone
+            return record(session, won, EventType.PROGRESS)
+        event = _record_unheard(session, won, EventType.PROGRESS)
+    if event is not None:
+        return event
+    with session_scope(database_url) as session:
+        return record(session, won, EventType.PROGRESS)
 
 
 def record_final(session: Session, document: Document | str) -> DocumentEvent | None:

@@ -130,8 +130,8 @@ def record(settings: Settings, job: PageTask, ends: dict[int, PageEnd], pages: d
     if finishes:
         # PostgreSQL ends and counts the pages in one statement and claims the assembly in another, each atomic
         # alone: no BEGIN and COMMIT round trips (a crash between the two leaves the assembly to the reconciler,
-        # which assembles documents whose pages all ended); its progress event, when one is due, in a short
-        # transaction of its own. SQLite counts in a second statement: one transaction for all of it.
+        # which assembles documents whose pages all ended); its progress event, when one is due, in two more
+        # statements (`events.record_progress_now`). SQLite counts in a second statement: one transaction for all.
         postgres = is_postgres(url)
         with session_scope(url, autocommit=postgres) as session:
             if len(finishes) == 1:
@@ -145,8 +145,7 @@ def record(settings: Settings, job: PageTask, ends: dict[int, PageEnd], pages: d
             elif not postgres:
                 events.record_progress(session, job.document_id, interval_s)
         if postgres and not due and events.progress_worth_trying(job.document_id, interval_s):
-            with session_scope(url) as session:
-                events.record_progress(session, job.document_id, interval_s, throttled=False)
+            events.record_progress_now(url, job.document_id, interval_s)
     elif due:
         enqueue(assemble_job(job.document_id, job.request_id))
     for end in ends.values():
