@@ -22,6 +22,7 @@ STEPS = [
     ("gateway: status poll", "get_document", "gateway/documents/router.py"),
     ("gateway: status poll", "read_snapshot", "gateway/documents/feeds.py"),
     ("gateway: status poll", "_load_visible", "gateway/documents/router.py"),
+    ("gateway: status poll", "_load_visible_ended", "gateway/documents/router.py"),
     ("gateway: status poll", "_read_visible", "gateway/documents/router.py"),
     ("gateway: status poll", "_read_with_pages", "gateway/documents/router.py"),
     ("worker: split", "split_document", "worker/split.py"),
