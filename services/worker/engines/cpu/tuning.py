@@ -184,7 +184,7 @@ TABLE_PROSE_CELL_WORDS = 6  # words: a table cell this long holds a sentence (`t
 # fitted on the generated sets of seeds 28 and 30 with `--columns 16` (docs/evaluation.md, "Columns read as one
 # table"). To refit:
 #   python -m pagemill_eval.table_prose_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30
-TABLE_PROSE_PENALTY = 0.0
+TABLE_PROSE_PENALTY = 1.423
 LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
 LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
 LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
