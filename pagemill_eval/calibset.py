@@ -8,6 +8,13 @@ skewed, rotated, noised, its table rules removed (all image-only: the text layer
 under a wrong text layer (another source page's text, invisible, as a bad OCR layer would be). The untouched page
 (`clean`) is written too, so the set holds good pages as well as bad ones.
 
+With `columns`, the set also holds pages laid out in columns, made from its own source pages: two or three of them,
+each cut to the box its ink fills, placed side by side on one wide page as form objects (so their text layer stays
+a text layer), the reference their texts one after the other. `columns` keeps the text layer; `columns_scan` is the
+same page as a 150-dpi image only. They are what a multi-column page (a reference card, a two-column paper) looks
+like, made by construction: no column page of any corpus is copied. They are drawn from a random stream of their own,
+so a seed's other cases are the same with or without them.
+
 Everything is decided by `random.Random(seed)` over sorted inputs, so the same corpora and seed give the same
 set, byte for byte in the references and pixel for pixel in the images. The output is an ordinary eval corpus
 (a folder per case, `MANIFEST.tsv`, the reference as `<case>.txt`, tier `[GT:generated]`), so `pagemill eval`
@@ -53,6 +60,7 @@ class GeneratedCase:
     source: SourcePage
     degradation: str
     detail: str
+    placed: tuple[SourcePage, ...] = ()  # a column page's sources, left to right (`source` holds their texts)
 
 
 def _gray(rendered: Image.Image) -> Image.Image:
@@ -107,6 +115,8 @@ DEGRADATIONS: dict[str, Degrade] = {
     "low_res": _low_res, "blur": _blur, "skew": _skew, "rotate": _rotate, "noise": _noise, "no_rules": _no_rules,
 }
 KINDS = ("clean", *DEGRADATIONS, "wrong_layer")
+COLUMN_KINDS = ("columns", "columns_scan")
+COLUMN_GUTTERS_PT = (10.0, 18.0, 28.0)  # white space between two placed columns, drawn per page
 
 
 def source_pages(corpus_dirs: Sequence[Path], *, max_pages_per_case: int, rng: random.Random) -> list[SourcePage]:
@@ -149,23 +159,44 @@ def plan(pages: Sequence[SourcePage], *, kinds_per_page: int, rng: random.Random
     return cases
 
 
+def plan_columns(pages: Sequence[SourcePage], *, count: int, rng: random.Random) -> list[GeneratedCase]:
+    """`count` column pages, each of 2 or 3 distinct source pages drawn by `rng`, alternately with and without
+    their text layer (`columns`, `columns_scan`)."""
+    if len(pages) < 2:
+        return []
+    cases: list[GeneratedCase] = []
+    for number in range(count):
+        group = rng.sample(list(pages), min(len(pages), rng.choice((2, 3))))
+        kind = COLUMN_KINDS[number % len(COLUMN_KINDS)]
+        text = "\n\n".join(page.text for page in group)
+        joined = SourcePage(group[0].corpus, group[0].case, group[0].index, text)
+        detail = "from=" + ",".join(f"{p.corpus}/{p.case.case_id}#{p.index + 1}" for p in group)
+        cases.append(GeneratedCase(f"col{number:03d}_{kind}", joined, kind, detail, tuple(group)))
+    return cases
+
+
 def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max_pages_per_case: int = 1,
-              kinds_per_page: int = 3, max_sources: int | None = 16) -> list[GeneratedCase]:
+              kinds_per_page: int = 3, max_sources: int | None = 16, columns: int = 0) -> list[GeneratedCase]:
     """Generate the set into `out_dir` (created); returns the cases written, in manifest order."""
     rng = random.Random(seed)
     pages = source_pages(corpus_dirs, max_pages_per_case=max_pages_per_case, rng=rng)
     if max_sources is not None and len(pages) > max_sources:
         pages = sorted(rng.sample(pages, max_sources), key=lambda p: (p.corpus, p.case.case_id, p.index))
     cases = plan(pages, kinds_per_page=kinds_per_page, rng=rng)
+    cases += plan_columns(pages, count=columns, rng=random.Random(f"{seed}/columns"))
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[GeneratedCase] = []
     rows: list[dict[str, str]] = []
     for case in cases:
         folder = out_dir / case.case_id
         folder.mkdir(exist_ok=True)
-        detail = _write_pdf(case, pages, folder / f"{case.case_id}.pdf", random.Random(f"{seed}/{case.case_id}"))
+        case_rng = random.Random(f"{seed}/{case.case_id}")
+        if case.placed:
+            detail = f"{_write_columns(case, folder / f'{case.case_id}.pdf', case_rng)} {case.detail}"
+        else:
+            detail = _write_pdf(case, pages, folder / f"{case.case_id}.pdf", case_rng)
         (folder / f"{case.case_id}.txt").write_text(case.source.text + "\n", encoding="utf-8")
-        done = GeneratedCase(case.case_id, case.source, case.degradation, detail)
+        done = GeneratedCase(case.case_id, case.source, case.degradation, detail, case.placed)
         written.append(done)
         rows.append(_manifest_row(done))
     with (out_dir / "MANIFEST.tsv").open("w", encoding="utf-8", newline="") as handle:
@@ -177,7 +208,8 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
 
 def _manifest_row(case: GeneratedCase) -> dict[str, str]:
     source = case.source
-    kind = "digital" if case.degradation == "clean" else "scan" if case.degradation != "wrong_layer" else "scan,layer"
+    kind = ("digital" if case.degradation in ("clean", "columns") else
+            "scan,layer" if case.degradation == "wrong_layer" else "scan")
     return {
         "file": f"{case.case_id}/{case.case_id}.pdf", "source_repo": "generated",
         "source_path": f"{source.corpus}/{source.case.input_path.relative_to(source.case.folder.parent)}",
@@ -212,6 +244,52 @@ def _write_pdf(case: GeneratedCase, pages: Sequence[SourcePage], path: Path, rng
         pdf.close()
 
 
+def _ink_box(page: pdfium.PdfPage) -> tuple[float, float, float, float]:
+    """(left, bottom, right, top) in PDF points of what the page shows (a 36-dpi rendering's non-white pixels);
+    the whole page when it is blank."""
+    width, height = page.get_size()
+    scale = 0.5
+    pixels = np.asarray(_gray(page.render(scale=scale).to_pil())) < 224
+    rows, cols = np.flatnonzero(pixels.any(axis=1)), np.flatnonzero(pixels.any(axis=0))
+    if not len(rows):
+        return 0.0, 0.0, width, height
+    pad = 2.0
+    left, right = max(0.0, cols[0] / scale - pad), min(width, (cols[-1] + 1) / scale + pad)
+    top, bottom = max(0.0, rows[0] / scale - pad), min(height, (rows[-1] + 1) / scale + pad)
+    return left, height - bottom, right, height - top
+
+
+def _write_columns(case: GeneratedCase, path: Path, rng: random.Random) -> str:
+    """The case's source pages cut to their ink and placed side by side, tops aligned, as form objects."""
+    gutter = rng.choice(COLUMN_GUTTERS_PT)
+    margin = 36.0
+    sources = [pdfium.PdfDocument(page.case.input_path) for page in case.placed]
+    out = pdfium.PdfDocument.new()
+    try:
+        boxes = [_ink_box(pdf[page.index]) for pdf, page in zip(sources, case.placed, strict=True)]
+        width = 2 * margin + sum(r - le for le, _, r, _ in boxes) + gutter * (len(boxes) - 1)
+        height = 2 * margin + max(t - b for _, b, _, t in boxes)
+        target = out.new_page(width, height)
+        x = margin
+        for pdf, page, (left, _bottom, right, top) in zip(sources, case.placed, boxes, strict=True):
+            placed = pdf.page_as_xobject(page.index, out).as_pageobject()
+            # the ink box's top-left corner goes to (x, height - margin)
+            placed.transform(pdfium.PdfMatrix().translate(x - left, height - margin - top))
+            target.insert_obj(placed)
+            x += right - left + gutter
+        target.gen_content()
+        if case.degradation == "columns":
+            out.save(path)
+            return f"gutter={gutter:g}pt"
+        image = _gray(target.render(scale=150 / 72).to_pil())
+        _image_pdf(image, 150.0, path, hidden_text=None)
+        return f"dpi=150 gutter={gutter:g}pt"
+    finally:
+        out.close()
+        for pdf in sources:
+            pdf.close()
+
+
 def _image_pdf(image: Image.Image, dpi: float, path: Path, *, hidden_text: str | None) -> None:
     """A one-page PDF showing `image`; with `hidden_text`, an invisible text layer (as OCR'd scans carry) too."""
     buffer = BytesIO()
@@ -243,10 +321,10 @@ def _image_pdf(image: Image.Image, dpi: float, path: Path, *, hidden_text: str |
 
 def describe(cases: Sequence[GeneratedCase]) -> str:
     """One line: how many cases of each kind, from how many source pages."""
-    counts = {kind: sum(1 for c in cases if c.degradation == kind) for kind in KINDS}
+    counts = {kind: sum(1 for c in cases if c.degradation == kind) for kind in (*KINDS, *COLUMN_KINDS)}
     sources = len({(c.source.corpus, c.source.case.case_id, c.source.index) for c in cases})
     shown = ", ".join(f"{kind} {count}" for kind, count in counts.items() if count)
     return f"{len(cases)} cases from {sources} source pages ({shown})"
 
 
-__all__ = ["DEGRADATIONS", "KINDS", "GeneratedCase", "SourcePage", "describe", "write_set"]
+__all__ = ["COLUMN_KINDS", "DEGRADATIONS", "KINDS", "GeneratedCase", "SourcePage", "describe", "write_set"]

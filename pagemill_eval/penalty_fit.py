@@ -44,9 +44,11 @@ def before_the_fit(confidence: float, signals: dict[str, float]) -> float:
 
 
 def base_confidence(confidence: float, signals: dict[str, float]) -> float:
-    """A page's confidence without any OCR penalty (see the module's docstring)."""
+    """A page's confidence without any OCR penalty (see the module's docstring); the table-prose penalty the page
+    recorded (`table_prose_penalty`, taken off after the OCR penalties) is left on."""
     if "ocr_penalty" in signals:
-        return min(1.0, confidence + signals["ocr_penalty"] * structure_factor(signals))
+        prose = signals.get("table_prose_penalty", 0.0)
+        return min(1.0, confidence + prose + signals["ocr_penalty"] * structure_factor(signals)) - prose
     factor = before_the_fit(1.0, signals)
     return min(1.0, confidence / factor)
 

@@ -7,8 +7,8 @@ whose tables are HTML, and its elements' words), so it is recomputed here the sa
 
 The weight is the one-feature extension of `penalty_fit`: an L2 logistic regression of "text similarity ≥ 0.5" on
 a case's weakest page's confidence (as shipped) and its share, the share's per-unit weight divided by the
-confidence's. Leave-one-corpus-out runs over the names; `--judge` sets are never fitted on and scored with the
-weight fitted on all the named corpora, beside the confidence as shipped.
+confidence's. Leave-one-corpus-out runs over the names; `--judge` sets are never fitted on and scored without the
+penalty, with the weight in use (`tuning.TABLE_PROSE_PENALTY`) and with the weight fitted on the named corpora.
 
     python -m pagemill_eval.table_prose_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30 \\
         [--judge debian41=deb41.json:out/deb41]
@@ -28,6 +28,7 @@ from pagemill_eval import confidence_fit
 from pagemill_eval.confidence_fit import Row
 from pagemill_eval.penalty_fit import aurocs, review_figures
 from services.worker.engines.cpu.confidence import NEEDS_REVIEW_BELOW, table_prose_share
+from services.worker.engines.cpu.tuning import TABLE_PROSE_PENALTY
 
 _TABLE = re.compile(r"<table\b.*?</table>", re.S | re.I)
 _LEFT_OUT = frozenset({"figure", "page_header", "page_footer"})
@@ -40,13 +41,18 @@ def saved_share(markdown: str, blocks: Sequence[dict[str, Any]]) -> float:
 
 
 def load(name: str, report_path: Path, outputs: Path) -> list[Row]:
-    """The scored cases, each with its pages' (confidence as saved, {"table_prose_share": ...})."""
+    """The scored cases, each with its pages' (confidence without the table-prose penalty, {"table_prose_share":
+    ...}). A page saved by an engine that took the penalty off recorded it (`table_prose_penalty`): it is added
+    back, so every saved output is read as the engine without the penalty gave it."""
     rows: list[Row] = []
     for sample, output, confidences in confidence_fit.saved_cases(report_path, outputs):
         markdown = [p if isinstance(p, str) else "" for p in output.get("pages") or []]
         blocks = output.get("blocks") or []
-        pages = tuple((conf, {"table_prose_share": saved_share(markdown[i] if i < len(markdown) else "",
-                                                                blocks[i] if i < len(blocks) else [])})
+        signals = output.get("signals") or []
+        pages = tuple((round(min(1.0, conf + ((signals[i] if i < len(signals) else None) or {}).get(
+                           "table_prose_penalty", 0.0)), 4),
+                       {"table_prose_share": saved_share(markdown[i] if i < len(markdown) else "",
+                                                         blocks[i] if i < len(blocks) else [])})
                       for i, conf in enumerate(confidences))
         weakest = min(pages, key=lambda page: page[0])
         rows.append(Row(name, sample.case_id, sample.confidence, sample.score,
@@ -70,17 +76,21 @@ def fit(rows: Sequence[Row]) -> float:
 
 
 def _scored(rows: Sequence[Row], weight: float) -> dict[str, Any]:
-    after = [case_confidence(r, weight) for r in rows]
-    return {"samples": len(rows), "with_share": sum(r.features["table_prose_share"] > 0 for r in rows),
-            "shipped": aurocs(rows, [case_confidence(r, 0.0) for r in rows]), "with_penalty": aurocs(rows, after),
-            "needs_review_shipped": review_figures(rows, [case_confidence(r, 0.0) for r in rows], NEEDS_REVIEW_BELOW),
-            "needs_review_with_penalty": review_figures(rows, after, NEEDS_REVIEW_BELOW)}
+    """AUROCs and `needs_review` figures without the penalty, with the weight in use and with `weight`."""
+    figures: dict[str, Any] = {"samples": len(rows), "with_share": sum(r.features["table_prose_share"] > 0
+                                                                       for r in rows)}
+    for label, used in (("no_penalty", 0.0), ("in_use", TABLE_PROSE_PENALTY), ("fitted", weight)):
+        confidences = [case_confidence(r, used) for r in rows]
+        figures[label] = aurocs(rows, confidences)
+        figures[f"needs_review_{label}"] = review_figures(rows, confidences, NEEDS_REVIEW_BELOW)
+    return figures
 
 
 def report(rows: Sequence[Row], judged: Sequence[Row]) -> dict[str, Any]:
     corpora = sorted({r.corpus for r in rows})
     weight = fit(rows)
-    result: dict[str, Any] = {"fitted_on_all": weight, "per_corpus": {}, "folds": [], "judged": {}}
+    result: dict[str, Any] = {"fitted_on_all": weight, "in_use": TABLE_PROSE_PENALTY, "per_corpus": {}, "folds": [],
+                              "judged": {}}
     for corpus in corpora:
         result["per_corpus"][corpus] = _scored([r for r in rows if r.corpus == corpus], weight)
     if len(corpora) > 1:

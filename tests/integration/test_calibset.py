@@ -102,3 +102,45 @@ def test_the_command_writes_the_set_and_says_what_it_holds(corpus: Path, tmp_pat
     assert result.exit_code == 0, result.output
     assert "4 cases from 2 source pages" in result.output
     assert len(read_manifest(out)) == 4
+
+
+def _word_lefts(path: Path) -> dict[str, float]:
+    """The left edge (PDF points) of each source's first line, found by its number-and-name words."""
+    pdf = pdfium.PdfDocument(path)
+    try:
+        textpage = pdf[0].get_textpage()
+        found: dict[str, float] = {}
+        for name in ("alpha", "beta"):
+            searcher = textpage.search(f"1 {name}")
+            hit = searcher.get_next()
+            if hit is not None:
+                found[name] = textpage.get_charbox(hit[0])[0]
+            searcher.close()
+        textpage.close()
+        return found
+    finally:
+        pdf.close()
+
+
+def test_column_pages_place_sources_side_by_side_and_leave_the_other_cases_alone(corpus: Path,
+                                                                                  tmp_path: Path) -> None:
+    plain = write_set([corpus], tmp_path / "plain", seed=5, kinds_per_page=3)
+    cases = write_set([corpus], tmp_path / "cols", seed=5, kinds_per_page=3, columns=2)
+    assert [(c.case_id, c.detail) for c in cases[:len(plain)]] == [(c.case_id, c.detail) for c in plain]
+    columns = cases[len(plain):]
+    assert [c.degradation for c in columns] == ["columns", "columns_scan"]
+    manifest = {c.case_id: c for c in read_manifest(tmp_path / "cols")}
+    for case in columns:
+        assert {p.case.case_id for p in case.placed} == {"alpha", "beta"}  # two distinct sources
+        entry = manifest[case.case_id]
+        assert entry.text_reference() is not None
+        reference = entry.text_reference().path.read_text(encoding="utf-8").strip()
+        assert reference == "\n\n".join(p.text for p in case.placed)
+        layer = _text(entry.input_path)
+        if case.degradation == "columns_scan":
+            assert layer == ""  # image only
+            continue
+        assert all(p.text.split("\n")[0] in layer for p in case.placed)  # the text layer survives placing
+        lefts = _word_lefts(entry.input_path)
+        first, second = (p.case.case_id for p in case.placed)
+        assert lefts[second] > lefts[first] + 200  # the second source is a column to the right of the first

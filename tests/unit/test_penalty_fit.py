@@ -37,6 +37,8 @@ def test_the_fit_weighs_the_doubtful_share_and_ranks_the_bad_pages_last() -> Non
 def test_a_saved_confidence_gets_its_penalty_back_and_a_case_is_its_weakest_page() -> None:
     assert base_confidence(0.5, {"ocr_penalty": 0.3}) == 0.8
     assert base_confidence(0.5, {"ocr_skew_deg": 3.0}) == pytest.approx(0.5 / 0.76)  # saved before: the tilt factor
+    # a table-prose penalty taken off after the OCR penalty stays off: the cap at 1 applies before it
+    assert base_confidence(0.5, {"ocr_penalty": 0.6, "table_prose_penalty": 0.2}) == pytest.approx(0.8)
     sharp, doubtful = {"ocr_low_score_share": 0.0}, {"ocr_low_score_share": 0.5}
     row = Row("g", "two", 0.9, 0.9, {}, ((0.9, sharp), (0.95, doubtful)))
     assert case_confidence(row, OcrPenalties(0.0, 0.4)) == 0.75

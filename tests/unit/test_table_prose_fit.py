@@ -30,7 +30,7 @@ def test_the_fit_weighs_the_share_and_ranks_the_bad_pages_last() -> None:
     assert all(case_confidence(r, weight) < worst_good for r in rows if r.bad)
     folds = report(rows + _rows("other", random.Random(4)), [])["folds"]
     assert [f["held_out"] for f in folds] == ["generated", "other"]
-    assert all(f["with_penalty"]["bad<0.5"] == 1.0 > f["shipped"]["bad<0.5"] for f in folds)
+    assert all(f["fitted"]["bad<0.5"] == 1.0 > f["no_penalty"]["bad<0.5"] for f in folds)
 
 
 def test_one_class_fits_nothing() -> None:

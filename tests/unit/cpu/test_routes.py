@@ -192,3 +192,40 @@ def test_a_page_whose_words_sit_in_sentence_long_table_cells_says_so() -> None:
     assert 0.85 < wordy <= 1.0  # all but the heading's two words; the footer is not the page's text
     assert structure_signals([heading, table(figures), footer])["table_prose_share"] == 0.0
     assert "table_prose_share" not in structure_signals([heading, footer])
+
+
+def test_sentences_in_table_cells_take_the_fitted_penalty_off_and_the_fit_adds_it_back(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    import json
+    from pathlib import Path
+
+    from services.core.elements import Element, ElementType
+
+    cells = "".join(f"<tr><td>the {n} column of the page read across as a row</td><td>another sentence of six "
+                    "words here</td></tr>" for n in ("first", "second"))
+    html = f"<table>{cells}</table>"
+    text = " ".join(w for w in html.replace("<", " <").replace(">", "> ").split() if not w.startswith("<"))
+
+    def read(weight: float) -> PageOutput:
+        monkeypatch.setattr(tuning, "TABLE_PROSE_PENALTY", weight)
+        tree = [Element(id="p1-e1", type=ElementType.TABLE, page=1, bbox=None, html=html, markdown=html, text=text)]
+        return settle(PageOutput(markdown=html, engine="cpu", confidence=0.96, elements=tree),
+                      Held(layer_words=len(text.split())), ink=None)
+
+    before, after = read(0.0), read(0.4)
+    assert before.signals["table_prose_share"] == 1.0 and "table_prose_penalty" not in before.signals
+    assert after.signals["table_prose_penalty"] == 0.4
+    assert after.confidence == pytest.approx((before.confidence or 0.0) - 0.4, abs=1e-4)
+    assert after.markdown == before.markdown  # the reading is untouched
+
+    from pagemill_eval.table_prose_fit import load
+
+    folder = Path(str(tmp_path))
+    saved = {"pages": [html], "confidences": [after.confidence], "signals": [after.signals], "warnings": [[]],
+             "blocks": [[{"type": "table", "text": text}]]}
+    (folder / "c1.json").write_text(json.dumps(saved))
+    report = {"cases": [{"case_id": "c1", "min_confidence": after.confidence, "text_similarity": 0.3, "pages": 1,
+                         "status": "ok"}]}
+    (folder / "r.json").write_text(json.dumps(report))
+    rows = load("x", folder / "r.json", folder)
+    assert [page[0] for page in rows[0].pages] == [before.confidence]  # read as the engine without the penalty

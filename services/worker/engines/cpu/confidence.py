@@ -210,6 +210,12 @@ def structure_signals(tree: list[Element]) -> dict[str, float]:
     return signals
 
 
+def table_prose_penalty(signals: Mapping[str, float]) -> float:
+    """What sentences laid out as table cells take off the page's confidence (after `structure_factor`): a page's
+    columns read as one table keep every word, so recognition and coverage stay high while the order is lost."""
+    return tuning.TABLE_PROSE_PENALTY * signals.get("table_prose_share", 0.0)
+
+
 def structure_factor(signals: dict[str, float]) -> float:
     """What the page's structure takes off its confidence (1: nothing)."""
     factor = signals.get("table_consistency", 1.0)

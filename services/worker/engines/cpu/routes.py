@@ -71,7 +71,10 @@ def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
     output.elements = blockconf.rate(output.elements, output.confidence)  # the route's confidence, block by block
     structure = confidence.structure_signals(output.elements)
     output.signals.update(structure)
-    output.confidence = round((output.confidence or 0.0) * confidence.structure_factor(structure), 4)
+    prose = confidence.table_prose_penalty(structure)
+    if prose:
+        output.signals["table_prose_penalty"] = round(prose, 4)  # kept so that a refit can add it back
+    output.confidence = round(max(0.0, (output.confidence or 0.0) * confidence.structure_factor(structure) - prose), 4)
     written = written_words(output)
     output.signals["output_words"] = float(written)
     output.signals["held_words"] = float(held.words)

@@ -180,6 +180,11 @@ TABLE_EMPTY_OK = 0.5  # share of a table's grid that may be empty before its con
 TABLE_EMPTY_WEIGHT = 0.5  # confidence taken off a table whose grid is all empty
 TABLE_PACKED_WEIGHT = 0.5  # confidence taken off a table whose every cell holds two figures or more
 TABLE_PROSE_CELL_WORDS = 6  # words: a table cell this long holds a sentence (`table_prose_share`)
+# Confidence taken off per unit of `table_prose_share`. 0: the fit on the generated sets with column pages (1.423,
+# `pagemill_eval.table_prose_fit`) gained a little on the fresh Debian seed 43 and lost on wide, whose real tables
+# hold sentence-long cells (docs/evaluation.md, "Columns read as one table"). To refit and judge:
+#   python -m pagemill_eval.table_prose_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30 --judge ...
+TABLE_PROSE_PENALTY = 0.0
 LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
 LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
 LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
