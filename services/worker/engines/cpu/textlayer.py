@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from services.core.pdf import PDFIUM_LOCK, open_page_pdf
+from services.core.pdf import page_text
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import is_rtl_text, visual_to_logical
 from services.worker.engines.cpu.mathtext import SCRIPT_RATIO, Glyph, alphabet_of, is_math_font, word_latex
@@ -73,29 +73,17 @@ class _Transform:
 
 def read_page(pdf_bytes: bytes) -> PageText:
     """Page 0 of a (single-page) PDF as lines of styled words, ruling lines and text-layer health signals."""
-    with PDFIUM_LOCK:
-        pdf = open_page_pdf(pdf_bytes)
-        try:
-            page = pdf[0]
-            try:
-                return _read(pdf, page)
-            finally:
-                page.close()
-        finally:
-            pdf.close()
+    with page_text(pdf_bytes) as opened:
+        return _read(opened.pdf, opened.page, opened.textpage)
 
 
-def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage) -> PageText:
+def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageText:
     left, bottom, right, top = page.get_cropbox()
     transform = _Transform(left, bottom, right, top, page.get_rotation())
     result = PageText(width=transform.width, height=transform.height)
     links = _links(pdf, page, transform)
     result.rules, result.image_coverage = _graphics(page, transform, result.images, result.shapes)
-    textpage = page.get_textpage()
-    try:
-        chars, rotated = _chars(textpage, transform, links, result)
-    finally:
-        textpage.close()
+    chars, rotated = _chars(textpage, transform, links, result)
     result.lines = _lines(drop_leaders(attach_accents(chars)))
     result.margin_lines = _rotated_lines(drop_leaders(rotated))
     return result
