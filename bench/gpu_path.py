@@ -237,7 +237,7 @@ class Pagemill:
     """`pagemill serve` on a fresh data dir (embedded Redis, SQLite, local folder), engine vllm."""
 
     def __init__(self, workdir: Path, engine: dict[str, Any], cpus: set[int] | None = None,
-                 way: str = "pagemill") -> None:
+                 way: str = "pagemill", tree: Path = REPO) -> None:
         self.way = way  # the run's name in the table
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -252,7 +252,7 @@ class Pagemill:
             pinned = ["taskset", "-c", cpu_list(cpus)] if cpus else []  # every process it starts inherits it
             self.process = subprocess.Popen(
                 [*pinned, sys.executable, "-m", "services.cli", "serve", "--port", str(self.port), "--data-dir",
-                 str(self.data)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                 str(self.data)], cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for(self._ready, 180, "pagemill serve")
         key = (self.data / "api_key").read_text().strip()
         self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
@@ -351,6 +351,16 @@ def stage_lines(before: dict[str, tuple[float, float]], after: dict[str, tuple[f
     return ", ".join(parts)
 
 
+def baseline_name(tree: Path) -> str:
+    """The baseline's revision as `git describe` names it, or its folder's name outside a git checkout."""
+    try:
+        described = subprocess.run(["git", "-C", str(tree), "describe", "--always", "--dirty"], capture_output=True,
+                                   text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        described = ""
+    return described or tree.name
+
+
 def request_extra(args: argparse.Namespace) -> dict[str, Any]:
     return {"stop": STOP, "min_tokens": args.min_tokens}
 
@@ -378,6 +388,9 @@ def main() -> None:
                         help="model (default on 2 CPUs or more): vLLM's model process on a CPU of its own, its API "
                              "server and engine core with the clients (this process, pagemill serve) on the others, "
                              "as on a GPU host; server: all of vLLM on that CPU; none: no pinning")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a checkout of another revision (`git worktree add /tmp/base main`): its `pagemill serve` "
+                             "(run from there with this venv) is one more way, so two revisions compare in one run")
     parser.add_argument("--write", type=Path, default=None, help="update this Markdown file's gpu-path section")
     args = parser.parse_args()
     venv = args.venv.resolve()
@@ -414,6 +427,11 @@ def main() -> None:
                 pagemills.append(Pagemill(workdir / str(at_once), {
                     **server.engine, "prepare_processes": args.prepare_processes, "prepare_at_once": at_once},
                     cpus=place.clients, way=way))
+            if args.baseline:
+                (workdir / "baseline").mkdir()
+                pagemills.append(Pagemill(workdir / "baseline", {
+                    **server.engine, "prepare_processes": args.prepare_processes, "prepare_at_once": variants[0]},
+                    cpus=place.clients, way=f"pagemill at {baseline_name(args.baseline)}", tree=args.baseline))
             runs: list[RunFigures] = []
             checks: list[tuple[int, dict[str, Any]]] = []  # (run number, what its pages say)
             assert server.process is not None
@@ -459,7 +477,8 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
                f"--anchor-max-chars {args.anchor_max_chars}"
                + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes else "")
                + (f" --prepare-at-once {args.prepare_at_once}" if args.prepare_at_once != "2" else "")
-               + (f" --pin {args.pin}" if args.pin != "model" else ""))
+               + (f" --pin {args.pin}" if args.pin != "model" else "")
+               + (f" --baseline {baseline_name(args.baseline)}" if args.baseline else ""))
     processes = args.prepare_processes
     reached = []
     for way in dict.fromkeys(run.way for run in runs if run.way != "direct"):

@@ -1,7 +1,7 @@
 """A model's pages prepared in processes of their own, ahead of a free request slot, so vLLM never waits on them.
 
 A page for a generative engine needs the cpu engine's reading (the anchor of its prompt and the words its answer
-is boxed by: ~70 ms of CPU on a digital page, OCR on a scan) and its PNG (~30-60 ms). In the GPU worker's one
+is boxed by: ~50 ms of CPU on a digital page, OCR on a scan) and its render and PNG (~30-50 ms). In the GPU worker's one
 process all of that ran under one GIL and pdfium's process-wide lock, at most ~7 pages/s per worker, and on a busy
 machine vLLM's request slots sat empty while pages waited for it (docs/benchmarks.md, the GPU path). With a
 `Preparer` (`engine.prepare_processes` > 0; opt-in: on this project's 2-core machines the threads measured as

@@ -4,6 +4,7 @@ plus the ruling lines, link targets and the signals that tell a real text layer 
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import unicodedata
 from dataclasses import dataclass
@@ -11,10 +12,10 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from services.core.pdf import PDFIUM_LOCK, open_page_pdf
+from services.core.pdf import page_text
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.bidi import is_rtl_text, visual_to_logical
-from services.worker.engines.cpu.mathtext import Glyph, alphabet_of, is_math_font, word_latex
+from services.worker.engines.cpu.mathtext import SCRIPT_RATIO, Glyph, alphabet_of, is_math_font, word_latex
 from services.worker.engines.cpu.model import Box, Line, PageText, Segment, Shape, Word
 from services.worker.engines.cpu.shapes import shape_of
 
@@ -72,29 +73,17 @@ class _Transform:
 
 def read_page(pdf_bytes: bytes) -> PageText:
     """Page 0 of a (single-page) PDF as lines of styled words, ruling lines and text-layer health signals."""
-    with PDFIUM_LOCK:
-        pdf = open_page_pdf(pdf_bytes)
-        try:
-            page = pdf[0]
-            try:
-                return _read(pdf, page)
-            finally:
-                page.close()
-        finally:
-            pdf.close()
+    with page_text(pdf_bytes) as opened:
+        return _read(opened.pdf, opened.page, opened.textpage)
 
 
-def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage) -> PageText:
+def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageText:
     left, bottom, right, top = page.get_cropbox()
     transform = _Transform(left, bottom, right, top, page.get_rotation())
     result = PageText(width=transform.width, height=transform.height)
     links = _links(pdf, page, transform)
     result.rules, result.image_coverage = _graphics(page, transform, result.images, result.shapes)
-    textpage = page.get_textpage()
-    try:
-        chars, rotated = _chars(textpage, transform, links, result)
-    finally:
-        textpage.close()
+    chars, rotated = _chars(textpage, transform, links, result)
     result.lines = _lines(drop_leaders(attach_accents(chars)))
     result.margin_lines = _rotated_lines(drop_leaders(rotated))
     return result
@@ -136,33 +125,68 @@ def drop_leaders(chars: list[_Char]) -> list[_Char]:
     under its label would interleave with the label's letters: runs of four or more leader dots in content order
     are dropped, leaving a gap."""
     out: list[_Char] = []
+    count = len(chars)
     index = 0
-    while index < len(chars):
-        end = index
-        while end < len(chars) and chars[end].text in _LEADER_DOTS:
+    while index < count:
+        if chars[index].text not in _LEADER_DOTS:
+            out.append(chars[index])
+            index += 1
+            continue
+        end = index + 1
+        while end < count and chars[end].text in _LEADER_DOTS:
             end += 1
         if end - index >= _MIN_LEADER:
-            if end < len(chars):
+            if end < count:
                 chars[end].space_before = True
-            index = end
-            continue
-        out.extend(chars[index:max(end, index + 1)])
-        index = max(end, index + 1)
+        else:
+            out.extend(chars[index:end])
+        index = end
     return out
+
+
+# pdfium's text object of a character as a plain address (None for none): the key its style is kept under. The
+# bindings' own prototype returns a pointer object, and turning that into an address cost more than the call.
+_TEXT_OBJECT_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)(
+    ctypes.cast(pdfium_c.FPDFText_GetTextObject, ctypes.c_void_p).value or 0)
+_SKIP, _SPACE = "", " "  # what a code point is to `_chars` when it is not a character of a word
+
+
+def _code_kind(code: int) -> str:
+    """A code point (after the hyphen mark is mapped) as `_chars` takes it: skipped, a space, or its text."""
+    if code in (0, 0xFFFE, 0xFFFF) or code > 0x10FFFF:
+        return _SKIP
+    text = chr(code)
+    if text.isspace() or code in (0x00A0, 0x200B) or unicodedata.category(text) == "Cc":
+        return _SPACE
+    return text
 
 
 def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tuple[Box, str]],
            result: PageText) -> tuple[list[_Char], list[_Char]]:
+    """The page's characters in content order, upright ones and rotated ones apart.
+
+    pdfium answers one character at a time, a ctypes call each, so per character only what differs between
+    characters is asked (code, map error, text object, box, angle); the style and the font size are a text
+    object's (pdfium's `GetCharFontSize` reads the object's), asked once per object."""
     raw = textpage.raw
+    address = ctypes.cast(raw, ctypes.c_void_p)
     count = pdfium_c.FPDFText_CountChars(raw)
     rect = pdfium_c.FS_RECTF()
-    styles: dict[int | None, tuple[tuple[bool, bool, bool, bool, str], bool]] = {}
+    get_unicode, is_hyphen = pdfium_c.FPDFText_GetUnicode, pdfium_c.FPDFText_IsHyphen
+    map_error, loose_box = pdfium_c.FPDFText_HasUnicodeMapError, pdfium_c.FPDFText_GetLooseCharBox
+    char_angle, text_object = pdfium_c.FPDFText_GetCharAngle, _TEXT_OBJECT_ADDRESS
+    kinds: dict[int, str] = {}
+    # text object -> (style, invisible, font size in points)
+    objects: dict[int | None, tuple[tuple[bool, bool, bool, bool, str], bool, float]] = {}
+    to_box = transform.box
+    turn = math.radians(transform.rotation)
     chars: list[_Char] = []
     rotated: list[_Char] = []
     space_pending = False
     high_surrogate = 0
+    seen = unmapped = invisible_chars = 0
     for index in range(count):
-        code = pdfium_c.FPDFText_GetUnicode(raw, index)
+        code = get_unicode(raw, index)
         if 0xD800 <= code <= 0xDBFF:
             high_surrogate = code
             continue
@@ -171,42 +195,41 @@ def _chars(textpage: pdfium.PdfTextPage, transform: _Transform, links: list[tupl
                 continue
             code = 0x10000 + ((high_surrogate - 0xD800) << 10) + (code - 0xDC00)
         high_surrogate = 0
-        if code == 2 or (code == 0xFFFE and pdfium_c.FPDFText_IsHyphen(raw, index)):
+        if code == 2 or (code == 0xFFFE and is_hyphen(raw, index)):
             code = 0x2D  # pdfium's mark for a hyphen that breaks a word at the end of a line
-        if code in (0, 0xFFFE, 0xFFFF) or code > 0x10FFFF:
-            continue
-        text = chr(code)
-        if text.isspace() or code in (0x00A0, 0x200B):
+        kind = kinds.get(code)
+        if kind is None:
+            kind = kinds[code] = _code_kind(code)
+        if kind == _SPACE:
             space_pending = True
             continue
-        if unicodedata.category(text) == "Cc":
-            space_pending = True
+        if kind == _SKIP:
             continue
-        result.chars += 1
-        if pdfium_c.FPDFText_HasUnicodeMapError(raw, index) or code == 0xFFFD:
-            result.unmapped_chars += 1
-        obj = pdfium_c.FPDFText_GetTextObject(raw, index)
-        key = ctypes.cast(obj, ctypes.c_void_p).value if obj else None
-        style_entry = styles.get(key)
-        if style_entry is None:
-            style_entry = _style(raw, index, obj)
-            styles[key] = style_entry
-        style, invisible = style_entry
-        if invisible:
-            result.invisible_chars += 1
-        if not pdfium_c.FPDFText_GetLooseCharBox(raw, index, rect):
+        seen += 1
+        if map_error(raw, index) or code == 0xFFFD:
+            unmapped += 1
+        key = text_object(address, index)
+        entry = objects.get(key)
+        if entry is None:
+            obj = pdfium_c.FPDFText_GetTextObject(raw, index)
+            style, invisible = _style(raw, index, obj)
+            entry = objects[key] = (style, invisible, pdfium_c.FPDFText_GetFontSize(raw, index))
+        if entry[1]:
+            invisible_chars += 1
+        if not loose_box(raw, index, rect):
             continue
-        box = transform.box(rect.left, rect.bottom, rect.right, rect.top)
-        if box.width <= 0 and box.height <= 0:
+        box = to_box(rect.left, rect.bottom, rect.right, rect.top)
+        if box.x1 - box.x0 <= 0 and box.y1 - box.y0 <= 0:
             continue
-        angle = pdfium_c.FPDFText_GetCharAngle(raw, index)
-        text = _normalize_char(text)
-        upright = angle < 0 or _near_multiple(angle + math.radians(transform.rotation), 2 * math.pi)
-        size = box.height if upright else box.width
-        char = _Char(text, box, size, style, space_pending, len(chars) + len(rotated), _link_at(links, box),
-                     pdfium_c.FPDFText_GetFontSize(raw, index))
+        angle = char_angle(raw, index)
+        upright = angle < 0 or _near_multiple(angle + turn, 2 * math.pi)
+        char = _Char(_normalize_char(kind), box, (box.y1 - box.y0) if upright else (box.x1 - box.x0), entry[0],
+                     space_pending, len(chars) + len(rotated), _link_at(links, box) if links else "", entry[2])
         space_pending = False
         (chars if upright else rotated).append(char)
+    result.chars += seen
+    result.unmapped_chars += unmapped
+    result.invisible_chars += invisible_chars
     return chars, rotated
 
 
@@ -422,23 +445,25 @@ def _rotated_lines(chars: list[_Char]) -> list[Line]:
 
 
 def _continues(previous: _Char, char: _Char) -> bool:
-    height = min(previous.box.height, char.box.height) or 1.0
-    tallest = max(previous.box.height, char.box.height)
-    if previous.box.y_overlap(char.box) < tuning.LINE_MIN_Y_OVERLAP * height:
+    before, box = previous.box, char.box
+    height = min(before.y1 - before.y0, box.y1 - box.y0) or 1.0
+    tallest = max(before.y1 - before.y0, box.y1 - box.y0)
+    if max(0.0, min(before.y1, box.y1) - max(before.y0, box.y0)) < tuning.LINE_MIN_Y_OVERLAP * height:
         return False
     # Characters of about one size sit on one line only at one height; a sub- or superscript is smaller. Without
     # this, the next line of a table cell ("(Diving ducks)" under "Aythya") ran on into the cell beside it, set
     # half a line higher, and the two cells' lines became one with their letters interleaved.
-    if height >= tuning.LINE_SCRIPT_RATIO * tallest and abs(previous.box.cy - char.box.cy) > (
+    if height >= tuning.LINE_SCRIPT_RATIO * tallest and abs((before.y0 + before.y1) / 2 - (box.y0 + box.y1) / 2) > (
             tuning.LINE_MAX_SHIFT * tallest):
         return False
-    gap = max(char.box.x0 - previous.box.x1, previous.box.x0 - char.box.x1)
+    gap = max(box.x0 - before.x1, before.x0 - box.x1)
     return gap < tuning.LINE_MAX_CHAR_GAP * tallest
 
 
 def _run_box(run: list[_Char]) -> Box:
-    return Box(min(c.box.x0 for c in run), min(c.box.y0 for c in run), max(c.box.x1 for c in run),
-               max(c.box.y1 for c in run))
+    boxes = [c.box for c in run]
+    return Box(min([b.x0 for b in boxes]), min([b.y0 for b in boxes]), max([b.x1 for b in boxes]),
+               max([b.y1 for b in boxes]))
 
 
 def _make_line(run: list[_Char]) -> Line | None:
@@ -449,14 +474,17 @@ def _make_line(run: list[_Char]) -> Line | None:
         if words:
             previous = words[-1][-1]
             gap = char.box.x0 - previous.box.x1
+            size = max(char.size, previous.size)
             # A space anywhere between the two in content order separates them: RTL text and embedded LTR runs
             # are stored in another order than the one they are shown in.
-            low, high = sorted((previous.order, char.order))
-            spaced = any(order in spaced_orders for order in range(low + 1, min(high, low + 64) + 1))
+            low, high = (previous.order, char.order) if previous.order <= char.order else (char.order, previous.order)
+            if high - low == 1:  # neighbours in content order, as most are
+                spaced = high in spaced_orders
+            else:
+                spaced = any(order in spaced_orders for order in range(low + 1, min(high, low + 64) + 1))
             # ... unless the glyphs touch: pdfium reports spaces around accents set apart from their letters.
-            spaced = spaced and gap > tuning.SPACE_MIN_GAP * max(char.size, previous.size)
-            turns = _strong_direction(previous.text) * _strong_direction(char.text) < 0
-            if not (spaced or turns or gap > 0.5 * max(char.size, previous.size)):
+            if not ((spaced and gap > tuning.SPACE_MIN_GAP * size) or gap > 0.5 * size
+                    or _strong_direction(previous.text) * _strong_direction(char.text) < 0):
                 words[-1].append(char)
                 continue
         words.append([char])
@@ -470,20 +498,25 @@ def _make_line(run: list[_Char]) -> Line | None:
     return Line(built, _run_box(run), rtl=rtl)
 
 
+@functools.lru_cache(maxsize=4096)
 def _strong_direction(text: str) -> int:
     kind = unicodedata.bidirectional(text[:1]) if text else ""
     return -1 if kind in ("R", "AL") else 1 if kind == "L" else 0
 
 
 def _make_word(chars: list[_Char]) -> Word:
-    sizes = sorted(c.size for c in chars)
+    sizes = sorted([c.size for c in chars])
     styles = [c.style for c in chars]
     bold = sum(1 for s in styles if s[0]) * 2 > len(styles)
     italic = sum(1 for s in styles if s[1]) * 2 > len(styles)
     mono = sum(1 for s in styles if s[2]) * 2 > len(styles)
     links = [c.link for c in chars if c.link]
     math = None
-    if all(c.points > 0 for c in chars):
+    points = [c.points for c in chars]
+    # `word_latex` finds no math in a word without a math-font glyph or a script (a glyph much smaller than the one
+    # before it): such words, nearly all of them, are not made into glyphs for it.
+    if all(p > 0 for p in points) and (any(s[3] for s in styles) or any(
+            after < SCRIPT_RATIO * before for before, after in zip(points, points[1:], strict=False))):
         math = word_latex([Glyph(c.text, c.points, c.box.cy, c.style[3], c.style[4], not (c.style[1] or c.style[3]))
                            for c in chars])
     return Word("".join(c.text for c in chars), _run_box(chars), sizes[len(sizes) // 2], bold, italic, mono,
