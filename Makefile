@@ -88,7 +88,8 @@ vllm-env: ## build the vLLM-on-CPU venv, the tiny test model and one tiny model 
 test-vllm: $(STAMP) vllm-env ## the real-vLLM tier: `vllm serve` on 127.0.0.1 (tiny model, CPU), pages through the workers
 	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m "vllm and not vllm_presets" $(PYTEST_ARGS)
 
-# Eleven `vllm serve` starts of ~100 s each on 2 cores: its own target, not in .ci/run's 45 minutes.
+# Eleven `vllm serve` starts (each three interpreters importing vLLM), PAGEMILL_VLLM_PRESETS_AHEAD (3) at once:
+# 6 minutes on the 2 cores at load ~5, 11-20 at load 15-30 (docs/vllm.md); not yet in make test-vllm / .ci/run.
 test-vllm-presets: $(STAMP) vllm-env ## every preset's own `vllm serve` line on a tiny model of its architecture, one page each
 	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m vllm_presets $(PYTEST_ARGS)
 

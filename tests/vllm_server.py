@@ -98,7 +98,7 @@ class VllmServer:
         pinned = ["taskset", "-c", cpu_list(self.cpus)] if self.cpus else []
         return [*pinned, *command, "--enable-log-requests"]
 
-    def start(self) -> None:
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEMILL_")}
         # Loopback only; a small KV cache; never a model hub; no usage reports.
         env.update(VLLM_HOST_IP="127.0.0.1", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1",
@@ -113,16 +113,19 @@ class VllmServer:
             log.flush()
             self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                             start_new_session=True)
-        while time.monotonic() - started < START_TIMEOUT_S:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"vllm serve exited with {self.process.returncode}:\n{self.log_tail()}")
+        while time.monotonic() - started < timeout_s:
+            process = self.process
+            if process is None:  # stop() from another thread
+                raise RuntimeError("vllm serve was stopped before it answered /health")
+            if process.poll() is not None:
+                raise RuntimeError(f"vllm serve exited with {process.returncode}:\n{self.log_tail()}")
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
                     self.startup_s = time.monotonic() - started
                     return
             time.sleep(0.5)
         self.stop()
-        raise RuntimeError(f"vllm serve did not answer /health within {START_TIMEOUT_S:.0f}s:\n{self.log_tail()}")
+        raise RuntimeError(f"vllm serve did not answer /health within {timeout_s:.0f}s:\n{self.log_tail()}")
 
     def stop(self) -> None:
         """SIGINT to the server (a clean shutdown), then its own process group if it lingers."""

@@ -44,6 +44,8 @@ OTHER_VARIABLES = {
     "PAGEMILL_VLLM_VENV": "`make test-vllm`: the venv with `vllm serve` and the tiny model.",
     "PAGEMILL_VLLM_PRESET_MODELS": "`make test-vllm-presets`: the folder of the presets' tiny models "
                                    "(default the venv's models/presets, built by `make vllm-env`).",
+    "PAGEMILL_VLLM_PRESETS_AHEAD": "`make test-vllm-presets`: preset servers starting at once, ahead of their "
+                                   "test (default 3; 1: one at a time).",
     "PAGEMILL_PYTHON_IMAGE": "`make images`: the Dockerfiles' base image (default Docker Hub's "
                              "python:3.11-slim-bookworm, else one made with debootstrap).",
     "PAGEMILL_CPU_WORKERS": "`docker/compose.yaml`: replicas of the CPU worker.",

