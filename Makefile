@@ -85,11 +85,15 @@ vllm-env: ## build the vLLM-on-CPU venv, the tiny test model and one tiny model 
 	VLLM_VENV=$(abspath $(VLLM_VENV)) scripts/vllm/setup.sh
 	$(abspath $(VLLM_VENV))/bin/python scripts/vllm/build_tiny_presets.py $(abspath $(VLLM_VENV))/models/presets
 
-test-vllm: $(STAMP) vllm-env ## the real-vLLM tier: `vllm serve` on 127.0.0.1 (tiny model, CPU), pages through the workers
+# The real-vLLM tier: its core (one tiny Qwen2-VL server, pages through the workers), then every preset's own line
+# (test-vllm-presets). Two pytest runs, one after the other: the core tier's session server is stopped before the
+# preset servers start.
+test-vllm: $(STAMP) vllm-env ## the real-vLLM tier: `vllm serve` on 127.0.0.1 (tiny models, CPU), pages through the workers, every preset's line
 	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m "vllm and not vllm_presets" $(PYTEST_ARGS)
+	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m vllm_presets $(PYTEST_ARGS)
 
 # Eleven `vllm serve` starts (each three interpreters importing vLLM), PAGEMILL_VLLM_PRESETS_AHEAD (3) at once:
-# 6 minutes on the 2 cores at load ~5, 11-20 at load 15-30 (docs/vllm.md); not yet in make test-vllm / .ci/run.
+# 6 minutes on the 2 cores at load ~5, 11-20 at load 15-30 (docs/vllm.md); the second half of make test-vllm.
 test-vllm-presets: $(STAMP) vllm-env ## every preset's own `vllm serve` line on a tiny model of its architecture, one page each
 	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m pytest -m vllm_presets $(PYTEST_ARGS)
 
