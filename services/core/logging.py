@@ -30,7 +30,10 @@ def configure_logging(*, json: bool = False, level: str = "INFO") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # One write per line: `print` (PrintLogger) writes the line and its newline apart, and under
+        # PYTHONUNBUFFERED (the images) each is its own write(2), so two processes sharing stderr (Celery's pool
+        # children) interleaved them into lines holding two JSON objects. A line up to PIPE_BUF (4 KiB) lands whole.
+        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
 
