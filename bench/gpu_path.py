@@ -129,9 +129,10 @@ def placement(pin: str) -> Placement:
     return Placement(pin=pin, model={cpus[-1]}, clients=set(cpus[:-1]))
 
 
-def move_host_side(server_pid: int, cpus: set[int]) -> int:
-    """Every thread of vLLM's processes but its model process (`VLLM::Worker`) onto `cpus`; returns how many
-    threads moved. Threads they start later inherit the CPUs of the thread that starts them."""
+def move_host_side(server_pid: int, cpus: set[int], nice: int = 0) -> int:
+    """Every thread of vLLM's processes but its model process (`VLLM::Worker`) onto `cpus`, and at `nice` (Linux
+    nices threads one by one) when it is not 0; returns how many threads moved. Threads they start later inherit
+    the CPUs and nice of the thread that starts them."""
     moved = 0
     root = psutil.Process(server_pid)
     for process in [root, *root.children(recursive=True)]:
@@ -140,6 +141,8 @@ def move_host_side(server_pid: int, cpus: set[int]) -> int:
         for thread in process.threads():
             try:
                 os.sched_setaffinity(thread.id, cpus)
+                if nice:
+                    os.setpriority(os.PRIO_PROCESS, thread.id, nice)
             except OSError:  # a thread that just ended
                 continue
             moved += 1
@@ -388,6 +391,10 @@ def main() -> None:
                         help="model (default on 2 CPUs or more): vLLM's model process on a CPU of its own, its API "
                              "server and engine core with the clients (this process, pagemill serve) on the others, "
                              "as on a GPU host; server: all of vLLM on that CPU; none: no pinning")
+    parser.add_argument("--host-nice", type=int, default=0,
+                        help="with --pin model: vLLM's API server and engine core at this nice (0: as started). "
+                             "Their readers of vLLM's shared-memory queues spin (sched_yield) for 1 s after each "
+                             "message, which on a GPU host takes a core of their own and here the clients' CPU")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a checkout of another revision (`git worktree add /tmp/base main`): its `pagemill serve` "
                              "(run from there with this venv) is one more way, so two revisions compare in one run")
@@ -417,7 +424,8 @@ def main() -> None:
         server.start()
         if place.pin == "model":
             assert server.process is not None and place.clients
-            print(f"{move_host_side(server.process.pid, place.clients)} threads of vLLM moved", flush=True)
+            print(f"{move_host_side(server.process.pid, place.clients, args.host_nice)} threads of vLLM moved",
+                  flush=True)
         pagemills: list[Pagemill] = []
         try:
             print(f"vllm serve up in {server.startup_s:.0f} s; starting pagemill serve", flush=True)
@@ -478,6 +486,7 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
                + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes else "")
                + (f" --prepare-at-once {args.prepare_at_once}" if args.prepare_at_once != "2" else "")
                + (f" --pin {args.pin}" if args.pin != "model" else "")
+               + (f" --host-nice {args.host_nice}" if args.host_nice else "")
                + (f" --baseline {baseline_name(args.baseline)}" if args.baseline else ""))
     processes = args.prepare_processes
     reached = []
@@ -502,7 +511,10 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
         f"worker prepares pages in {processes} process{'es' if processes != 1 else ''} "
         f"(engine.prepare_processes; 0: in its own threads, engine.prepare_at_once {args.prepare_at_once} at "
         f"once). A warm-up of each way first, then the ways alternate.", "",
-        f"**{place.line()}**", "",
+        f"**{place.line()}**"
+        + (f" vLLM's API server and engine core at nice {args.host_nice} (`--host-nice`): their shared-memory "
+           f"readers spin for 1 s after each message, which a GPU host gives a core of its own; niced, they take "
+           f"what the clients leave." if args.host_nice and place.pin == "model" else ""), "",
         *table(runs), "",
         " ".join(reached) + " pagemill's pages: "
         + "; ".join(f"run {number}: {c['attempts']} attempts, {c['fallbacks']} fallbacks, "
