@@ -4,12 +4,14 @@ characters of two lines never run into one."""
 from __future__ import annotations
 
 from services.worker.engines.cpu.model import Box
-from services.worker.engines.cpu.textlayer import _Char, _make_line, attach_accents, drop_leaders, read_page
+from services.worker.engines.cpu.textchars import Char, attach_accents, drop_leaders
+from services.worker.engines.cpu.textlayer import read_page
+from services.worker.engines.cpu.textlines import _make_line
 from tests.pdfs import placed_text_pdf
 
 
-def _char(text: str, x: float, order: int) -> _Char:
-    return _Char(text, Box(x, 0, x + 4, 10), 10.0, (False, False, False, False, ""), False, order)
+def _char(text: str, x: float, order: int) -> Char:
+    return Char(text, Box(x, 0, x + 4, 10), 10.0, (False, False, False, False, ""), False, order)
 
 
 def test_dot_leaders_are_dropped_and_leave_a_gap() -> None:
@@ -23,7 +25,7 @@ def test_dot_leaders_are_dropped_and_leave_a_gap() -> None:
     assert "".join(c.text for c in drop_leaders(ellipsis)) == "and so on..."
 
 
-def _accent(text: str, x: float, order: int) -> _Char:
+def _accent(text: str, x: float, order: int) -> Char:
     accent = _char(text, x, order)
     accent.box = Box(x, 0, x + 3, 10)
     return accent
