@@ -44,8 +44,12 @@ def test_events_are_pushed_and_a_reconnect_with_last_event_id_gets_what_it_misse
         kinds = live.kinds()
         assert kinds[0] == "document.queued" and kinds[-1] == "document.succeeded", kinds
         progress = [e.data["data"]["pages_done"] for e in events if e.kind == "document.progress"]
-        # Pages end about every 200 ms (two at a time, 400 ms each): each end is pushed as it happens.
-        assert len(progress) >= 3 and progress == sorted(progress) and progress[-1] <= 8, progress
+        # Pages take 400 ms, two at a time. A worker records the first page end of its chunk at once and the
+        # next ones spaced by 20 times what a record costs (`tasks.RECORD_SHARE`: on a loaded machine, seconds),
+        # and a stream sends one frame per read of the page counts, so how many frames come depends on the
+        # machine. What does not: the counts are pushed while the document runs, in order, and only the re-check
+        # (300 s here) could have found them otherwise.
+        assert progress and progress[0] < 8 and progress == sorted(progress) and progress[-1] <= 8, progress
         lag = (events[-1].at - finished_at(platform, created["id"])).total_seconds()
         assert lag < PUSHED_WITHIN_S, f"the final event came {lag:.1f} s after the document finished"
 
