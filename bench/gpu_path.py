@@ -272,6 +272,11 @@ class Pagemill:
         key = (self.data / "api_key").read_text().strip()
         self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
 
+    @property
+    def pids(self) -> list[int]:
+        """`pagemill serve`'s process, then the Redis the bench started for it, if any."""
+        return [self.process.pid, *([self.redis.pid] if self.redis is not None else [])]
+
     def _ready(self) -> bool:
         if self.process.poll() is not None:
             raise RuntimeError(f"pagemill serve exited with {self.process.returncode}: see {self.log_path}")
@@ -329,33 +334,64 @@ class Pagemill:
                 return state
 
 
+GPU_WORKER = "pagemill-gpu@local"  # the `--name` of the vLLM page worker `pagemill serve` starts
+
+
+def cpu_parts(pids: list[int]) -> dict[str, float]:
+    """CPU seconds so far of `pagemill serve` (the first pid) and its processes, by part: the GPU worker (with its
+    pool), the `serve` process itself (the gateway), and the rest (the other workers, reconciler, Redis; any
+    further pid, such as a Redis the bench started, counts there too)."""
+    parts = {"GPU worker": 0.0, "gateway": 0.0, "others": 0.0}
+    for index, pid in enumerate(pids):
+        try:
+            root = psutil.Process(pid)
+            processes = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            continue
+        gpu: set[int] = set()
+        for process in processes:
+            try:
+                if GPU_WORKER in process.cmdline():
+                    gpu |= {process.pid, *(child.pid for child in process.children(recursive=True))}
+                times = process.cpu_times()
+            except psutil.Error:  # a pool process that just ended
+                continue
+            part = ("GPU worker" if process.pid in gpu or GPU_WORKER in " ".join(process.cmdline())
+                    else "gateway" if index == 0 and process.pid == pid else "others")
+            parts[part] += times.user + times.system
+    return parts
+
+
 class CpuClock:
-    """CPU seconds of vLLM's processes and of the client side (this process, and the pagemill serve of the run
-    with its processes) per way: on vLLM-CPU both may draw on the same cores."""
+    """CPU seconds of the server's processes and of the client side (this process, and the pagemill serve of the
+    run with its processes, by part) per way: on vLLM-CPU both may draw on the same cores."""
 
     def __init__(self, vllm_pid: int, server: str = "vLLM") -> None:
         self.vllm_pid, self.server = vllm_pid, server
-        self.per_way: dict[str, list[float]] = {}  # way -> [pages, vllm s, client s]
+        self.per_way: dict[str, dict[str, float]] = {}  # way -> pages, server s, bench s and pagemill's parts
 
-    def _now(self, client_pid: int | None) -> tuple[float, float]:
-        client = cpu_seconds(client_pid) if client_pid is not None else 0.0
-        return cpu_seconds(self.vllm_pid), client + time.process_time()
+    def _now(self, client_pids: list[int] | None) -> dict[str, float]:
+        return {"server": cpu_seconds(self.vllm_pid), "bench": time.process_time(),
+                **(cpu_parts(client_pids) if client_pids else {})}
 
-    def start(self, client_pid: int | None = None) -> tuple[float, float]:
-        return self._now(client_pid)
+    def start(self, client_pids: list[int] | None = None) -> dict[str, float]:
+        return self._now(client_pids)
 
-    def stop(self, way: str, pages: int, started: tuple[float, float], client_pid: int | None = None) -> None:
-        ended = self._now(client_pid)
-        totals_ = self.per_way.setdefault(way, [0.0, 0.0, 0.0])
-        totals_[0] += pages
-        totals_[1] += ended[0] - started[0]
-        totals_[2] += ended[1] - started[1]
+    def stop(self, way: str, pages: int, started: dict[str, float], client_pids: list[int] | None = None) -> None:
+        ended = self._now(client_pids)
+        totals_ = self.per_way.setdefault(way, {})
+        totals_["pages"] = totals_.get("pages", 0.0) + pages
+        for key, value in ended.items():
+            totals_[key] = totals_.get(key, 0.0) + value - started.get(key, 0.0)
 
     def line(self) -> str:
         parts = []
-        for way, (pages, vllm, client) in self.per_way.items():
-            parts.append(f"{way}: {self.server} {1000 * vllm / pages:.0f} ms, client side "
-                         f"{1000 * client / pages:.0f} ms")
+        for way, spent in self.per_way.items():
+            ms = {key: 1000 * value / spent["pages"] for key, value in spent.items() if key != "pages"}
+            client = sum(value for key, value in ms.items() if key != "server")
+            split = ", ".join(f"{key} {value:.0f}" for key, value in ms.items() if key not in ("server", "bench"))
+            parts.append(f"{way}: {self.server} {ms['server']:.0f} ms, client side {client:.0f} ms"
+                         + (f" ({split}, this bench {ms['bench']:.0f})" if split else ""))
         return "; ".join(parts)
 
 
@@ -400,9 +436,9 @@ def measure(url: str, bodies: list[bytes], sources: list[Source], pagemills: lis
         cpu.stop("direct", len(bodies), clock)
         print(runs[-1], flush=True)
         for pagemill in pagemills if round_number % 2 == 0 else pagemills[::-1]:
-            clock = cpu.start(pagemill.process.pid)
+            clock = cpu.start(pagemill.pids)
             figures, check = pagemill.run(sources, url, sampler)
-            cpu.stop(pagemill.way, len(bodies), clock, pagemill.process.pid)
+            cpu.stop(pagemill.way, len(bodies), clock, pagemill.pids)
             runs.append(figures)
             checks.append((len(runs), check))
             print(figures, check, flush=True)
@@ -430,8 +466,9 @@ def main() -> None:
     # The tiny model's context is 4,096 tokens and its tokenizer spends ~2.6 tokens per Korean character: 1,000
     # characters of anchor keep every chosen page's prompt and answer inside it.
     parser.add_argument("--anchor-max-chars", type=int, default=1000)
-    parser.add_argument("--prepare-processes", type=int, default=0,
-                        help="pagemill's engine.prepare_processes (default 0, the engine's: in the worker's threads)")
+    parser.add_argument("--prepare-processes", default="0",
+                        help="pagemill's engine.prepare_processes (default 0, the engine's: in the worker's threads); "
+                             "several, comma-separated (0,2): one pagemill serve each, as --prepare-at-once")
     parser.add_argument("--prepare-at-once", default="2",
                         help="pagemill's engine.prepare_at_once (default 2, the engine's); several, comma-separated "
                              "(0,2): one pagemill serve each, their runs alternating with the direct client's")
@@ -468,7 +505,12 @@ def main() -> None:
         return next(ports) if ports else free_port()
 
     venv = args.venv.resolve()
-    variants = [int(value) for value in args.prepare_at_once.split(",")]
+    # (prepare_processes, prepare_at_once) of each pagemill serve; one of the two options may list several
+    processes_list = [int(value) for value in args.prepare_processes.split(",")]
+    at_once_list = [int(value) for value in args.prepare_at_once.split(",")]
+    if len(processes_list) > 1 and len(at_once_list) > 1:
+        raise SystemExit("several values for --prepare-processes or for --prepare-at-once, not for both")
+    variants = [(p, a) for p in processes_list for a in at_once_list]
     rates: list[float | None] = [float(r) for r in args.standin_rate.split(",")] if standin else [None]
     place = placement(args.pin)
     if place.clients:
@@ -508,16 +550,17 @@ def main() -> None:
         measured: list[tuple[float | None, list[RunFigures], Checks, str]] = []
         try:
             print(f"{args.server} up in {server.startup_s:.1f} s; starting pagemill serve", flush=True)
-            for at_once in variants:
-                way = "pagemill" if len(variants) == 1 else f"pagemill, prepare_at_once {at_once}"
-                (workdir / str(at_once)).mkdir()
-                pagemills.append(Pagemill(workdir / str(at_once), {
-                    **engine, "prepare_processes": args.prepare_processes, "prepare_at_once": at_once},
+            for processes, at_once in variants:
+                way = ("pagemill" if len(variants) == 1 else f"pagemill, prepare_at_once {at_once}"
+                       if len(at_once_list) > 1 else f"pagemill, prepare_processes {processes}")
+                (workdir / f"{processes}-{at_once}").mkdir()
+                pagemills.append(Pagemill(workdir / f"{processes}-{at_once}", {
+                    **engine, "prepare_processes": processes, "prepare_at_once": at_once},
                     cpus=place.clients, way=way, port=port(), redis_port=port() if ports else None))
             if args.baseline:
                 (workdir / "baseline").mkdir()
                 pagemills.append(Pagemill(workdir / "baseline", {
-                    **engine, "prepare_processes": args.prepare_processes, "prepare_at_once": variants[0]},
+                    **engine, "prepare_processes": variants[0][0], "prepare_at_once": variants[0][1]},
                     cpus=place.clients, way=f"pagemill at {baseline_name(args.baseline)}", tree=args.baseline,
                     port=port(), redis_port=port() if ports else None))
             assert server.process is not None
@@ -562,7 +605,7 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
         f"{args.max_in_flight}`; {args.pages} digital pages of {len(sources)} dev PDFs "
         f"({', '.join(s.case_id for s in sources)}), max_tokens {args.max_tokens}, request extras "
         f"`{json.dumps(request_extra(args))}`; {args.max_in_flight} requests in flight either way; pagemill's GPU "
-        f"worker prepares pages in {processes} process{'es' if processes != 1 else ''} "
+        f"worker prepares pages in {processes} process{'es' if processes != '1' else ''} "
         f"(engine.prepare_processes; 0: in its own threads, engine.prepare_at_once {args.prepare_at_once} at "
         f"once). A warm-up of each way first, then the ways alternate.", "",
         f"**{place.line()}**"
@@ -597,7 +640,7 @@ def common_flags(args: argparse.Namespace) -> str:
     return (f"--pages {args.pages} --per-document {args.per_document} --rounds {args.rounds} --max-in-flight "
             f"{args.max_in_flight} --min-tokens {args.min_tokens} --max-tokens {args.max_tokens} "
             f"--anchor-max-chars {args.anchor_max_chars}"
-            + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes else "")
+            + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes != "0" else "")
             + (f" --prepare-at-once {args.prepare_at_once}" if args.prepare_at_once != "2" else "")
             + (f" --baseline {baseline_name(args.baseline)}" if args.baseline else ""))
 
