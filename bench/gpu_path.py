@@ -12,6 +12,11 @@ While each run lasts, vLLM's `/metrics` is sampled every 100 ms (`num_requests_r
 and its counters are read before and after (generated tokens, finished requests). A warm-up of each way comes
 first (vLLM's prefix and image caches, the worker's engines loaded), then the ways alternate to cancel the
 noise of a shared machine. The table goes to docs/benchmarks.md; the figures' maths is bench/gpu_path_figures.py.
+
+`--server standin` (`make bench-gpu-path-standin`) puts bench/gpu_standin.py in vLLM's place: the same HTTP
+contract and `/metrics`, answers timed like a GPU engine (continuous batching, a step that does not grow with the
+batch) and no CPU spent on the model, so the ratio is the one a GPU host would see; no vLLM venv is needed, nothing
+is pinned, and `--standin-rate` lists the rates (pages/s with every slot full) measured in turn.
 """
 
 from __future__ import annotations
@@ -459,6 +464,9 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS / "dev")
     parser.add_argument("--pages", type=int, default=24)
     parser.add_argument("--per-document", type=int, default=4, help="pages taken from each PDF at most")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="each run sends the chosen pages this many times over (a longer run, in which the "
+                             "start, before the batch is full, and the end weigh less)")
     parser.add_argument("--rounds", type=int, default=3, help="direct+pagemill pairs after the warm-up")
     parser.add_argument("--max-in-flight", type=int, default=8, help="pagemill's engine.max_in_flight (default 8)")
     parser.add_argument("--min-tokens", type=int, default=192, help="tokens each answer has at least")
@@ -539,8 +547,9 @@ def main() -> None:
                 server.cpus = place.model
             elif place.pin == "model":  # the model's threads bound by vLLM itself, the rest moved once it is up
                 os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_list(place.model)
-        bodies = request_bodies(settings, sources)
-        print(f"{len(bodies)} pages from {len(sources)} PDFs; starting {args.server}", flush=True)
+        bodies = request_bodies(settings, sources) * args.repeat
+        sources = sources * args.repeat
+        print(f"{len(bodies)} pages from {len(set(sources))} PDFs; starting {args.server}", flush=True)
         server.start()
         if place.pin == "model":
             assert server.process is not None and place.clients
@@ -602,8 +611,10 @@ def report(args: argparse.Namespace, sources: list[Source], runs: list[RunFigure
         f"{os.getloadavg()[0]:.1f} at the end; measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
         f"vLLM {(REPO / 'VLLM_VERSION').read_text().strip()} on CPU serving the tiny random-weight Qwen2-VL of "
         f"`make test-vllm` (started in {server.startup_s:.0f} s), preset generic, `--max-num-seqs "
-        f"{args.max_in_flight}`; {args.pages} digital pages of {len(sources)} dev PDFs "
-        f"({', '.join(s.case_id for s in sources)}), max_tokens {args.max_tokens}, request extras "
+        f"{args.max_in_flight}`; {args.pages} digital pages of {len(set(sources))} dev PDFs "
+        f"({', '.join(dict.fromkeys(s.case_id for s in sources))})"
+        + (f", sent {args.repeat} times over in each run" if args.repeat != 1 else "")
+        + f", max_tokens {args.max_tokens}, request extras "
         f"`{json.dumps(request_extra(args))}`; {args.max_in_flight} requests in flight either way; pagemill's GPU "
         f"worker prepares pages in {processes} process{'es' if processes != '1' else ''} "
         f"(engine.prepare_processes; 0: in its own threads, engine.prepare_at_once {args.prepare_at_once} at "
@@ -637,7 +648,9 @@ def outcome(runs: list[RunFigures], checks: list[tuple[int, dict[str, Any]]], st
 
 
 def common_flags(args: argparse.Namespace) -> str:
-    return (f"--pages {args.pages} --per-document {args.per_document} --rounds {args.rounds} --max-in-flight "
+    return (f"--pages {args.pages} --per-document {args.per_document}"
+            + (f" --repeat {args.repeat}" if args.repeat != 1 else "")
+            + f" --rounds {args.rounds} --max-in-flight "
             f"{args.max_in_flight} --min-tokens {args.min_tokens} --max-tokens {args.max_tokens} "
             f"--anchor-max-chars {args.anchor_max_chars}"
             + (f" --prepare-processes {args.prepare_processes}" if args.prepare_processes != "0" else "")
@@ -661,14 +674,16 @@ def standin_report(args: argparse.Namespace, sources: list[Source],
         f"does not grow with the batch (a GPU's), the step set so that full slots make the rate below; every "
         f"answer is the page's anchor cut to {args.standin_tokens} tokens. Not pinned: the stand-in sleeps, so "
         f"pagemill and the direct client have both cores, as on a GPU host. The same {args.pages} digital pages "
-        f"of {len(sources)} dev PDFs, the same requests (the engine's own `request_body`), {args.max_in_flight} "
+        f"of {len(set(sources))} dev PDFs"
+        + (f" ({args.repeat} times over in each run)" if args.repeat != 1 else "")
+        + f", the same requests (the engine's own `request_body`), {args.max_in_flight} "
         f"in flight either way; pagemill's GPU worker prepares pages in {args.prepare_processes} processes "
         f"(0: in its own threads, engine.prepare_at_once {args.prepare_at_once} at once). A warm-up of each way "
         f"first, then, rate by rate, the ways alternate.",
     ]
     for rate, runs, checks, stages in measured:
-        lines += ["", f"**At {rate:g} pages/s** ({H100_PAGES_PER_S:g}: LightOnOCR-2-1B on one H100, the fastest "
-                  f"published OCR model)" if rate == H100_PAGES_PER_S else f"**At {rate:g} pages/s**", "",
+        anchor = " (LightOnOCR-2-1B's on one H100, the fastest published OCR model)" if rate == H100_PAGES_PER_S else ""
+        lines += ["", f"**At {rate:g} pages/s{anchor}**", "",
                   *table(runs), "", outcome(runs, checks, stages)]
     return "\n".join(lines)
 
