@@ -27,6 +27,7 @@ import json
 import os
 import platform as host
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -510,7 +511,15 @@ def main() -> None:
     ports = iter(range(args.ports, args.ports + 50)) if args.ports else None
 
     def port() -> int:
-        return next(ports) if ports else free_port()
+        if not ports:
+            return free_port()
+        number = next(ports)
+        with socket.socket() as sock:  # a server already there would answer the bench's health checks
+            try:
+                sock.bind(("127.0.0.1", number))
+            except OSError as exc:
+                raise SystemExit(f"port {number} (--ports) is in use: {exc}") from exc
+        return number
 
     venv = args.venv.resolve()
     # (prepare_processes, prepare_at_once) of each pagemill serve; one of the two options may list several
