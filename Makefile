@@ -197,7 +197,7 @@ bench-office: $(STAMP)
 # One benchmark command: `make bench WHAT="serve boxes"` runs bench-serve and bench-boxes. Each bench-NAME target
 # below is what WHAT=NAME runs (the names stay usable on their own, as the docs and reports quote them).
 WHAT ?= control events webhooks
-bench: $(addprefix bench-,$(WHAT)) ## benchmarks into docs/: WHAT=control|events|webhooks|serve|boxes|fair|render|office|quality|gpu-path (default: control events webhooks)
+bench: $(addprefix bench-,$(WHAT)) ## benchmarks into docs/: WHAT=control|events|webhooks|serve|boxes|fair|render|office|quality|gpu-path|gpu-path-standin (default: control events webhooks)
 
 # control plane: the fake engine through pagemill beside raw Celery
 bench-control: $(STAMP)
@@ -210,6 +210,14 @@ bench-control: $(STAMP)
 bench-gpu-path: $(STAMP) vllm-env
 	PAGEMILL_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m bench.gpu_path --corpus $(PAGEMILL_CORPUS)/dev \
 		--write docs/benchmarks.md
+
+# bench-gpu-path-standin: the same bench against bench/gpu_standin.py, a server timed like a GPU engine (continuous
+# batching, a step that does not grow with the batch) that spends no CPU on the model, as a GPU host would see
+# pagemill: at LightOnOCR's 5.71 pages/s on one H100 and at 2x and 4x that, 96 pages a run (the 24 four times
+# over: the start, before the batch is full, weighs less); no vLLM venv (~5 min; not in .ci/run).
+bench-gpu-path-standin: $(STAMP)
+	$(BIN)/python -m bench.gpu_path --server standin --standin-rate 5.71,11.42,22.84 --repeat 4 --rounds 2 \
+		--corpus $(PAGEMILL_CORPUS)/dev --write docs/benchmarks.md
 
 # bench-events: one gateway's CPU and DB statements/s with 10, 100 and 1,000 open event streams
 bench-events: $(STAMP)
@@ -252,4 +260,4 @@ bench-quality: $(STAMP) $(PEERS_VENV)/.installed
 eval-floor: $(STAMP) ## re-record the scores the eval regression test must keep (after the engine improved)
 	$(BIN)/pagemill eval $(PAGEMILL_CORPUS)/dev --engine cpu $(addprefix --cases ,$(EVAL_SLICE)) --json $(EVAL_FLOOR)
 
-.PHONY: container-tools helm images test-deploy help install lock licenses tokenizer run test test-vllm vllm-env lint test-vllm-presets proto migrate bench bench-control bench-events bench-webhooks bench-serve bench-fair bench-gpu-path dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak
+.PHONY: container-tools helm images test-deploy help install lock licenses tokenizer run test test-vllm vllm-env lint test-vllm-presets proto migrate bench bench-control bench-events bench-webhooks bench-serve bench-fair bench-gpu-path bench-gpu-path-standin dashboards docs ops-tools specsim katex bench-quality eval-floor browser-tools sdk-ts sdk-generate office-tools bench-office test-fuzz bench-boxes tex-tools outputs-doc bench-render test-fast test-faults soak
