@@ -4,10 +4,13 @@ recognition pass, giving the same `Line`s the text layer gives so layout and tab
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Box, Line, Word
@@ -46,6 +49,8 @@ class OcrPage:
     boxes_found: int = 0
     turns_tried: int = 1  # 4 when the first reading was doubtful and every turn was read
     skew: float = 0.0  # degrees: width-weighted median tilt of the read lines' boxes (a skewed scan)
+    rescale_agreement: float = 1.0  # the read lines against a second reading of their crops at another scale
+    rescale_lines: int = 0  # lines that second reading compared (0: none, agreement 1)
 
 
 def quad_size(quad: np.ndarray) -> tuple[float, float]:
@@ -164,15 +169,62 @@ def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: i
     crops = ocr.crop_text_regions(image, quads)
     recognized = ocr.recognize_txt(crops)
     tilts: list[tuple[float, float]] = []
-    for quad, text, score in zip(quads, recognized.txts or (), recognized.scores or (), strict=False):
+    kept: list[tuple[np.ndarray, str]] = []
+    for quad, crop, text, score in zip(quads, crops, recognized.txts or (), recognized.scores or (), strict=False):
         text = str(text).strip()
         if not text or float(score) < MIN_SCORE:
             continue
         page.scores.append(float(score))
         page.lines.append(_line(quad, text, float(score)))
         tilts.append((quad_tilt(quad), quad_size(quad)[0]))
+        kept.append((crop, text))
     page.skew = _weighted_median(tilts)
+    page.rescale_agreement, page.rescale_lines = rescale_agreement(ocr, kept)
     return page
+
+
+def rescale_agreement(ocr: Any, read: Sequence[tuple[np.ndarray, str]],
+                      scale: float = tuning.OCR_RESCALE_FACTOR) -> tuple[float, int]:
+    """How well the recognizer's reading of some lines survives their crops scaled by `scale`: the
+    character similarity of the two readings, weighted by line length (1: the same text), and the lines compared.
+
+    Only the recognizer runs again, on at most `tuning.OCR_RESCALE_SAMPLE` crops the first pass already cut, of
+    lines near `tuning.OCR_RESCALE_TARGET_CHARS` long (the recognizer's cost grows with a crop's width). A crisp
+    line reads the same at a coarser scale; a blurred or coarse one, whose first reading was already a guess the
+    recognizer scored high, turns into another guess. No line read: (1.0, 0), nothing to doubt."""
+    sample = _rescale_sample(read)
+    if not sample:
+        return 1.0, 0
+    crops = [_scaled(crop, scale) for crop, _ in sample]
+    again = ocr.recognize_txt(crops)
+    total = 0.0
+    agreeing = 0.0
+    for (_, text), second in zip(sample, again.txts or ("",) * len(sample), strict=False):
+        weight = len(text)
+        total += weight
+        agreeing += weight * char_similarity(text, str(second).strip())
+    return (round(agreeing / total, 4) if total else 1.0), len(sample)
+
+
+def _rescale_sample(read: Sequence[tuple[np.ndarray, str]]) -> list[tuple[np.ndarray, str]]:
+    lines = [item for item in read if len(item[1]) >= tuning.OCR_RESCALE_MIN_CHARS]
+    lines.sort(key=lambda item: abs(len(item[1]) - tuning.OCR_RESCALE_TARGET_CHARS))  # stable: reading order
+    return lines[:tuning.OCR_RESCALE_SAMPLE]
+
+
+def char_similarity(first: str, second: str) -> float:
+    """Character-level similarity of two readings of one line, 0..1 (difflib's ratio)."""
+    if not first and not second:
+        return 1.0
+    return SequenceMatcher(None, first, second, autojunk=False).ratio()
+
+
+def _scaled(crop: np.ndarray, scale: float) -> np.ndarray:
+    height, width = crop.shape[:2]
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    # BOX: each new pixel the mean of those it covers, as a coarser scan would see them
+    resample = Image.Resampling.BOX if scale < 1 else Image.Resampling.BICUBIC
+    return np.asarray(Image.fromarray(crop).resize(size, resample))
 
 
 def quad_tilt(quad: np.ndarray) -> float:
