@@ -1,5 +1,6 @@
 """Scanned pages and images through RapidOCR (PP-OCRv6, shipped in the wheel): page orientation first, then one
-recognition pass, giving the same `Line`s the text layer gives so layout and tables work on both."""
+recognition pass, giving the same `Line`s the text layer gives so layout and tables work on both (and a second
+reading of a few lines' shrunk crops, `rescale_agreement`, for the page's confidence signals)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ class OcrPage:
     boxes_found: int = 0
     turns_tried: int = 1  # 4 when the first reading was doubtful and every turn was read
     skew: float = 0.0  # degrees: width-weighted median tilt of the read lines' boxes (a skewed scan)
-    rescale_agreement: float = 1.0  # the read lines against a second reading of their crops at another scale
+    rescale_agreement: float = 1.0  # the read lines against a second reading of their crops shrunk
     rescale_lines: int = 0  # lines that second reading compared (0: none, agreement 1)
 
 
@@ -184,25 +185,31 @@ def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: i
 
 
 def rescale_agreement(ocr: Any, read: Sequence[tuple[np.ndarray, str]],
-                      scale: float = tuning.OCR_RESCALE_FACTOR) -> tuple[float, int]:
-    """How well the recognizer's reading of some lines survives their crops scaled by `scale`: the
+                      height: int = tuning.OCR_RESCALE_HEIGHT) -> tuple[float, int]:
+    """How well the recognizer's reading of some lines survives their crops shrunk to `height` pixels: the
     character similarity of the two readings, weighted by line length (1: the same text), and the lines compared.
 
     Only the recognizer runs again, on at most `tuning.OCR_RESCALE_SAMPLE` crops the first pass already cut, of
     lines near `tuning.OCR_RESCALE_TARGET_CHARS` long (the recognizer's cost grows with a crop's width). A crisp
-    line reads the same at a coarser scale; a blurred or coarse one, whose first reading was already a guess the
-    recognizer scored high, turns into another guess. No line read: (1.0, 0), nothing to doubt."""
+    line still reads the same at that height; a blurred or coarse one, whose first reading was already a guess the
+    recognizer scored high, turns into another guess. A crop no taller than `height` is not read again (the same
+    pixels read the same) and counts as agreeing: a fixed factor would halve small crisp text below legibility.
+    No line read: (1.0, 0), nothing to doubt."""
     sample = _rescale_sample(read)
     if not sample:
         return 1.0, 0
-    crops = [_scaled(crop, scale) for crop, _ in sample]
-    again = ocr.recognize_txt(crops)
+    shrunk = [index for index, (crop, _) in enumerate(sample) if crop.shape[0] > height]
+    second = {index: str(sample[index][1]) for index in range(len(sample))}
+    if shrunk:
+        again = ocr.recognize_txt([_scaled(sample[index][0], height / sample[index][0].shape[0]) for index in shrunk])
+        for index, text in zip(shrunk, again.txts or ("",) * len(shrunk), strict=False):
+            second[index] = str(text).strip()
     total = 0.0
     agreeing = 0.0
-    for (_, text), second in zip(sample, again.txts or ("",) * len(sample), strict=False):
+    for index, (_, text) in enumerate(sample):
         weight = len(text)
         total += weight
-        agreeing += weight * char_similarity(text, str(second).strip())
+        agreeing += weight * char_similarity(text, second[index])
     return (round(agreeing / total, 4) if total else 1.0), len(sample)
 
 
