@@ -87,7 +87,10 @@ def text_layer_confidence(signals: dict[str, float]) -> float:
     return round(max(0.0, min(1.0, value)), 4)
 
 
-def ocr_signals(scores: list[float], texts: list[str], boxes_found: int, skew: float = 0.0) -> dict[str, float]:
+def ocr_signals(scores: list[float], texts: list[str], boxes_found: int, skew: float = 0.0,
+                rescale: tuple[float, int] = (1.0, 0)) -> dict[str, float]:
+    """The recognizer's scores over the page, the tilt of its lines and, `rescale`, how well its reading of the
+    longest lines survives their crops read again at another scale (`ocr.rescale_agreement`: agreement, lines)."""
     weights = [max(1, len(t)) for t in texts]
     mean = sum(s * w for s, w in zip(scores, weights, strict=False)) / sum(weights) if weights else 0.0
     low = sum(w for s, w in zip(scores, weights, strict=False) if s < tuning.OCR_LOW_SCORE)
@@ -99,6 +102,8 @@ def ocr_signals(scores: list[float], texts: list[str], boxes_found: int, skew: f
         "ocr_boxes": float(boxes_found),
         "ocr_kept": round(len(texts) / boxes_found, 4) if boxes_found else 1.0,
         "ocr_skew_deg": round(skew, 2),
+        "ocr_rescale_agreement": round(rescale[0], 4),
+        "ocr_rescale_lines": float(rescale[1]),
     }
 
 
@@ -121,18 +126,23 @@ class OcrPenalties:
     (`ocr_skew_deg`, the width-weighted median angle of the read lines) and the share of characters on doubtful
     lines (`ocr_low_score_share`, lines scoring under `tuning.OCR_LOW_SCORE`) weigh apart from the mean score.
     The weights in use, `OCR_PENALTIES`, are a logistic regression's, fitted on generated pages (tuning.py says
-    how; `pagemill_eval.penalty_fit` fits them)."""
+    how; `pagemill_eval.penalty_fit` fits them). `per_rescale_disagreement` weighs 1 − `ocr_rescale_agreement`, a
+    misreading the recognizer is sure of that a second reading at another scale does not repeat
+    (`pagemill_eval.rescale_fit` fits it)."""
 
     per_skew_deg: float
     per_doubt_share: float
+    per_rescale_disagreement: float = 0.0
 
     def penalty(self, signals: Mapping[str, float]) -> float:
         """What the page's signals take off (0 for a page OCR did not read)."""
         return (self.per_skew_deg * signals.get("ocr_skew_deg", 0.0)
-                + self.per_doubt_share * signals.get("ocr_low_score_share", 0.0))
+                + self.per_doubt_share * signals.get("ocr_low_score_share", 0.0)
+                + self.per_rescale_disagreement * (1.0 - signals.get("ocr_rescale_agreement", 1.0)))
 
 
-OCR_PENALTIES = OcrPenalties(tuning.OCR_PENALTY_PER_SKEW_DEG, tuning.OCR_PENALTY_PER_DOUBT_SHARE)
+OCR_PENALTIES = OcrPenalties(tuning.OCR_PENALTY_PER_SKEW_DEG, tuning.OCR_PENALTY_PER_DOUBT_SHARE,
+                             tuning.OCR_PENALTY_PER_RESCALE_DISAGREEMENT)
 
 
 class _Cells(HTMLParser):

@@ -169,7 +169,7 @@ class CpuEngine:
         tree = elements.to_elements(blocks, page=page.index + 1, height=float(scanned.height),
                                     body_size=layout.body_size(scanned.lines), to_page=to_page)
         signals = confidence.ocr_signals(scanned.scores, [line.text for line in scanned.lines], scanned.boxes_found,
-                                       scanned.skew)
+                                       scanned.skew, (scanned.rescale_agreement, scanned.rescale_lines))
         signals["ocr_turns_tried"] = float(scanned.turns_tried)
         signals.update(legibility_signals(np.asarray(image.convert("L")), scanned.lines, upsampled))
         return PageOutput(markdown=_markdown(tree), engine=self.name, model="rapidocr-ppocrv6",

@@ -1,13 +1,17 @@
 """Scanned pages and images through RapidOCR (PP-OCRv6, shipped in the wheel): page orientation first, then one
-recognition pass, giving the same `Line`s the text layer gives so layout and tables work on both."""
+recognition pass, giving the same `Line`s the text layer gives so layout and tables work on both (and a second
+reading of a few lines' shrunk crops, `rescale_agreement`, for the page's confidence signals)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Box, Line, Word
@@ -46,6 +50,8 @@ class OcrPage:
     boxes_found: int = 0
     turns_tried: int = 1  # 4 when the first reading was doubtful and every turn was read
     skew: float = 0.0  # degrees: width-weighted median tilt of the read lines' boxes (a skewed scan)
+    rescale_agreement: float = 1.0  # the read lines against a second reading of their crops shrunk
+    rescale_lines: int = 0  # lines that second reading compared (0: none, agreement 1)
 
 
 def quad_size(quad: np.ndarray) -> tuple[float, float]:
@@ -164,15 +170,68 @@ def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: i
     crops = ocr.crop_text_regions(image, quads)
     recognized = ocr.recognize_txt(crops)
     tilts: list[tuple[float, float]] = []
-    for quad, text, score in zip(quads, recognized.txts or (), recognized.scores or (), strict=False):
+    kept: list[tuple[np.ndarray, str]] = []
+    for quad, crop, text, score in zip(quads, crops, recognized.txts or (), recognized.scores or (), strict=False):
         text = str(text).strip()
         if not text or float(score) < MIN_SCORE:
             continue
         page.scores.append(float(score))
         page.lines.append(_line(quad, text, float(score)))
         tilts.append((quad_tilt(quad), quad_size(quad)[0]))
+        kept.append((crop, text))
     page.skew = _weighted_median(tilts)
+    page.rescale_agreement, page.rescale_lines = rescale_agreement(ocr, kept)
     return page
+
+
+def rescale_agreement(ocr: Any, read: Sequence[tuple[np.ndarray, str]],
+                      height: int = tuning.OCR_RESCALE_HEIGHT) -> tuple[float, int]:
+    """How well the recognizer's reading of some lines survives their crops shrunk to `height` pixels: the
+    character similarity of the two readings, weighted by line length (1: the same text), and the lines compared.
+
+    Only the recognizer runs again, on at most `tuning.OCR_RESCALE_SAMPLE` crops the first pass already cut, of
+    lines near `tuning.OCR_RESCALE_TARGET_CHARS` long (the recognizer's cost grows with a crop's width). A crisp
+    line still reads the same at that height; a blurred or coarse one, whose first reading was already a guess the
+    recognizer scored high, turns into another guess. A crop no taller than `height` is not read again (the same
+    pixels read the same) and counts as agreeing: a fixed factor would halve small crisp text below legibility.
+    No line read: (1.0, 0), nothing to doubt."""
+    sample = _rescale_sample(read)
+    if not sample:
+        return 1.0, 0
+    shrunk = [index for index, (crop, _) in enumerate(sample) if crop.shape[0] > height]
+    second = {index: str(sample[index][1]) for index in range(len(sample))}
+    if shrunk:
+        again = ocr.recognize_txt([_scaled(sample[index][0], height / sample[index][0].shape[0]) for index in shrunk])
+        for index, text in zip(shrunk, again.txts or ("",) * len(shrunk), strict=False):
+            second[index] = str(text).strip()
+    total = 0.0
+    agreeing = 0.0
+    for index, (_, text) in enumerate(sample):
+        weight = len(text)
+        total += weight
+        agreeing += weight * char_similarity(text, second[index])
+    return (round(agreeing / total, 4) if total else 1.0), len(sample)
+
+
+def _rescale_sample(read: Sequence[tuple[np.ndarray, str]]) -> list[tuple[np.ndarray, str]]:
+    lines = [item for item in read if len(item[1]) >= tuning.OCR_RESCALE_MIN_CHARS]
+    lines.sort(key=lambda item: abs(len(item[1]) - tuning.OCR_RESCALE_TARGET_CHARS))  # stable: reading order
+    return lines[:tuning.OCR_RESCALE_SAMPLE]
+
+
+def char_similarity(first: str, second: str) -> float:
+    """Character-level similarity of two readings of one line, 0..1 (difflib's ratio)."""
+    if not first and not second:
+        return 1.0
+    return SequenceMatcher(None, first, second, autojunk=False).ratio()
+
+
+def _scaled(crop: np.ndarray, scale: float) -> np.ndarray:
+    height, width = crop.shape[:2]
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    # BOX: each new pixel the mean of those it covers, as a coarser scan would see them
+    resample = Image.Resampling.BOX if scale < 1 else Image.Resampling.BICUBIC
+    return np.asarray(Image.fromarray(crop).resize(size, resample))
 
 
 def quad_tilt(quad: np.ndarray) -> float:

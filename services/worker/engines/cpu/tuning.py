@@ -132,6 +132,10 @@ OCR_DOUBTFUL_MEAN_SCORE = 0.8  # recognition score (character-weighted mean) und
 OCR_DOUBTFUL_KEPT = 0.5  # share of detected boxes read under which a page's turn is doubted
 OCR_TURN_MIN_GAIN = 1.15  # another turn wins when its reading strength beats the first one's by this factor
 OCR_TURN_SAMPLE = 12  # boxes: the widest ones read to compare the turns of a doubtful page
+OCR_RESCALE_SAMPLE = 12  # lines read again at another scale (`ocr_rescale_agreement`): at most this many ...
+OCR_RESCALE_TARGET_CHARS = 24  # ... the ones nearest this length (a crop's width is what recognition costs) ...
+OCR_RESCALE_MIN_CHARS = 6  # ... and at least this long
+OCR_RESCALE_HEIGHT = 16  # px: that second reading's crops are shrunk to this height (ocr.rescale_agreement)
 
 # --- Choosing text layer or OCR, confidence (engine.py, confidence.py) ---------------------------------------------
 OCR_MAX_RENDER_SIDE = 2400  # px: the longest side a page is rendered at for OCR, where recognition stops gaining
@@ -161,6 +165,10 @@ OCR_LOW_SCORE = 0.85  # recognition score under which a line counts as doubtful 
 #   python -m pagemill_eval.penalty_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30
 OCR_PENALTY_PER_SKEW_DEG = 0.186  # confidence taken off per degree of line tilt
 OCR_PENALTY_PER_DOUBT_SHARE = 0.334  # confidence taken off per unit of share of characters on doubtful lines
+# Confidence taken off per unit of 1 − `ocr_rescale_agreement` (lines read again at OCR_RESCALE_HEIGHT). 0: no fold
+# of the generated seeds 28 / 30 gained (docs/evaluation.md, "OCR read twice"). To refit:
+#   python -m pagemill_eval.rescale_fit gen28=gen28.json:out/gen28 gen30=gen30.json:out/gen30
+OCR_PENALTY_PER_RESCALE_DISAGREEMENT = 0.0
 LEGIBILITY_INK_PERCENTILE = 0.5  # percent: the grey levels this far in from each end are ink and paper (legibility.py)
 LEGIBILITY_MIN_CONTRAST = 48  # grey levels: a page with less ink-to-paper contrast has no edges worth measuring
 LEGIBILITY_EDGE_SHARE = 0.1  # share of the contrast: a pixel step at least this large is part of an edge ...
