@@ -35,8 +35,9 @@ def _coarse(image: Image.Image, dpi: int) -> Image.Image:
 
 
 def test_a_crisp_page_reads_the_same_shrunk_and_a_coarse_one_does_not() -> None:
-    crisp = read_image(np.asarray(_page().convert("RGB")), try_turns=False)
-    coarse = read_image(np.asarray(_coarse(_page(), 40).convert("RGB")), try_turns=False)
+    crisp = read_image(np.asarray(_page().convert("RGB")), try_turns=False, rescale_lines=tuning.OCR_RESCALE_SAMPLE)
+    coarse = read_image(np.asarray(_coarse(_page(), 40).convert("RGB")), try_turns=False,
+                        rescale_lines=tuning.OCR_RESCALE_SAMPLE)
     assert crisp.rescale_lines == len(_LINES) and coarse.rescale_lines > 0
     assert crisp.rescale_agreement >= 0.99
     assert coarse.rescale_agreement < crisp.rescale_agreement - 0.02
@@ -101,3 +102,9 @@ def test_the_penalty_takes_off_per_unit_of_disagreement_and_spares_a_page_withou
     penalties = OcrPenalties(0.0, 0.0, 0.5)
     assert penalties.penalty(signals) == pytest.approx(0.1)
     assert penalties.penalty({"text_layer_quality": 1.0}) == 0.0
+
+
+def test_no_second_reading_unless_asked() -> None:
+    """`engine.ocr_rescale_lines` is 0 by default: the page is read once and records no agreement."""
+    page = read_image(np.asarray(_coarse(_page(), 40).convert("RGB")), try_turns=False)
+    assert page.lines and page.rescale_lines == 0 and page.rescale_agreement == 1.0

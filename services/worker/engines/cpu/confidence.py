@@ -102,8 +102,9 @@ def ocr_signals(scores: list[float], texts: list[str], boxes_found: int, skew: f
         "ocr_boxes": float(boxes_found),
         "ocr_kept": round(len(texts) / boxes_found, 4) if boxes_found else 1.0,
         "ocr_skew_deg": round(skew, 2),
-        "ocr_rescale_agreement": round(rescale[0], 4),
-        "ocr_rescale_lines": float(rescale[1]),
+        # lines read twice (`engine.ocr_rescale_lines` > 0): recorded only where a second reading was made
+        **({"ocr_rescale_agreement": round(rescale[0], 4), "ocr_rescale_lines": float(rescale[1])}
+           if rescale[1] else {}),
     }
 
 

@@ -163,7 +163,7 @@ class CpuEngine:
                   upsampled: float = 1.0) -> PageOutput:
         """OCR of the page's pixels; boxes are turned back and scaled to the page's `size` in points.
         `upsampled`: rendered pixels per pixel of the scan the page shows (see `legibility_signals`)."""
-        scanned = ocr.read_image(np.asarray(image.convert("RGB")))
+        scanned = ocr.read_image(np.asarray(image.convert("RGB")), rescale_lines=self.settings.engine.ocr_rescale_lines)
         blocks = lay_out(scanned.lines, float(scanned.width), float(scanned.height), from_ocr=True)
         to_page = geometry.pixel_map(scanned.width, scanned.height, page.rotation + scanned.rotation, *size)
         tree = elements.to_elements(blocks, page=page.index + 1, height=float(scanned.height),

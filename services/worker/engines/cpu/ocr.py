@@ -90,8 +90,9 @@ def _sample(quads: list[np.ndarray], count: int) -> list[np.ndarray]:
     return sorted(quads, key=lambda q: -quad_size(q)[0])[:count]
 
 
-def read_image(image: np.ndarray, *, try_turns: bool = True) -> OcrPage:
-    """Orientation (0/90/180/270) from the detected lines' shapes and the line classifier, then recognition.
+def read_image(image: np.ndarray, *, try_turns: bool = True, rescale_lines: int = 0) -> OcrPage:
+    """Orientation (0/90/180/270) from the detected lines' shapes and the line classifier, then recognition;
+    `rescale_lines` > 0: that many of the read lines are read a second time (`rescale_agreement`).
 
     When that reading is doubtful (a low mean score, most detected boxes unread, or none read), the other three
     turns are detected and their widest boxes read, and the turn whose recognition is surest wins: a single
@@ -113,7 +114,7 @@ def read_image(image: np.ndarray, *, try_turns: bool = True) -> OcrPage:
             quads = [np.array([[width - x, height - y] for x, y in q[[2, 3, 0, 1]]], dtype=np.float32)
                      for q in quads]
             rotation = (rotation + 180) % 360
-    best = _recognize(ocr, image, quads, rotation)
+    best = _recognize(ocr, image, quads, rotation, rescale_lines)
     if not try_turns or not is_doubtful(best):
         return best
     # Each other turn is detected and its widest boxes read; only a turn that wins is read in full.
@@ -129,7 +130,7 @@ def read_image(image: np.ndarray, *, try_turns: bool = True) -> OcrPage:
         if strength > best_strength * tuning.OCR_TURN_MIN_GAIN:
             winner, best_strength = (turn, turned, turned_quads), strength
     if winner is not None:
-        best = _recognize(ocr, winner[1], winner[2], winner[0])
+        best = _recognize(ocr, winner[1], winner[2], winner[0], rescale_lines)
     best.turns_tried = 4
     return best
 
@@ -162,7 +163,8 @@ def is_doubtful(page: OcrPage) -> bool:
     return mean < tuning.OCR_DOUBTFUL_MEAN_SCORE or kept < tuning.OCR_DOUBTFUL_KEPT
 
 
-def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: int) -> OcrPage:
+def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: int,
+                rescale_lines: int = 0) -> OcrPage:
     page = OcrPage(width=image.shape[1], height=image.shape[0], rotation=rotation, boxes_found=len(quads))
     if not quads:
         return page
@@ -180,43 +182,44 @@ def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: i
         tilts.append((quad_tilt(quad), quad_size(quad)[0]))
         kept.append((crop, text))
     page.skew = _weighted_median(tilts)
-    page.rescale_agreement, page.rescale_lines = rescale_agreement(ocr, kept)
+    if rescale_lines > 0:
+        page.rescale_agreement, page.rescale_lines = rescale_agreement(ocr, kept, sample=rescale_lines)
     return page
 
 
-def rescale_agreement(ocr: Any, read: Sequence[tuple[np.ndarray, str]],
-                      height: int = tuning.OCR_RESCALE_HEIGHT) -> tuple[float, int]:
+def rescale_agreement(ocr: Any, read: Sequence[tuple[np.ndarray, str]], height: int = tuning.OCR_RESCALE_HEIGHT,
+                      sample: int = tuning.OCR_RESCALE_SAMPLE) -> tuple[float, int]:
     """How well the recognizer's reading of some lines survives their crops shrunk to `height` pixels: the
     character similarity of the two readings, weighted by line length (1: the same text), and the lines compared.
 
-    Only the recognizer runs again, on at most `tuning.OCR_RESCALE_SAMPLE` crops the first pass already cut, of
+    Only the recognizer runs again, on at most `sample` crops the first pass already cut, of
     lines near `tuning.OCR_RESCALE_TARGET_CHARS` long (the recognizer's cost grows with a crop's width). A crisp
     line still reads the same at that height; a blurred or coarse one, whose first reading was already a guess the
     recognizer scored high, turns into another guess. A crop no taller than `height` is not read again (the same
     pixels read the same) and counts as agreeing: a fixed factor would halve small crisp text below legibility.
     No line read: (1.0, 0), nothing to doubt."""
-    sample = _rescale_sample(read)
-    if not sample:
+    chosen = _rescale_sample(read, sample)
+    if not chosen:
         return 1.0, 0
-    shrunk = [index for index, (crop, _) in enumerate(sample) if crop.shape[0] > height]
-    second = {index: str(sample[index][1]) for index in range(len(sample))}
+    shrunk = [index for index, (crop, _) in enumerate(chosen) if crop.shape[0] > height]
+    second = {index: str(chosen[index][1]) for index in range(len(chosen))}
     if shrunk:
-        again = ocr.recognize_txt([_scaled(sample[index][0], height / sample[index][0].shape[0]) for index in shrunk])
+        again = ocr.recognize_txt([_scaled(chosen[index][0], height / chosen[index][0].shape[0]) for index in shrunk])
         for index, text in zip(shrunk, again.txts or ("",) * len(shrunk), strict=False):
             second[index] = str(text).strip()
     total = 0.0
     agreeing = 0.0
-    for index, (_, text) in enumerate(sample):
+    for index, (_, text) in enumerate(chosen):
         weight = len(text)
         total += weight
         agreeing += weight * char_similarity(text, second[index])
-    return (round(agreeing / total, 4) if total else 1.0), len(sample)
+    return (round(agreeing / total, 4) if total else 1.0), len(chosen)
 
 
-def _rescale_sample(read: Sequence[tuple[np.ndarray, str]]) -> list[tuple[np.ndarray, str]]:
+def _rescale_sample(read: Sequence[tuple[np.ndarray, str]], count: int) -> list[tuple[np.ndarray, str]]:
     lines = [item for item in read if len(item[1]) >= tuning.OCR_RESCALE_MIN_CHARS]
     lines.sort(key=lambda item: abs(len(item[1]) - tuning.OCR_RESCALE_TARGET_CHARS))  # stable: reading order
-    return lines[:tuning.OCR_RESCALE_SAMPLE]
+    return lines[:count]
 
 
 def char_similarity(first: str, second: str) -> float:
