@@ -42,7 +42,8 @@ ENGINE_VERSIONS = {"cpu": "2", "fake": "2", "vllm": "1"}
 # settings would not make. Every field of `EngineSettings` is in some engine's list or in `NO_OUTPUT_EFFECT`
 # (tests/unit/test_cache_fingerprint.py fails on a new field that is in neither).
 OUTPUT_SETTINGS: dict[str, tuple[str, ...]] = {
-    "cpu": ("engine.ocr_dpi", "limits.max_render_pixels"),
+    "cpu": ("engine.ocr_dpi", "limits.max_render_pixels",
+            "engine.ocr_rescale_lines"),  # signals only: a refit needs them on the pages it reads, not cached ones
     "vllm": (
         "engine.preset", "engine.model", "engine.render_longest_side", "engine.max_tokens", "engine.max_attempts",
         "engine.temperatures", "engine.anchor", "engine.anchor_max_chars", "engine.request_extra",
