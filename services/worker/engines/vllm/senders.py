@@ -1,14 +1,15 @@
-"""The vllm engine's open requests: `max_in_flight` sender threads, each sending the next waiting request as soon
-as its own answer is in, the way a client that keeps N requests open does.
+"""The vllm engine's open requests, sent by `max_in_flight` threads: the next one as soon as one ends.
 
-The page threads of a GPU worker used to take one of N slots (a semaphore) and send their request themselves.
-When a request ended, its thread released the slot and a page thread asleep on it had to wake, win the GIL from
-the threads preparing pages and encode its ~300 KiB body before the request left: a slot of vLLM's batch stood
-empty ~25 ms at the median between two requests (8 ms for a client with its bodies ready) and over 100 ms in a
-busy worker's tail (docs/benchmarks.md, the GPU stand-in). Here the body is encoded by the page's thread before
-it waits (`json_body`), and a sender that gets its answer takes the next body off the queue in the same breath;
-the page's thread waits for its answer on a future, off the path between two requests. Bodies go in the order
-they came; never more than `count` requests are open.
+Each sender thread sends the next waiting request as soon as its own answer is in, the way a client that keeps N
+requests open does. The page threads of a GPU worker used to take one of N slots (a semaphore) and send their
+request themselves. When a request ended, its thread released the slot and a page thread asleep on it had to
+wake, win the GIL from the threads preparing pages and encode its ~300 KiB body before the request left: a slot of
+vLLM's batch stood empty ~25 ms at the median between two requests (8 ms for a client with its bodies ready) and
+over 100 ms in a busy worker's tail. Here the body is encoded by the page's thread before it waits (`json_body`),
+and a sender that gets its answer takes the next body off the queue in the same breath; the page's thread waits
+for its answer on a future, off the path between two requests. Bodies go in the order they came; never more than
+`count` requests are open. Measured against a GPU stand-in at the H100 rate, this took ~0.5 % of the run's time
+off what pagemill loses between requests (docs/benchmarks.md, the GPU stand-in).
 """
 
 from __future__ import annotations
