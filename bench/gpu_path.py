@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import platform as host
@@ -331,7 +332,8 @@ class Pagemill:
             f"/v1/documents/{document_id}/result", params={"format": "json"}).json()["pages"]]
         return figures, {"not_succeeded": not_ok, "attempts": sum(p.get("attempts") or 1 for p in pages),
                          "fallbacks": sum(1 for p in pages if p.get("is_fallback")),
-                         "not_vllm": sum(1 for p in pages if p.get("engine") != "vllm")}
+                         "not_vllm": sum(1 for p in pages if p.get("engine") != "vllm"),
+                         "output": output_digest(pages)}
 
     def _wait(self, document_id: str) -> dict[str, Any]:
         while True:
@@ -651,9 +653,21 @@ def outcome(runs: list[RunFigures], checks: list[tuple[int, dict[str, Any]]], st
             f"not done ({100 * direct.idle_share:.0f} % in the direct runs).")
     return (" ".join(reached) + " pagemill's pages: "
             + "; ".join(f"run {number}: {c['attempts']} attempts, {c['fallbacks']} fallbacks, "
-                        f"{c['not_vllm']} not on vLLM, documents not succeeded {c['not_succeeded'] or 'none'}"
+                        f"{c['not_vllm']} not on vLLM, documents not succeeded {c['not_succeeded'] or 'none'}, "
+                        f"output {c['output']}"
                         for number, c in checks)
             + f". Mean per page in pagemill's measured runs (pagemill_page_stage_seconds): {stages}.")
+
+
+def output_digest(pages: list[dict[str, Any]]) -> str:
+    """What a run's pages say (text, elements, confidence, tokens), in upload and page order, as a short hash:
+    the stand-in's answers are deterministic, so two runs or two revisions with the same pages agree on it."""
+    said = [{key: page.get(key) for key in OUTPUT_KEYS} for page in pages]
+    return hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()[:12]
+
+
+OUTPUT_KEYS = ("page_number", "markdown", "elements", "confidence", "finish_reason", "prompt_tokens",
+               "completion_tokens", "width", "height", "rotation", "is_fallback")
 
 
 def common_flags(args: argparse.Namespace) -> str:

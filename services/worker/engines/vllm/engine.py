@@ -2,7 +2,8 @@
 
 vLLM runs as its own process (a sidecar on Kubernetes), so this module needs httpx and nothing of CUDA.
 It makes one attempt and says how it went; retries, the temperature ladder, the checks on the answer and the
-fallback live in `worker/pipeline.py`. A process never has more than `engine.max_in_flight` requests open.
+fallback live in `worker/pipeline.py`. A process never has more than `engine.max_in_flight` requests open: that
+many sender threads send them (senders.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from services.core.settings import Settings
 from services.worker.engines.base import AnswerTokens, GroupAnswer, PageInput, PageOutput
 from services.worker.engines.vllm.layout_answer import layout_elements, page_size
 from services.worker.engines.vllm.presets import Preset, get_preset
+from services.worker.engines.vllm.senders import Senders, json_body
 from services.worker.engines.vllm.token_confidence import read_tokens
 
 log = get_logger(__name__)
@@ -46,7 +48,8 @@ class VllmEngine:
         self.max_tokens = engine.max_tokens or self.preset.max_tokens
         self.render_longest_side = engine.render_longest_side or self.preset.render_longest_side
         self.max_in_flight = engine.max_in_flight
-        self._slots = threading.BoundedSemaphore(engine.max_in_flight)
+        # never more than max_in_flight open requests from this process: that many threads send them
+        self._senders: Senders[dict[str, Any]] = Senders(self._send, engine.max_in_flight)
         self._open = 0
         self._open_lock = threading.Lock()
         self.peak_in_flight = 0
@@ -133,21 +136,26 @@ class VllmEngine:
         )
 
     def _complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        with self._slots:  # never more than max_in_flight open requests from this process
-            self._enter()
-            try:
-                return openai_api.request_json(self._client, "POST", "/v1/chat/completions", json=body)
-            except EngineUnavailable:
-                self._count("unavailable")
-                raise
-            except openai_api.ModelRefused as exc:
-                self._count("rejected")
-                raise EngineRejected(f"vLLM answered {exc.status_code}: {clip(exc.text, DETAIL_CHARS)}") from exc
-            except openai_api.ModelAnswerNotJson as exc:
-                self._count("rejected")
-                raise EngineRejected(f"vLLM answered {exc}") from exc
-            finally:
-                self._leave()
+        # Encoded before the wait, so that a request that ends is followed at once by the next (senders.py).
+        return self._senders.call(json_body(body))
+
+    def _send(self, content: bytes) -> dict[str, Any]:
+        """One request, on a sender's thread."""
+        self._enter()
+        try:
+            return openai_api.request_json(self._client, "POST", "/v1/chat/completions", content=content,
+                                           headers={"Content-Type": "application/json"})
+        except EngineUnavailable:
+            self._count("unavailable")
+            raise
+        except openai_api.ModelRefused as exc:
+            self._count("rejected")
+            raise EngineRejected(f"vLLM answered {exc.status_code}: {clip(exc.text, DETAIL_CHARS)}") from exc
+        except openai_api.ModelAnswerNotJson as exc:
+            self._count("rejected")
+            raise EngineRejected(f"vLLM answered {exc}") from exc
+        finally:
+            self._leave()
 
     def _output(self, answer: dict[str, Any], page: PageInput, ms: int) -> PageOutput:
         choice = (answer.get("choices") or [{}])[0]
@@ -190,6 +198,7 @@ class VllmEngine:
         ENGINE_REQUESTS.labels(engine=self.name, outcome=outcome).inc()
 
     def close(self) -> None:
+        self._senders.close()
         self._client.close()
 
 
