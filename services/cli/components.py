@@ -55,7 +55,7 @@ def worker(queues: str, concurrency: int | None, pool: str | None, metrics_port:
     names = queues.split(",")
     if names == [Queue.PAGES_GPU.value]:
         # The GPU worker waits on HTTP, not on its CPU. Its engine keeps at most N = max_in_flight requests open
-        # (one semaphore per process); twice as many threads let the next pages be fetched, anchored and
+        # (its N sender threads per process); twice as many threads let the next pages be fetched, anchored and
         # rendered while N requests run, so a finished request's slot is taken at once (with N threads, a thread
         # busy preparing its page left its slot empty: vLLM ran half its batch, docs/benchmarks.md, GPU path).
         pool = pool or "threads"

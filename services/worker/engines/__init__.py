@@ -20,7 +20,7 @@ _load_lock = threading.Lock()
 
 def load_engine(kind: str, settings: Settings) -> Engine:
     # One engine per process and settings, even when a thread pool's first pages all ask at once: the vllm
-    # engine's in-flight bound is a semaphore on the instance.
+    # engine's in-flight bound is its instance's sender threads (vllm/senders.py).
     with _load_lock:
         return _load(kind, settings.model_dump_json(include={"engine", "limits"}))
 

@@ -8,7 +8,7 @@ machine vLLM's request slots sat empty while pages waited for it (docs/benchmark
 fast or faster, docs/benchmarks.md):
 
 - a page's thread hands the page to a pool of spawned processes (text layer, cpu reading, PNG), then takes a
-  request slot (the engine's semaphore still caps open requests at `max_in_flight`) with its inputs ready;
+  request slot (the engine's sender threads still cap open requests at `max_in_flight`) with its inputs ready;
 - at most `in_hand` = 2 x max_in_flight pages of a worker hold inputs at once (being prepared, waiting for a
   slot, or in a request), however many threads it runs: memory stays bounded, and a slot that frees finds a
   prepared page waiting.
