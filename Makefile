@@ -213,10 +213,10 @@ bench-gpu-path: $(STAMP) vllm-env
 
 # bench-gpu-path-standin: the same bench against bench/gpu_standin.py, a server timed like a GPU engine (continuous
 # batching, a step that does not grow with the batch) that spends no CPU on the model, as a GPU host would see
-# pagemill: at LightOnOCR's 5.71 pages/s on one H100 and at 2x and 4x that, 96 pages a run (the 24 four times
-# over: the start, before the batch is full, weighs less); no vLLM venv (~5 min; not in .ci/run).
+# pagemill: at LightOnOCR's 5.71 pages/s on one H100 and at 2x and 4x that, 192 pages a run (the 24 eight times
+# over: the start, before the batch is full, weighs less); no vLLM venv (~7 min; not in .ci/run).
 bench-gpu-path-standin: $(STAMP)
-	$(BIN)/python -m bench.gpu_path --server standin --standin-rate 5.71,11.42,22.84 --repeat 4 --rounds 2 \
+	$(BIN)/python -m bench.gpu_path --server standin --standin-rate 5.71,11.42,22.84 --repeat 8 --rounds 2 \
 		--corpus $(PAGEMILL_CORPUS)/dev --write docs/benchmarks.md
 
 # bench-events: one gateway's CPU and DB statements/s with 10, 100 and 1,000 open event streams
