@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pagemill_eval import confidence_fit
+from pagemill_eval import confidence_fit, one_penalty
 from pagemill_eval.confidence_fit import Row
-from pagemill_eval.penalty_fit import aurocs, review_figures
-from services.worker.engines.cpu.confidence import NEEDS_REVIEW_BELOW, table_prose_share
+from pagemill_eval.one_penalty import Penalty
+from services.worker.engines.cpu.confidence import table_prose_share
 from services.worker.engines.cpu.tuning import TABLE_PROSE_PENALTY
 
 _TABLE = re.compile(r"<table\b.*?</table>", re.S | re.I)
@@ -64,61 +64,29 @@ def case_confidence(row: Row, weight: float) -> float:
     return min(round(max(0.0, conf - weight * signals["table_prose_share"]), 4) for conf, signals in row.pages)
 
 
+def _describe(rows: Sequence[Row]) -> dict[str, Any]:
+    return {"with_share": sum(r.features["table_prose_share"] > 0 for r in rows)}
+
+
+PENALTY = Penalty("table_prose_share", TABLE_PROSE_PENALTY, case_confidence, _describe)
+
+
 def fit(rows: Sequence[Row]) -> float:
     """Confidence taken off per unit of share (0 when the rows hold one class, or the share would raise it)."""
-    if not any(r.bad for r in rows) or all(r.bad for r in rows):
-        return 0.0
-    model = confidence_fit.fit(rows)
-    per_unit = dict(zip(model.names, model.weights / model.scale, strict=True))
-    if per_unit["confidence"] <= 0:
-        return 0.0
-    return round(max(0.0, -float(per_unit["table_prose_share"]) / float(per_unit["confidence"])), 3)
-
-
-def _scored(rows: Sequence[Row], weight: float) -> dict[str, Any]:
-    """AUROCs and `needs_review` figures without the penalty, with the weight in use and with `weight`."""
-    figures: dict[str, Any] = {"samples": len(rows), "with_share": sum(r.features["table_prose_share"] > 0
-                                                                       for r in rows)}
-    for label, used in (("no_penalty", 0.0), ("in_use", TABLE_PROSE_PENALTY), ("fitted", weight)):
-        confidences = [case_confidence(r, used) for r in rows]
-        figures[label] = aurocs(rows, confidences)
-        figures[f"needs_review_{label}"] = review_figures(rows, confidences, NEEDS_REVIEW_BELOW)
-    return figures
+    return one_penalty.fit(rows, "table_prose_share")
 
 
 def report(rows: Sequence[Row], judged: Sequence[Row]) -> dict[str, Any]:
-    corpora = sorted({r.corpus for r in rows})
-    weight = fit(rows)
-    result: dict[str, Any] = {"fitted_on_all": weight, "in_use": TABLE_PROSE_PENALTY, "per_corpus": {}, "folds": [],
-                              "judged": {}}
-    for corpus in corpora:
-        result["per_corpus"][corpus] = _scored([r for r in rows if r.corpus == corpus], weight)
-    if len(corpora) > 1:
-        for held in corpora:
-            fold_weight = fit([r for r in rows if r.corpus != held])
-            result["folds"].append({"held_out": held, "weight": fold_weight,
-                                    **_scored([r for r in rows if r.corpus == held], fold_weight)})
-    for corpus in sorted({r.corpus for r in judged}):
-        result["judged"][corpus] = _scored([r for r in judged if r.corpus == corpus], weight)
-    return result
+    return one_penalty.report(rows, judged, PENALTY)
 
 
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m pagemill_eval.table_prose_fit",
                                      description="Fit and judge the table-prose penalty on saved eval outputs.")
-    parser.add_argument("corpora", nargs="+", metavar="NAME=REPORT.json:OUTPUTS")
-    parser.add_argument("--judge", action="append", default=[], metavar="NAME=REPORT.json:OUTPUTS")
+    one_penalty.add_sets(parser)
     args = parser.parse_args(argv)
-
-    def rows_of(spec: str) -> list[Row]:
-        name, _, paths = spec.partition("=")
-        report_path, _, outputs = paths.partition(":")
-        if not name or not outputs:
-            parser.error(f"{spec!r}: expected NAME=REPORT.json:OUTPUTS")
-        return load(name, Path(report_path), Path(outputs))
-
-    rows = [row for spec in args.corpora for row in rows_of(spec)]
-    judged = [row for spec in args.judge for row in rows_of(spec)]
+    rows = one_penalty.read_sets(parser, args.corpora, load)
+    judged = one_penalty.read_sets(parser, args.judge, load)
     print(json.dumps(report(rows, judged), indent=1))
     return 0
 

@@ -1,0 +1,91 @@
+"""One penalty on one recorded feature, fitted and judged on saved eval outputs: what `table_prose_fit` and
+`rescale_fit` share (each says how its feature is read from a saved output and how a case's confidence pays it).
+
+The weight is the one-feature extension of `penalty_fit`: an L2 logistic regression of "text similarity ≥ 0.5" on
+a case's weakest page's confidence and the feature, the feature's per-unit weight divided by the confidence's.
+Leave-one-corpus-out runs over the corpus names; `--judge` sets are never fitted on, and every set is scored
+without the penalty, with the weight in use and with the weight fitted on the named corpora.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pagemill_eval import confidence_fit
+from pagemill_eval.confidence_fit import Row
+from pagemill_eval.penalty_fit import aurocs, review_figures
+from services.worker.engines.cpu.confidence import NEEDS_REVIEW_BELOW
+
+Loader = Callable[[str, Path, Path], list[Row]]
+
+
+@dataclass(frozen=True, slots=True)
+class Penalty:
+    """`feature`: the key of `Row.features` the penalty weighs; `in_use`: the engine's weight;
+    `case_confidence(row, weight)`: the case's confidence with `weight` taken off; `describe(rows)`: figures of a
+    set put before its AUROCs."""
+
+    feature: str
+    in_use: float
+    case_confidence: Callable[[Row, float], float]
+    describe: Callable[[Sequence[Row]], dict[str, Any]]
+
+
+def fit(rows: Sequence[Row], feature: str) -> float:
+    """Confidence taken off per unit of `feature` (0 when the rows hold one class, or the feature would raise it)."""
+    if not any(r.bad for r in rows) or all(r.bad for r in rows):
+        return 0.0
+    model = confidence_fit.fit(rows)
+    per_unit = dict(zip(model.names, model.weights / model.scale, strict=True))
+    if per_unit["confidence"] <= 0:
+        return 0.0
+    return round(max(0.0, -float(per_unit[feature]) / float(per_unit["confidence"])), 3)
+
+
+def scored(rows: Sequence[Row], weight: float, penalty: Penalty) -> dict[str, Any]:
+    """AUROCs and `needs_review` figures without the penalty, with the weight in use and with `weight`."""
+    figures: dict[str, Any] = {"samples": len(rows), **penalty.describe(rows)}
+    for label, used in (("no_penalty", 0.0), ("in_use", penalty.in_use), ("fitted", weight)):
+        confidences = [penalty.case_confidence(r, used) for r in rows]
+        figures[label] = aurocs(rows, confidences)
+        figures[f"needs_review_{label}"] = review_figures(rows, confidences, NEEDS_REVIEW_BELOW)
+    return figures
+
+
+def report(rows: Sequence[Row], judged: Sequence[Row], penalty: Penalty) -> dict[str, Any]:
+    """The fit on every row, each corpus scored with it, the leave-one-corpus-out folds, and the judged sets."""
+    corpora = sorted({r.corpus for r in rows})
+    weight = fit(rows, penalty.feature)
+    result: dict[str, Any] = {"fitted_on_all": weight, "in_use": penalty.in_use, "per_corpus": {}, "folds": [],
+                              "judged": {}}
+    for corpus in corpora:
+        result["per_corpus"][corpus] = scored([r for r in rows if r.corpus == corpus], weight, penalty)
+    if len(corpora) > 1:
+        for held in corpora:
+            fold_weight = fit([r for r in rows if r.corpus != held], penalty.feature)
+            result["folds"].append({"held_out": held, "weight": fold_weight,
+                                    **scored([r for r in rows if r.corpus == held], fold_weight, penalty)})
+    for corpus in sorted({r.corpus for r in judged}):
+        result["judged"][corpus] = scored([r for r in judged if r.corpus == corpus], weight, penalty)
+    return result
+
+
+def add_sets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("corpora", nargs="+", metavar="NAME=REPORT.json:OUTPUTS")
+    parser.add_argument("--judge", action="append", default=[], metavar="NAME=REPORT.json:OUTPUTS")
+
+
+def read_sets(parser: argparse.ArgumentParser, specs: Sequence[str], load: Loader) -> list[Row]:
+    """The rows of every `NAME=REPORT.json:OUTPUTS` set, read by `load`."""
+    rows: list[Row] = []
+    for spec in specs:
+        name, _, paths = spec.partition("=")
+        report_path, _, outputs = paths.partition(":")
+        if not name or not outputs:
+            parser.error(f"{spec!r}: expected NAME=REPORT.json:OUTPUTS")
+        rows.extend(load(name, Path(report_path), Path(outputs)))
+    return rows
