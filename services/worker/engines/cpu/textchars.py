@@ -143,7 +143,7 @@ def _code_kind(code: int) -> str:
 
 
 def read_chars(textpage: pdfium.PdfTextPage, transform: Transform, links: list[tuple[Box, str]],
-           result: PageText) -> tuple[list[Char], list[Char]]:
+               result: PageText) -> tuple[list[Char], list[Char]]:
     """The page's characters in content order, upright ones and rotated ones apart.
 
     pdfium answers one character at a time, a ctypes call each, so per character only what differs between
