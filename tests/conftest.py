@@ -173,7 +173,15 @@ PLATFORMS = pytest.StashKey[list[Platform]]()
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """A test that passed fails if a platform process logged an error it did not expect (a crashed task, a 500).
     Checked right after the test's body, before teardown stops the processes and drops their database."""
-    result = yield
+    try:
+        result = yield
+    except BaseException:
+        # A failed test's report carries the end of each platform process's log: on a CI machine the temporary
+        # directories that hold them are gone by the time anyone reads the report.
+        for number, platform in enumerate(item.stash.get(PLATFORMS, [])):
+            for name, tail in platform.log_tails().items():
+                item.add_report_section("call", f"platform{number} {name}.log (end)", tail)
+        raise
     errors = [error for platform in item.stash.get(PLATFORMS, []) for error in platform.log_errors()]
     if errors:
         raise AssertionError("error records in the platform's process logs (a task or request crashed):\n\n"

@@ -235,6 +235,11 @@ class Platform:
         path = self.workdir / "logs" / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def log_tails(self, lines: int = 80) -> dict[str, str]:
+        """The last `lines` lines of every process log, by process name: what a failed test's report shows."""
+        return {path.stem: "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+                for path in sorted((self.workdir / "logs").glob("*.log"))}
+
     def expect_log_errors(self, *patterns: str) -> None:
         self.expected_log_errors.extend(patterns)
 
