@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from services.core.elements import FURNITURE, Element, ElementType
+from services.core.elements import FURNITURE, BBox, Element, ElementType
+from services.worker.engines.base import PageWord
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import PageText
 
@@ -205,9 +206,65 @@ def table_prose_share(tables_html: list[str], page_words: int) -> float:
     return min(1.0, wordy / page_words)
 
 
-def structure_signals(tree: list[Element]) -> dict[str, float]:
-    """How consistent the page's tables are, how much of the page's text sits in wordy table cells, and whether
-    figures sit loose in short lines where no table was found (a table read as paragraphs)."""
+def _inside(box: BBox, area: BBox) -> bool:
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return area[0] <= cx <= area[2] and area[1] <= cy <= area[3]
+
+
+def _column_gaps(boxes: Sequence[BBox], min_width: float) -> list[tuple[float, float]]:
+    """The vertical bands, at least `min_width` wide, that none of the boxes reaches into, between the leftmost
+    box and the rightmost: a table's column gaps, from its words."""
+    gaps: list[tuple[float, float]] = []
+    reach: float | None = None
+    for x0, _, x1, _ in sorted(boxes):
+        if reach is not None and x0 - reach >= min_width:
+            gaps.append((reach, x0))
+        reach = x1 if reach is None else max(reach, x1)
+    return gaps
+
+
+def _gutter_runs_on(gap: tuple[float, float], outside: Sequence[BBox]) -> bool:
+    """Does a table's column gap run on through the page's text outside the table (the words above, below or
+    beside it that share its width): none of them reaches into the gap's core, and enough stand on each side?"""
+    left, right = gap
+    trim = tuning.TABLE_GUTTER_CORE_TRIM * (right - left)
+    middle = (left + right) / 2
+    if any(x0 < right - trim and x1 > left + trim for x0, _, x1, _ in outside):
+        return False
+    on_left = sum(1 for _, _, x1, _ in outside if x1 <= middle)
+    on_right = sum(1 for x0, _, _, _ in outside if x0 >= middle)
+    return min(on_left, on_right) >= tuning.TABLE_GUTTER_MIN_SIDE_WORDS
+
+
+def table_gutter_share(tree: Sequence[Element], words: Sequence[PageWord]) -> float:
+    """Share of the page's words that sit in a table one of whose column gaps is a gutter of the page: the gap
+    runs on through the page's own text outside the table, which keeps to either side of it. Page columns (a
+    reference card, two papers side by side) taken for one table look so; a real table's gaps end at its edges,
+    where the text around it runs across them. A table that is all the page's text has nothing around it to
+    tell, and scores 0."""
+    tables = [e.bbox for e in tree if e.type == ElementType.TABLE and e.bbox is not None]
+    if not tables:
+        return 0.0
+    furniture = [e.bbox for e in tree if e.type in FURNITURE and e.bbox is not None]
+    content = [w.bbox for w in words if not any(_inside(w.bbox, area) for area in furniture)]
+    outside = [box for box in content if not any(_inside(box, table) for table in tables)]
+    guttered = 0
+    for table in tables:
+        inside = [box for box in content if _inside(box, table)]
+        if not inside:
+            continue
+        heights = sorted(box[3] - box[1] for box in inside)
+        gap_width = tuning.TABLE_GUTTER_MIN_GAP * heights[len(heights) // 2]
+        beside = [box for box in outside if box[2] > table[0] and box[0] < table[2]]
+        if any(_gutter_runs_on(gap, beside) for gap in _column_gaps(inside, gap_width)):
+            guttered += len(inside)
+    return min(1.0, guttered / len(content)) if content else 0.0
+
+
+def structure_signals(tree: list[Element], words: Sequence[PageWord] | None = None) -> dict[str, float]:
+    """How consistent the page's tables are, how much of the page's text sits in wordy table cells and (given the
+    page's `words`) in tables a page gutter runs through, and whether figures sit loose in short lines where no
+    table was found (a table read as paragraphs)."""
     table_elements = [e for e in tree if e.type == ElementType.TABLE]
     tables = [table_consistency(e.html or "") for e in table_elements]
     prose = [e for e in tree if e.type not in (ElementType.TABLE, ElementType.FIGURE) and e.text.strip()]
@@ -216,8 +273,11 @@ def structure_signals(tree: list[Element]) -> dict[str, float]:
     signals = {"loose_figure_lines": float(loose), "text_blocks": float(len(prose))}
     if tables:
         signals["table_consistency"] = round(min(tables), 4)
-        words = sum(len(e.text.split()) for e in tree if e.type not in (ElementType.FIGURE, *FURNITURE))
-        signals["table_prose_share"] = round(table_prose_share([e.html or "" for e in table_elements], words), 4)
+        words_in_text = sum(len(e.text.split()) for e in tree if e.type not in (ElementType.FIGURE, *FURNITURE))
+        signals["table_prose_share"] = round(table_prose_share([e.html or "" for e in table_elements],
+                                                               words_in_text), 4)
+        if words is not None:
+            signals["table_gutter_share"] = round(table_gutter_share(tree, words), 4)
     return signals
 
 
@@ -225,6 +285,13 @@ def table_prose_penalty(signals: Mapping[str, float]) -> float:
     """What sentences laid out as table cells take off the page's confidence (after `structure_factor`): a page's
     columns read as one table keep every word, so recognition and coverage stay high while the order is lost."""
     return tuning.TABLE_PROSE_PENALTY * signals.get("table_prose_share", 0.0)
+
+
+def table_gutter_penalty(signals: Mapping[str, float]) -> float:
+    """What a table a page gutter runs through takes off the page's confidence (after `structure_factor`, with the
+    table-prose penalty): page columns read across as one table's rows keep every word, so recognition and
+    coverage stay high while the reading order is lost."""
+    return tuning.TABLE_GUTTER_PENALTY * signals.get("table_gutter_share", 0.0)
 
 
 def structure_factor(signals: dict[str, float]) -> float:

@@ -69,12 +69,16 @@ def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
     `ink` is the page's ink share, measured only when the output is empty (None: not measured). The page's
     structure (table grids, figures read as prose) weighs on its confidence here too."""
     output.elements = blockconf.rate(output.elements, output.confidence)  # the route's confidence, block by block
-    structure = confidence.structure_signals(output.elements)
+    structure = confidence.structure_signals(output.elements, output.words)
     output.signals.update(structure)
     prose = confidence.table_prose_penalty(structure)
     if prose:
         output.signals["table_prose_penalty"] = round(prose, 4)  # kept so that a refit can add it back
-    output.confidence = round(max(0.0, (output.confidence or 0.0) * confidence.structure_factor(structure) - prose), 4)
+    settled = max(0.0, (output.confidence or 0.0) * confidence.structure_factor(structure) - prose)
+    gutter = min(settled, confidence.table_gutter_penalty(structure))
+    if gutter:
+        output.signals["table_gutter_penalty"] = round(gutter, 4)  # what was taken off, for a refit to add back
+    output.confidence = round(settled - gutter, 4)
     written = written_words(output)
     output.signals["output_words"] = float(written)
     output.signals["held_words"] = float(held.words)

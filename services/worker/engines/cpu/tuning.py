@@ -193,6 +193,17 @@ TABLE_PROSE_CELL_WORDS = 6  # words: a table cell this long holds a sentence (`t
 # hold sentence-long cells (docs/evaluation.md, "Columns read as one table"). To refit and judge:
 #   python -m pagemill_eval.table_prose_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30 --judge ...
 TABLE_PROSE_PENALTY = 0.0
+TABLE_GUTTER_MIN_GAP = 0.5  # word heights: a band this wide among a table's words is one of its column gaps ...
+TABLE_GUTTER_CORE_TRIM = 0.1  # share of the gap's width, each side: ... a word outside the table reaching past this
+#                               into the gap crosses it (the page's text does not keep to the gap's two sides) ...
+TABLE_GUTTER_MIN_SIDE_WORDS = 5  # words: ... and at least this many outside words on each side of it make it a
+#                                  gutter of the page (`table_gutter_share`)
+# Fitted, not chosen: confidence taken off per unit of `table_gutter_share` (the share of the page's words in a table
+# a page gutter runs through). `pagemill_eval.gutter_fit` on the generated seeds 28 + 30 with column pages (clean and
+# column cases); both folds gained and dev + wide hold no page with a share (docs/evaluation.md, "Page columns
+# taken for one table"). To refit:
+#   python -m pagemill_eval.gutter_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30
+TABLE_GUTTER_PENALTY = 0.937
 LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
 LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
 LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
