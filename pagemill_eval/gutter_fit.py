@@ -17,8 +17,6 @@ runs over the names; `--judge` sets are never fitted on and are scored without t
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,15 +71,8 @@ def report(rows: Sequence[Row], judged: Sequence[Row]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pagemill_eval.gutter_fit",
-                                     description="Fit and judge the page-gutter penalty on saved eval outputs.")
-    one_penalty.add_sets(parser)
-    args = parser.parse_args(argv)
-    rows = one_penalty.read_sets(parser, args.corpora, load)
-    judged = one_penalty.read_sets(parser, args.judge, load)
-    print(json.dumps(report(rows, judged), indent=1))
-    return 0
-
+    return one_penalty.main(argv, "python -m pagemill_eval.gutter_fit",
+                            "Fit and judge the page-gutter penalty on saved eval outputs.", PENALTY, load)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

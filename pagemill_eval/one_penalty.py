@@ -10,6 +10,7 @@ without the penalty, with the weight in use and with the weight fitted on the na
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,3 +90,14 @@ def read_sets(parser: argparse.ArgumentParser, specs: Sequence[str], load: Loade
             parser.error(f"{spec!r}: expected NAME=REPORT.json:OUTPUTS")
         rows.extend(load(name, Path(report_path), Path(outputs)))
     return rows
+
+
+def main(argv: Sequence[str], prog: str, description: str, penalty: Penalty, load: Loader) -> int:
+    """A fit tool's command line: the named sets are fitted (folds over their names), `--judge` sets scored."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_sets(parser)
+    args = parser.parse_args(argv)
+    rows = read_sets(parser, args.corpora, load)
+    judged = read_sets(parser, args.judge, load)
+    print(json.dumps(report(rows, judged, penalty), indent=1))
+    return 0

@@ -16,8 +16,6 @@ penalty, with the weight in use (`tuning.TABLE_PROSE_PENALTY`) and with the weig
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -81,15 +79,8 @@ def report(rows: Sequence[Row], judged: Sequence[Row]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pagemill_eval.table_prose_fit",
-                                     description="Fit and judge the table-prose penalty on saved eval outputs.")
-    one_penalty.add_sets(parser)
-    args = parser.parse_args(argv)
-    rows = one_penalty.read_sets(parser, args.corpora, load)
-    judged = one_penalty.read_sets(parser, args.judge, load)
-    print(json.dumps(report(rows, judged), indent=1))
-    return 0
-
+    return one_penalty.main(argv, "python -m pagemill_eval.table_prose_fit",
+                            "Fit and judge the table-prose penalty on saved eval outputs.", PENALTY, load)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
