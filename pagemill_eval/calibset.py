@@ -15,6 +15,12 @@ same page as a 150-dpi image only. They are what a multi-column page (a referenc
 like, made by construction: no column page of any corpus is copied. They are drawn from a random stream of their own,
 so a seed's other cases are the same with or without them.
 
+With `cards`, the set also holds designed reference cards: short entries cut from its own source pages' text, set
+in 2 or 3 page columns that share one line pitch and one baseline grid, with bold headings inside the columns and,
+on most cards, entries of two parts (a description left, a Courier "syntax" right-aligned to the column's edge).
+The reference is the text in column order, as a reader reads a card. `cards` keeps the text layer; `cards_scan` is
+the same page as a 150-dpi image only. Their own random stream leaves the seed's other cases alone too.
+
 Everything is decided by `random.Random(seed)` over sorted inputs, so the same corpora and seed give the same
 set, byte for byte in the references and pixel for pixel in the images. The output is an ordinary eval corpus
 (a folder per case, `MANIFEST.tsv`, the reference as `<case>.txt`, tier `[GT:generated]`), so `pagemill eval`
@@ -26,6 +32,7 @@ from __future__ import annotations
 import csv
 import ctypes
 import random
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from io import BytesIO
@@ -117,6 +124,8 @@ DEGRADATIONS: dict[str, Degrade] = {
 KINDS = ("clean", *DEGRADATIONS, "wrong_layer")
 COLUMN_KINDS = ("columns", "columns_scan")
 COLUMN_GUTTERS_PT = (10.0, 18.0, 28.0)  # white space between two placed columns, drawn per page
+CARD_KINDS = ("cards", "cards_scan")
+CARD_SOURCES = 6  # source pages whose text a card's entries are cut from, in order
 
 
 def source_pages(corpus_dirs: Sequence[Path], *, max_pages_per_case: int, rng: random.Random) -> list[SourcePage]:
@@ -175,8 +184,23 @@ def plan_columns(pages: Sequence[SourcePage], *, count: int, rng: random.Random)
     return cases
 
 
+def plan_cards(pages: Sequence[SourcePage], *, count: int, rng: random.Random) -> list[GeneratedCase]:
+    """`count` reference cards, each cut from up to `CARD_SOURCES` distinct source pages drawn by `rng`,
+    alternately with and without their text layer (`cards`, `cards_scan`); the text is laid out when written."""
+    if not pages:
+        return []
+    cases: list[GeneratedCase] = []
+    for number in range(count):
+        group = rng.sample(list(pages), min(len(pages), CARD_SOURCES))
+        kind = CARD_KINDS[number % len(CARD_KINDS)]
+        detail = "from=" + ",".join(f"{p.corpus}/{p.case.case_id}#{p.index + 1}" for p in group)
+        cases.append(GeneratedCase(f"card{number:03d}_{kind}", group[0], kind, detail, tuple(group)))
+    return cases
+
+
 def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max_pages_per_case: int = 1,
-              kinds_per_page: int = 3, max_sources: int | None = 16, columns: int = 0) -> list[GeneratedCase]:
+              kinds_per_page: int = 3, max_sources: int | None = 16, columns: int = 0,
+              cards: int = 0) -> list[GeneratedCase]:
     """Generate the set into `out_dir` (created); returns the cases written, in manifest order."""
     rng = random.Random(seed)
     pages = source_pages(corpus_dirs, max_pages_per_case=max_pages_per_case, rng=rng)
@@ -184,6 +208,7 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
         pages = sorted(rng.sample(pages, max_sources), key=lambda p: (p.corpus, p.case.case_id, p.index))
     cases = plan(pages, kinds_per_page=kinds_per_page, rng=rng)
     cases += plan_columns(pages, count=columns, rng=random.Random(f"{seed}/columns"))
+    cases += plan_cards(pages, count=cards, rng=random.Random(f"{seed}/cards"))
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[GeneratedCase] = []
     rows: list[dict[str, str]] = []
@@ -191,12 +216,17 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
         folder = out_dir / case.case_id
         folder.mkdir(exist_ok=True)
         case_rng = random.Random(f"{seed}/{case.case_id}")
-        if case.placed:
+        source = case.source
+        if case.degradation in CARD_KINDS:
+            layout, text = _write_card(case, folder / f"{case.case_id}.pdf", case_rng)
+            detail = f"{layout} {case.detail}"
+            source = SourcePage(source.corpus, source.case, source.index, text)
+        elif case.placed:
             detail = f"{_write_columns(case, folder / f'{case.case_id}.pdf', case_rng)} {case.detail}"
         else:
             detail = _write_pdf(case, pages, folder / f"{case.case_id}.pdf", case_rng)
-        (folder / f"{case.case_id}.txt").write_text(case.source.text + "\n", encoding="utf-8")
-        done = GeneratedCase(case.case_id, case.source, case.degradation, detail, case.placed)
+        (folder / f"{case.case_id}.txt").write_text(source.text + "\n", encoding="utf-8")
+        done = GeneratedCase(case.case_id, source, case.degradation, detail, case.placed)
         written.append(done)
         rows.append(_manifest_row(done))
     with (out_dir / "MANIFEST.tsv").open("w", encoding="utf-8", newline="") as handle:
@@ -208,7 +238,7 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
 
 def _manifest_row(case: GeneratedCase) -> dict[str, str]:
     source = case.source
-    kind = ("digital" if case.degradation in ("clean", "columns") else
+    kind = ("digital" if case.degradation in ("clean", "columns", "cards") else
             "scan,layer" if case.degradation == "wrong_layer" else "scan")
     return {
         "file": f"{case.case_id}/{case.case_id}.pdf", "source_repo": "generated",
@@ -290,6 +320,128 @@ def _write_columns(case: GeneratedCase, path: Path, rng: random.Random) -> str:
             pdf.close()
 
 
+class _Words:
+    """The words of a card's source pages, in reading order, handed out a few at a time (NFKC, Latin-1 only: the
+    standard PDF fonts draw nothing else, and the reference must hold only what the page shows; lines mostly of
+    figures left out)."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.words: list[str] = []
+        for line in unicodedata.normalize("NFKC", "\n".join(texts)).split("\n"):
+            words = [word for word in line.split() if word.isprintable() and all(ord(char) < 256 for char in word)]
+            if 2 * sum(any(char.isalpha() for char in word) for word in words) >= len(words):
+                self.words += words  # lines of words, as a card's entries are: a table's rows of figures are not
+        self.next = 0
+
+    def take(self, count: int) -> list[str]:
+        taken = self.words[self.next:self.next + count]
+        self.next += len(taken)
+        return taken
+
+
+class _CardPage:
+    """A new page and the standard fonts a card is set in; `place` draws one line and says how wide it is."""
+
+    FONTS = {"text": b"Helvetica", "heading": b"Helvetica-Bold", "syntax": b"Courier"}
+
+    def __init__(self, width: float, height: float, size: float) -> None:
+        self.pdf = pdfium.PdfDocument.new()
+        self.page = self.pdf.new_page(width, height)
+        self.size = size
+        self.fonts = {name: pdfium_c.FPDFText_LoadStandardFont(self.pdf.raw, font) for name, font in self.FONTS.items()}
+
+    def line(self, font: str, text: str) -> tuple[ctypes.c_void_p, float]:
+        obj = pdfium_c.FPDFPageObj_CreateTextObj(self.pdf.raw, self.fonts[font], ctypes.c_float(self.size))
+        encoded = ctypes.create_string_buffer((text + "\x00").encode("utf-16-le"))
+        pdfium_c.FPDFText_SetText(obj, ctypes.cast(encoded, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
+        left, bottom, right, top = (ctypes.c_float() for _ in range(4))
+        pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top)
+        return obj, right.value
+
+    def fitted(self, font: str, words: list[str], room: float) -> tuple[ctypes.c_void_p, float, str] | None:
+        """The longest head of `words` that fits in `room` points, as an unplaced text object."""
+        while words:
+            text = " ".join(words)
+            obj, width = self.line(font, text)
+            if width <= room:
+                return obj, width, text
+            pdfium_c.FPDFPageObj_Destroy(obj)
+            words = words[:-1]
+        return None
+
+    def place(self, obj: ctypes.c_void_p, x: float, baseline: float) -> None:
+        pdfium_c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, ctypes.c_double(x), ctypes.c_double(baseline))
+        pdfium_c.FPDFPage_InsertObject(self.page.raw, obj)
+
+    def close(self) -> None:
+        for font in self.fonts.values():
+            pdfium_c.FPDFFont_Close(font)
+        self.pdf.close()
+
+
+def _write_card(case: GeneratedCase, path: Path, rng: random.Random) -> tuple[str, str]:
+    """A reference card cut from the case's source pages; returns its parameters and its text in column order."""
+    columns = rng.choice((2, 3))
+    width, height = (792.0, 612.0) if columns == 3 else (612.0, 792.0)
+    size = rng.choice((7.0, 8.0, 9.0))
+    pitch = round(size * rng.choice((1.15, 1.25, 1.35)), 2)
+    gutter = rng.choice((14.0, 20.0, 28.0))
+    two_parts = rng.random() < 0.75  # most cards pair a description with its syntax, some list plain entries
+    margin = 36.0
+    column_width = (width - 2 * margin - gutter * (columns - 1)) / columns
+    rows = int((height - 2 * margin - size) // pitch) + 1
+    words = _Words([page.text for page in case.placed])
+    card = _CardPage(width, height, size)
+    texts: list[list[str]] = []
+    try:
+        until_heading = 0
+        for column in range(columns):
+            left = margin + column * (column_width + gutter)
+            right = left + column_width
+            lines: list[str] = []
+            for row in range(rows):
+                baseline = height - margin - size - row * pitch
+                if until_heading == 0:
+                    if 0 < row < rows - 1 and lines[-1:] != [""] and rng.random() < 0.5:
+                        lines.append("")  # a blank grid line before the heading: the grid is kept
+                        continue
+                    heading = card.fitted("heading", words.take(rng.randint(1, 3)), column_width)
+                    until_heading = rng.randint(4, 10)
+                    if heading is not None:
+                        card.place(heading[0], left, baseline)
+                        lines.append(heading[2])
+                    continue
+                until_heading -= 1
+                if two_parts and rng.random() < 0.85:
+                    syntax = card.fitted("syntax", words.take(rng.randint(1, 3)), column_width / 2)
+                    room = column_width - (syntax[1] if syntax else 0.0) - size
+                    description = card.fitted("text", words.take(rng.randint(2, 6)), room)
+                    parts = [part for part in (description, syntax) if part is not None]
+                    if description is not None:
+                        card.place(description[0], left, baseline)
+                    if syntax is not None:
+                        card.place(syntax[0], right - syntax[1], baseline)
+                else:
+                    entry = card.fitted("text", words.take(rng.randint(3, 8)), column_width)
+                    parts = [entry] if entry is not None else []
+                    if entry is not None:
+                        card.place(entry[0], left, baseline)
+                if parts:
+                    lines.append(" ".join(part[2] for part in parts))
+            texts.append(lines)
+        pdfium_c.FPDFPage_GenerateContent(card.page.raw)
+        layout = f"columns={columns} size={size:g}pt pitch={pitch:g}pt gutter={gutter:g}pt two_parts={int(two_parts)}"
+        if case.degradation == "cards":
+            card.pdf.save(path)
+        else:
+            _image_pdf(_gray(card.page.render(scale=150 / 72).to_pil()), 150.0, path, hidden_text=None)
+            layout = f"dpi=150 {layout}"
+    finally:
+        card.close()
+    text = "\n\n".join("\n".join(lines).strip("\n") for lines in texts if any(lines))
+    return layout, "\n".join(line.strip() for line in text.split("\n"))
+
+
 def _image_pdf(image: Image.Image, dpi: float, path: Path, *, hidden_text: str | None) -> None:
     """A one-page PDF showing `image`; with `hidden_text`, an invisible text layer (as OCR'd scans carry) too."""
     buffer = BytesIO()
@@ -321,10 +473,11 @@ def _image_pdf(image: Image.Image, dpi: float, path: Path, *, hidden_text: str |
 
 def describe(cases: Sequence[GeneratedCase]) -> str:
     """One line: how many cases of each kind, from how many source pages."""
-    counts = {kind: sum(1 for c in cases if c.degradation == kind) for kind in (*KINDS, *COLUMN_KINDS)}
+    counts = {kind: sum(1 for c in cases if c.degradation == kind) for kind in (*KINDS, *COLUMN_KINDS, *CARD_KINDS)}
     sources = len({(c.source.corpus, c.source.case.case_id, c.source.index) for c in cases})
     shown = ", ".join(f"{kind} {count}" for kind, count in counts.items() if count)
     return f"{len(cases)} cases from {sources} source pages ({shown})"
 
 
-__all__ = ["COLUMN_KINDS", "DEGRADATIONS", "KINDS", "GeneratedCase", "SourcePage", "describe", "write_set"]
+__all__ = ["CARD_KINDS", "COLUMN_KINDS", "DEGRADATIONS", "KINDS", "GeneratedCase", "SourcePage", "describe",
+           "write_set"]

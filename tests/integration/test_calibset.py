@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 import numpy as np
 import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 import pytest
 
-from pagemill_eval.calibset import KINDS, page_text, write_set
+from pagemill_eval.calibset import CARD_KINDS, KINDS, page_text, write_set
 from pagemill_eval.corpus import read_manifest
 from tests.pdfs import SENTENCE, make_pdf
 
@@ -144,3 +146,82 @@ def test_column_pages_place_sources_side_by_side_and_leave_the_other_cases_alone
         lefts = _word_lefts(entry.input_path)
         first, second = (p.case.case_id for p in case.placed)
         assert lefts[second] > lefts[first] + 200  # the second source is a column to the right of the first
+
+
+@pytest.fixture()
+def long_corpus(tmp_path: Path) -> Path:
+    """Three born-digital pages of 50 lines each: enough words for a card's columns."""
+    root = tmp_path / "long"
+    rows = []
+    for name in ("alpha", "beta", "delta"):
+        (root / name).mkdir(parents=True)
+        lines = [f"{number} {name} {SENTENCE}" for number in range(1, 51)]
+        (root / name / f"{name}.pdf").write_bytes(make_pdf(lines=lines, size=8.0))
+        rows.append(f"{name}/{name}.pdf\t-\t-\t-\tMIT\tdigital\t1\t-\t[GT:none]\n")
+    (root / "MANIFEST.tsv").write_text(HEADER + "".join(rows), encoding="utf-8")
+    return root
+
+
+def _baselines(path: Path) -> tuple[float, list[tuple[float, float]]]:
+    """The page's width and each drawn character's origin (x, y), in PDF points."""
+    pdf = pdfium.PdfDocument(path)
+    try:
+        textpage = pdf[0].get_textpage()
+        origins = []
+        for index in range(textpage.count_chars()):
+            if textpage.get_text_range(index, 1).strip():
+                x, y = ctypes.c_double(), ctypes.c_double()
+                pdfium_c.FPDFText_GetCharOrigin(textpage.raw, index, x, y)
+                origins.append((x.value, y.value))
+        textpage.close()
+        return pdf[0].get_size()[0], origins
+    finally:
+        pdf.close()
+
+
+def test_cards_set_entries_on_one_baseline_grid_in_columns_and_leave_the_other_cases_alone(long_corpus: Path,
+                                                                                            tmp_path: Path) -> None:
+    plain = write_set([long_corpus], tmp_path / "plain", seed=5, kinds_per_page=3, columns=2)
+    cases = write_set([long_corpus], tmp_path / "cards", seed=5, kinds_per_page=3, columns=2, cards=4)
+    assert [(c.case_id, c.detail) for c in cases[:len(plain)]] == [(c.case_id, c.detail) for c in plain]
+    cards = cases[len(plain):]
+    assert [c.degradation for c in cards] == ["cards", "cards_scan", "cards", "cards_scan"]
+    assert set(CARD_KINDS) == {"cards", "cards_scan"}
+    manifest = {c.case_id: c for c in read_manifest(tmp_path / "cards")}
+    source_words = set(" ".join(p.text for p in cards[0].placed).split())
+    for case in cards:
+        entry = manifest[case.case_id]
+        reference = entry.text_reference()
+        assert reference is not None and entry.tier == "generated"
+        text = reference.path.read_text(encoding="utf-8").strip()
+        assert text == case.source.text and len(text.split()) > 100
+        assert set(text.split()) <= source_words  # the card says only what its sources say
+        layer = _text(entry.input_path)
+        if case.degradation == "cards_scan":
+            assert layer == "" and (_pixels(entry.input_path) < 128).any()  # image only, and ink on it
+            continue
+        assert sorted(layer.split()) == sorted(text.split())  # every word of the reference is on the page
+        pitch = float(case.detail.split("pitch=")[1].split("pt")[0])
+        columns = int(case.detail.split("columns=")[1].split()[0])
+        width, origins = _baselines(entry.input_path)
+        top = max(y for _, y in origins)
+        rows = {round((top - y) / pitch, 3) for _, y in origins}
+        assert all(abs(row - round(row)) < 0.01 for row in rows)  # every line on the one grid
+        lefts = sorted({round(x) for x, _ in origins})
+        assert any(x > width / columns for x in lefts)  # a second column, right of the first
+        first_row = [x for x, y in origins if abs(y - top) < 0.01]
+        assert max(first_row) > width / 2  # the columns' first lines share the top baseline
+        if "two_parts=1" in case.detail:  # syntax parts end at the first column's right edge (36 pt margin)
+            gutter = float(case.detail.split("gutter=")[1].split("pt")[0])
+            edge = 36 + (width - 72 - gutter * (columns - 1)) / columns
+            assert any(edge - 8 < x <= edge for x, _ in origins)
+
+
+def test_cards_are_the_same_for_the_same_seed(corpus: Path, tmp_path: Path) -> None:
+    first = write_set([corpus], tmp_path / "a", seed=9, kinds_per_page=1, cards=2)
+    second = write_set([corpus], tmp_path / "b", seed=9, kinds_per_page=1, cards=2)
+    assert [(c.case_id, c.detail, c.source.text) for c in first] == [(c.case_id, c.detail, c.source.text)
+                                                                      for c in second]
+    for case in first:
+        name = f"{case.case_id}/{case.case_id}.pdf"
+        assert np.array_equal(_pixels(tmp_path / "a" / name), _pixels(tmp_path / "b" / name))
