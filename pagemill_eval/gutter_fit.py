@@ -41,9 +41,7 @@ def load(name: str, report_path: Path, outputs: Path) -> list[Row]:
     for row in confidence_fit.load_rows(name, report_path, outputs):
         pages = tuple((base_confidence(conf, signals), {FEATURE: signals.get(FEATURE, 0.0)})
                       for conf, signals in row.pages or ((row.confidence, {}),))
-        weakest = min(pages, key=lambda page: page[0])
-        rows.append(Row(name, row.case_id, row.confidence, row.score,
-                        {"confidence": weakest[0], FEATURE: weakest[1][FEATURE]}, pages))
+        rows.append(one_penalty.case_row(name, row.case_id, row.confidence, row.score, pages, FEATURE))
     return rows
 
 
@@ -73,6 +71,7 @@ def report(rows: Sequence[Row], judged: Sequence[Row]) -> dict[str, Any]:
 def main(argv: Sequence[str]) -> int:
     return one_penalty.main(argv, "python -m pagemill_eval.gutter_fit",
                             "Fit and judge the page-gutter penalty on saved eval outputs.", PENALTY, load)
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

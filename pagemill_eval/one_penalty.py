@@ -47,6 +47,14 @@ def fit(rows: Sequence[Row], feature: str) -> float:
     return round(max(0.0, -float(per_unit[feature]) / float(per_unit["confidence"])), 3)
 
 
+def case_row(name: str, case_id: str, confidence: float, score: float,
+             pages: tuple[tuple[float, dict[str, float]], ...], feature: str) -> Row:
+    """A case's row: its pages (each its confidence without the penalty and its features), and as the case's own
+    features its weakest page's confidence and `feature`."""
+    weakest = min(pages, key=lambda page: page[0])
+    return Row(name, case_id, confidence, score, {"confidence": weakest[0], feature: weakest[1][feature]}, pages)
+
+
 def scored(rows: Sequence[Row], weight: float, penalty: Penalty) -> dict[str, Any]:
     """AUROCs and `needs_review` figures without the penalty, with the weight in use and with `weight`."""
     figures: dict[str, Any] = {"samples": len(rows), **penalty.describe(rows)}

@@ -55,9 +55,7 @@ def load(name: str, report_path: Path, outputs: Path, signal: str = SIGNAL) -> l
         pages = tuple((base_confidence(conf, signals),
                        {FEATURE: disagreement(signals, signal), "structure": structure_factor(signals)})
                       for conf, signals in row.pages or ((row.confidence, {}),))
-        weakest = min(pages, key=lambda page: page[0])
-        rows.append(Row(name, row.case_id, row.confidence, row.score,
-                        {"confidence": weakest[0], FEATURE: weakest[1][FEATURE]}, pages))
+        rows.append(one_penalty.case_row(name, row.case_id, row.confidence, row.score, pages, FEATURE))
     return rows
 
 

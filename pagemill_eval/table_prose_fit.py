@@ -52,9 +52,8 @@ def load(name: str, report_path: Path, outputs: Path) -> list[Row]:
                        {"table_prose_share": saved_share(markdown[i] if i < len(markdown) else "",
                                                          blocks[i] if i < len(blocks) else [])})
                       for i, conf in enumerate(confidences))
-        weakest = min(pages, key=lambda page: page[0])
-        rows.append(Row(name, sample.case_id, sample.confidence, sample.score,
-                        {"confidence": weakest[0], "table_prose_share": weakest[1]["table_prose_share"]}, pages))
+        rows.append(one_penalty.case_row(name, sample.case_id, sample.confidence, sample.score, pages,
+                                         "table_prose_share"))
     return rows
 
 
@@ -81,6 +80,7 @@ def report(rows: Sequence[Row], judged: Sequence[Row]) -> dict[str, Any]:
 def main(argv: Sequence[str]) -> int:
     return one_penalty.main(argv, "python -m pagemill_eval.table_prose_fit",
                             "Fit and judge the table-prose penalty on saved eval outputs.", PENALTY, load)
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
