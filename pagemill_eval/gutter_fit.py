@@ -19,44 +19,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from pagemill_eval import confidence_fit, one_penalty
+from pagemill_eval import one_penalty
 from pagemill_eval.confidence_fit import Row
-from pagemill_eval.one_penalty import Penalty
 from services.worker.engines.cpu.tuning import TABLE_GUTTER_PENALTY
 
 FEATURE = "table_gutter_share"
-
-
-def base_confidence(confidence: float, signals: dict[str, float]) -> float:
-    """The page's confidence without the gutter penalty (what the engine recorded taking off, added back)."""
-    return round(min(1.0, confidence + signals.get("table_gutter_penalty", 0.0)), 4)
-
-
-def load(name: str, report_path: Path, outputs: Path) -> list[Row]:
-    """The scored cases, each with its pages' (confidence without the penalty, {FEATURE: the recorded share})."""
-    rows: list[Row] = []
-    for row in confidence_fit.load_rows(name, report_path, outputs):
-        pages = tuple((base_confidence(conf, signals), {FEATURE: signals.get(FEATURE, 0.0)})
-                      for conf, signals in row.pages or ((row.confidence, {}),))
-        rows.append(one_penalty.case_row(name, row.case_id, row.confidence, row.score, pages, FEATURE))
-    return rows
-
-
-def case_confidence(row: Row, weight: float) -> float:
-    """The case's confidence (its weakest page's) with `weight` taken off per unit of share."""
-    return min(round(max(0.0, conf - weight * page[FEATURE]), 4) for conf, page in row.pages)
-
-
-def _describe(rows: Sequence[Row]) -> dict[str, Any]:
-    return {"bad<0.5": sum(r.score < 0.5 for r in rows), "bad<0.7": sum(r.score < 0.7 for r in rows),
-            "with_share": sum(any(page[FEATURE] > 0 for _, page in r.pages) for r in rows),
-            "with_share_scores": sorted(r.score for r in rows if any(page[FEATURE] > 0 for _, page in r.pages))}
-
-
-PENALTY = Penalty(FEATURE, TABLE_GUTTER_PENALTY, case_confidence, _describe)
+RECORDED = one_penalty.Recorded(FEATURE, "table_gutter_penalty", TABLE_GUTTER_PENALTY)
+PENALTY = RECORDED.penalty
+base_confidence = RECORDED.base_confidence
+load = RECORDED.load
+case_confidence = RECORDED.case_confidence
 
 
 def fit(rows: Sequence[Row]) -> float:
@@ -69,8 +43,8 @@ def report(rows: Sequence[Row], judged: Sequence[Row]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
-    return one_penalty.main(argv, "python -m pagemill_eval.gutter_fit",
-                            "Fit and judge the page-gutter penalty on saved eval outputs.", PENALTY, load)
+    return RECORDED.main(argv, "python -m pagemill_eval.gutter_fit",
+                         "Fit and judge the page-gutter penalty on saved eval outputs.")
 
 
 if __name__ == "__main__":

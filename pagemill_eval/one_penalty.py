@@ -109,3 +109,44 @@ def main(argv: Sequence[str], prog: str, description: str, penalty: Penalty, loa
     judged = read_sets(parser, args.judge, load)
     print(json.dumps(report(rows, judged, penalty), indent=1))
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A share the engine records in each page's `signals` (`feature`, computed from the words' boxes, which saved
+    outputs do not keep) and the signal in which it records what its penalty took off (`taken`): read as the engine
+    recorded them, the penalty added back. A page saved before the engine recorded the share (or without a table)
+    has none and loses nothing."""
+
+    feature: str
+    taken: str
+    in_use: float
+
+    def base_confidence(self, confidence: float, signals: dict[str, float]) -> float:
+        """The page's confidence without this penalty (what the engine recorded taking off, added back)."""
+        return round(min(1.0, confidence + signals.get(self.taken, 0.0)), 4)
+
+    def load(self, name: str, report_path: Path, outputs: Path) -> list[Row]:
+        """The scored cases, each with its pages' (confidence without the penalty, {feature: the recorded share})."""
+        rows: list[Row] = []
+        for row in confidence_fit.load_rows(name, report_path, outputs):
+            pages = tuple((self.base_confidence(conf, signals), {self.feature: signals.get(self.feature, 0.0)})
+                          for conf, signals in row.pages or ((row.confidence, {}),))
+            rows.append(case_row(name, row.case_id, row.confidence, row.score, pages, self.feature))
+        return rows
+
+    def case_confidence(self, row: Row, weight: float) -> float:
+        """The case's confidence (its weakest page's) with `weight` taken off per unit of share."""
+        return min(round(max(0.0, conf - weight * page[self.feature]), 4) for conf, page in row.pages)
+
+    def describe(self, rows: Sequence[Row]) -> dict[str, Any]:
+        shared = [r for r in rows if any(page[self.feature] > 0 for _, page in r.pages)]
+        return {"bad<0.5": sum(r.score < 0.5 for r in rows), "bad<0.7": sum(r.score < 0.7 for r in rows),
+                "with_share": len(shared), "with_share_scores": sorted(r.score for r in shared)}
+
+    @property
+    def penalty(self) -> Penalty:
+        return Penalty(self.feature, self.in_use, self.case_confidence, self.describe)
+
+    def main(self, argv: Sequence[str], prog: str, description: str) -> int:
+        return main(argv, prog, description, self.penalty, self.load)
