@@ -261,6 +261,77 @@ def table_gutter_share(tree: Sequence[Element], words: Sequence[PageWord]) -> fl
     return min(1.0, guttered / len(content)) if content else 0.0
 
 
+def _line_centres(boxes: Sequence[BBox], height: float) -> list[float]:
+    """The heights of the boxes' visual lines, top to bottom: a box joins the line whose first box's centre is within
+    half a word height of its own."""
+    centres: list[float] = []
+    for centre in sorted((box[1] + box[3]) / 2 for box in boxes):
+        if not centres or centre - centres[-1] > 0.5 * height:
+            centres.append(centre)
+    return centres
+
+
+def _blank_bands(centres: Sequence[float], pitch: float) -> list[tuple[float, float]]:
+    """Where a strip leaves a blank line: between two of its lines at least `tuning.TABLE_FLOW_MIN_BLANK` line
+    pitches apart, the band another strip's line would stand in."""
+    return [(upper + 0.5 * pitch, lower - 0.5 * pitch) for upper, lower in zip(centres, centres[1:], strict=False)
+            if lower - upper >= tuning.TABLE_FLOW_MIN_BLANK * pitch]
+
+
+def _crossings(bands: Sequence[tuple[float, float]], centres: Sequence[float]) -> int:
+    """How many of one strip's blank bands another strip writes a line into."""
+    return sum(1 for top, bottom in bands if any(top < centre < bottom for centre in centres))
+
+
+def table_flow_breaks(boxes: Sequence[BBox]) -> int:
+    """How often two of a table's wide column strips break into sections at different heights: for each pair of
+    strips (the table's words cut at its column gaps) at least `tuning.TABLE_FLOW_MIN_WIDTH` word heights wide, the
+    fewer of the two counts "a blank line of one where the other writes a line"; the most over the pairs. Page
+    columns taken for one table break so, each at its own headings. A real table's blank rows run across all of its
+    columns; where one cell runs longer than its row's others, or a sparse column leaves cells empty, the blanks
+    are in its narrow columns of figures and short labels, which are not counted."""
+    if not boxes:
+        return 0
+    heights = sorted(box[3] - box[1] for box in boxes)
+    height = heights[len(heights) // 2]
+    gaps = _column_gaps(boxes, tuning.TABLE_GUTTER_MIN_GAP * height)
+    edges = [(left + right) / 2 for left, right in gaps]
+    strips: list[list[BBox]] = [[] for _ in range(len(edges) + 1)]
+    for box in boxes:
+        strips[sum(1 for edge in edges if (box[0] + box[2]) / 2 > edge)].append(box)
+    strips = [strip for strip in strips
+              if strip and max(b[2] for b in strip) - min(b[0] for b in strip) >= tuning.TABLE_FLOW_MIN_WIDTH * height]
+    lines = [_line_centres(strip, height) for strip in strips]
+    steps = sorted(lower - upper for centres in lines for upper, lower in zip(centres, centres[1:], strict=False))
+    if not steps:
+        return 0
+    pitch = steps[len(steps) // 2]
+    bands = [_blank_bands(centres, pitch) for centres in lines]
+    most = 0
+    for i in range(len(strips)):
+        for j in range(i + 1, len(strips)):
+            most = max(most, min(_crossings(bands[i], lines[j]), _crossings(bands[j], lines[i])))
+    return most
+
+
+def table_flow_share(tree: Sequence[Element], words: Sequence[PageWord]) -> tuple[float, int]:
+    """Share of the page's words in a table two of whose column strips break into sections at different heights at
+    least `tuning.TABLE_FLOW_MIN_BREAKS` times (`table_flow_breaks`), and the most breaks of a table."""
+    tables = [e.bbox for e in tree if e.type == ElementType.TABLE and e.bbox is not None]
+    if not tables:
+        return 0.0, 0
+    furniture = [e.bbox for e in tree if e.type in FURNITURE and e.bbox is not None]
+    content = [w.bbox for w in words if not any(_inside(w.bbox, area) for area in furniture)]
+    flowing, most = 0, 0
+    for table in tables:
+        inside = [box for box in content if _inside(box, table)]
+        breaks = table_flow_breaks(inside)
+        most = max(most, breaks)
+        if breaks >= tuning.TABLE_FLOW_MIN_BREAKS:
+            flowing += len(inside)
+    return (min(1.0, flowing / len(content)) if content else 0.0), most
+
+
 def structure_signals(tree: list[Element], words: Sequence[PageWord] | None = None) -> dict[str, float]:
     """How consistent the page's tables are, how much of the page's text sits in wordy table cells and (given the
     page's `words`) in tables a page gutter runs through, and whether figures sit loose in short lines where no
@@ -278,6 +349,9 @@ def structure_signals(tree: list[Element], words: Sequence[PageWord] | None = No
                                                                words_in_text), 4)
         if words is not None:
             signals["table_gutter_share"] = round(table_gutter_share(tree, words), 4)
+            share, breaks = table_flow_share(tree, words)
+            signals["table_flow_share"] = round(share, 4)
+            signals["table_flow_breaks"] = float(breaks)
     return signals
 
 
@@ -292,6 +366,13 @@ def table_gutter_penalty(signals: Mapping[str, float]) -> float:
     table-prose penalty): page columns read across as one table's rows keep every word, so recognition and
     coverage stay high while the reading order is lost."""
     return tuning.TABLE_GUTTER_PENALTY * signals.get("table_gutter_share", 0.0)
+
+
+def table_flow_penalty(signals: Mapping[str, float]) -> float:
+    """What a table whose column strips break into sections at different heights takes off the page's confidence
+    (after the gutter penalty): page columns read across as one table's rows, with nothing around them for a
+    gutter to run through, keep every word while the reading order is lost."""
+    return tuning.TABLE_FLOW_PENALTY * signals.get("table_flow_share", 0.0)
 
 
 def structure_factor(signals: dict[str, float]) -> float:

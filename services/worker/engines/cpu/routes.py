@@ -78,7 +78,10 @@ def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
     gutter = min(settled, confidence.table_gutter_penalty(structure))
     if gutter:
         output.signals["table_gutter_penalty"] = round(gutter, 4)  # what was taken off, for a refit to add back
-    output.confidence = round(settled - gutter, 4)
+    flow = min(settled - gutter, confidence.table_flow_penalty(structure))
+    if flow:
+        output.signals["table_flow_penalty"] = round(flow, 4)  # what was taken off, for a refit to add back
+    output.confidence = round(settled - gutter - flow, 4)
     written = written_words(output)
     output.signals["output_words"] = float(written)
     output.signals["held_words"] = float(held.words)

@@ -1,0 +1,118 @@
+"""`table_flow_share`: page columns with their own section breaks, taken for one table that is the whole page (a
+reference card), score their words; real tables (blank rows across the grid, a long cell beside short ones, a
+sparse grid of figures) score 0; the penalty on it only moves the confidence and a refit adds it back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.core.elements import ElementType
+from services.worker.engines.base import PageOutput, PageWord
+from services.worker.engines.cpu import tuning
+from services.worker.engines.cpu.confidence import structure_signals, table_flow_breaks, table_flow_share
+from services.worker.engines.cpu.routes import Held, settle
+from tests.unit.cpu.test_table_gutter import CHAR, LINE, PROSE, element, line_words
+
+
+def flow(x: float, y: float, lines: int, blanks: set[int], width_chars: int = 44, start: int = 0) -> list[PageWord]:
+    """A page column `lines` lines tall of prose lines `width_chars` wide from (x, y), leaving the lines `blanks`
+    empty (a blank line before each of its headings)."""
+    words: list[PageWord] = []
+    index = start
+    for row in range(lines):
+        if row in blanks:
+            continue
+        text: list[str] = []
+        while len(" ".join(text)) + len(PROSE[index % len(PROSE)]) < width_chars:
+            text.append(PROSE[index % len(PROSE)])
+            index += 1
+        words += line_words(" ".join(text), x, y + row * LINE)
+    return words
+
+
+def card(blanks: tuple[set[int], ...]) -> list[PageWord]:
+    """Page columns side by side on one line pitch, 20 pt apart, each with its own blank lines."""
+    return [w for n, column_blanks in enumerate(blanks)
+            for w in flow(40 + n * (44 * CHAR + 20), 60, 40, column_blanks, start=5 * n)]
+
+
+def test_a_card_read_as_one_table_scores_every_word() -> None:
+    words = card(({6, 19, 31}, {11, 25}, {4, 16, 28, 35}))
+    assert table_flow_breaks([w.bbox for w in words]) >= tuning.TABLE_FLOW_MIN_BREAKS
+    tree = [element(ElementType.TABLE, words, 1)]
+    assert table_flow_share(tree, words) == (1.0, table_flow_breaks([w.bbox for w in words]))
+    signals = structure_signals(tree, words)
+    assert signals["table_flow_share"] == 1.0 and signals["table_flow_breaks"] >= 2
+
+
+def test_columns_that_break_at_the_same_lines_are_rows_of_one_table() -> None:
+    same = {6, 19, 31}
+    words = card((same, same, same))
+    assert table_flow_breaks([w.bbox for w in words]) == 0
+
+
+def test_one_break_each_way_is_not_enough() -> None:
+    words = card(({6}, {11}))
+    assert table_flow_breaks([w.bbox for w in words]) == 1
+    assert table_flow_share([element(ElementType.TABLE, words, 1)], words)[0] == 0.0
+
+
+def test_a_long_cell_beside_short_ones_leaves_blanks_only_in_the_narrow_columns() -> None:
+    words: list[PageWord] = []
+    y = 60.0
+    for row, (label, lines) in enumerate((("alpha", 3), ("beta", 1), ("gamma", 4), ("delta", 2), ("eps", 3))):
+        words += line_words(label, 40, y)
+        words += line_words(f"{row}.5", 110, y + (lines - 1) * LINE)  # a figure set at the cell's foot
+        words += flow(160, y, lines, set(), start=row * 3)
+        y += (lines + 1) * LINE
+    assert table_flow_breaks([w.bbox for w in words]) == 0
+
+
+def test_a_sparse_grid_of_figures_scores_0() -> None:
+    words: list[PageWord] = []
+    for row in range(16):
+        words += line_words(f"item {row}", 40, 60 + row * LINE)
+        for n, x in enumerate((160, 220, 280, 340)):
+            if (row + n) % 3:  # each column empty at its own rows
+                words += line_words(f"{row * 7 + n}.{n}", x, 60 + row * LINE)
+    assert table_flow_breaks([w.bbox for w in words]) == 0
+
+
+def test_a_page_without_a_table_records_no_flow_and_without_words_none() -> None:
+    words = card(({6, 19}, {11, 25}))
+    paragraph = [element(ElementType.PARAGRAPH, words, 1)]
+    assert "table_flow_share" not in structure_signals(paragraph, words)
+    assert "table_flow_share" not in structure_signals([element(ElementType.TABLE, words, 1)])
+
+
+def test_the_penalty_moves_only_the_confidence_and_the_fit_adds_it_back(monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path) -> None:
+    words = card(({6, 19, 31}, {11, 25}, {4, 16, 28, 35}))
+    tree = [element(ElementType.TABLE, words, 1)]
+    markdown = tree[0].markdown
+
+    def read(weight: float) -> PageOutput:
+        monkeypatch.setattr(tuning, "TABLE_FLOW_PENALTY", weight)
+        page = PageOutput(markdown=markdown, engine="cpu", confidence=0.97, elements=list(tree), words=list(words))
+        return settle(page, Held(layer_words=len(words)), ink=None)
+
+    before, after = read(0.0), read(0.6)
+    assert before.signals["table_flow_share"] == 1.0 and "table_flow_penalty" not in before.signals
+    assert after.signals["table_flow_penalty"] == pytest.approx(0.6, abs=1e-4)
+    assert after.confidence == pytest.approx((before.confidence or 0.0) - 0.6, abs=1e-4)
+    assert after.markdown == before.markdown and after.elements == before.elements
+    assert read(5.0).confidence == 0.0  # never below 0
+
+    from pagemill_eval.flow_fit import RECORDED
+
+    saved = {"pages": [markdown], "confidences": [after.confidence], "signals": [after.signals], "warnings": [[]]}
+    (tmp_path / "c1.json").write_text(json.dumps(saved))
+    report = {"cases": [{"case_id": "c1", "min_confidence": after.confidence, "text_similarity": 0.3, "pages": 1,
+                         "status": "ok"}]}
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    rows = RECORDED.load("x", tmp_path / "r.json", tmp_path)
+    assert [page[0] for page in rows[0].pages] == [before.confidence]  # read as the engine without the penalty
+    assert rows[0].features["table_flow_share"] == 1.0
