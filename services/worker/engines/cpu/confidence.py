@@ -236,29 +236,53 @@ def _gutter_runs_on(gap: tuple[float, float], outside: Sequence[BBox]) -> bool:
     return min(on_left, on_right) >= tuning.TABLE_GUTTER_MIN_SIDE_WORDS
 
 
-def table_gutter_share(tree: Sequence[Element], words: Sequence[PageWord]) -> float:
-    """Share of the page's words that sit in a table one of whose column gaps is a gutter of the page: the gap
-    runs on through the page's own text outside the table, which keeps to either side of it. Page columns (a
-    reference card, two papers side by side) taken for one table look so; a real table's gaps end at its edges,
-    where the text around it runs across them. A table that is all the page's text has nothing around it to
-    tell, and scores 0."""
-    tables = [e.bbox for e in tree if e.type == ElementType.TABLE and e.bbox is not None]
+@dataclass(frozen=True, slots=True)
+class TableReading:
+    """One table of a page as its words' boxes tell it: `element_id`, its `words` (furniture left out), whether
+    one of its column gaps is a gutter of the page (`guttered`) and how often two of its wide column strips break
+    into sections at different heights (`breaks`, `table_flow_breaks`)."""
+
+    element_id: str
+    words: int
+    guttered: bool
+    breaks: int
+
+    @property
+    def flowing(self) -> bool:
+        return self.breaks >= tuning.TABLE_FLOW_MIN_BREAKS
+
+
+def table_readings(tree: Sequence[Element], words: Sequence[PageWord]) -> tuple[list[TableReading], int]:
+    """Each table of the page with what its words' boxes say of it, and the page's words (furniture left out).
+
+    A gap is a page gutter when it runs on through the page's own text outside the table, which keeps to either side
+    of it. Page columns (a reference card, two papers side by side) taken for one table look so; a real table's gaps
+    end at its edges, where the text around it runs across them. A table that is all the page's text has nothing
+    around it to tell: there its strips' section breaks do."""
+    tables = [(e.id, e.bbox) for e in tree if e.type == ElementType.TABLE and e.bbox is not None]
     if not tables:
-        return 0.0
+        return [], 0
     furniture = [e.bbox for e in tree if e.type in FURNITURE and e.bbox is not None]
     content = [w.bbox for w in words if not any(_inside(w.bbox, area) for area in furniture)]
-    outside = [box for box in content if not any(_inside(box, table) for table in tables)]
-    guttered = 0
-    for table in tables:
-        inside = [box for box in content if _inside(box, table)]
-        if not inside:
-            continue
-        heights = sorted(box[3] - box[1] for box in inside)
-        gap_width = tuning.TABLE_GUTTER_MIN_GAP * heights[len(heights) // 2]
-        beside = [box for box in outside if box[2] > table[0] and box[0] < table[2]]
-        if any(_gutter_runs_on(gap, beside) for gap in _column_gaps(inside, gap_width)):
-            guttered += len(inside)
-    return min(1.0, guttered / len(content)) if content else 0.0
+    outside = [box for box in content if not any(_inside(box, area) for _, area in tables)]
+    readings = []
+    for element_id, area in tables:
+        inside = [box for box in content if _inside(box, area)]
+        guttered = False
+        if inside:
+            heights = sorted(box[3] - box[1] for box in inside)
+            gap_width = tuning.TABLE_GUTTER_MIN_GAP * heights[len(heights) // 2]
+            beside = [box for box in outside if box[2] > area[0] and box[0] < area[2]]
+            guttered = any(_gutter_runs_on(gap, beside) for gap in _column_gaps(inside, gap_width))
+        readings.append(TableReading(element_id, len(inside), guttered, table_flow_breaks(inside)))
+    return readings, len(content)
+
+
+def table_gutter_share(tree: Sequence[Element], words: Sequence[PageWord]) -> float:
+    """Share of the page's words that sit in a table one of whose column gaps is a gutter of the page
+    (`table_readings`)."""
+    readings, content = table_readings(tree, words)
+    return min(1.0, sum(r.words for r in readings if r.guttered) / content) if content else 0.0
 
 
 def _line_centres(boxes: Sequence[BBox], height: float) -> list[float]:
@@ -317,19 +341,19 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
 def table_flow_share(tree: Sequence[Element], words: Sequence[PageWord]) -> tuple[float, int]:
     """Share of the page's words in a table two of whose column strips break into sections at different heights at
     least `tuning.TABLE_FLOW_MIN_BREAKS` times (`table_flow_breaks`), and the most breaks of a table."""
-    tables = [e.bbox for e in tree if e.type == ElementType.TABLE and e.bbox is not None]
-    if not tables:
-        return 0.0, 0
-    furniture = [e.bbox for e in tree if e.type in FURNITURE and e.bbox is not None]
-    content = [w.bbox for w in words if not any(_inside(w.bbox, area) for area in furniture)]
-    flowing, most = 0, 0
-    for table in tables:
-        inside = [box for box in content if _inside(box, table)]
-        breaks = table_flow_breaks(inside)
-        most = max(most, breaks)
-        if breaks >= tuning.TABLE_FLOW_MIN_BREAKS:
-            flowing += len(inside)
-    return (min(1.0, flowing / len(content)) if content else 0.0), most
+    readings, content = table_readings(tree, words)
+    share = min(1.0, sum(r.words for r in readings if r.flowing) / content) if content else 0.0
+    return share, max((r.breaks for r in readings), default=0)
+
+
+def page_column_penalties(tree: Sequence[Element], words: Sequence[PageWord]) -> dict[str, float]:
+    """What each table read from page columns takes off its own confidence, by element id: the gutter's and the
+    section breaks' weights (`tuning.TABLE_GUTTER_PENALTY`, `TABLE_FLOW_PENALTY`), the page losing them per unit of
+    share. The table is where the reading order was lost, so a reviewer is sent to it."""
+    readings, _ = table_readings(tree, words)
+    taken = {r.element_id: tuning.TABLE_GUTTER_PENALTY * r.guttered + tuning.TABLE_FLOW_PENALTY * r.flowing
+             for r in readings}
+    return {element_id: weight for element_id, weight in taken.items() if weight}
 
 
 def structure_signals(tree: list[Element], words: Sequence[PageWord] | None = None) -> dict[str, float]:
@@ -348,10 +372,12 @@ def structure_signals(tree: list[Element], words: Sequence[PageWord] | None = No
         signals["table_prose_share"] = round(table_prose_share([e.html or "" for e in table_elements],
                                                                words_in_text), 4)
         if words is not None:
-            signals["table_gutter_share"] = round(table_gutter_share(tree, words), 4)
-            share, breaks = table_flow_share(tree, words)
-            signals["table_flow_share"] = round(share, 4)
-            signals["table_flow_breaks"] = float(breaks)
+            readings, content = table_readings(tree, words)
+            guttered = sum(r.words for r in readings if r.guttered)
+            flowing = sum(r.words for r in readings if r.flowing)
+            signals["table_gutter_share"] = round(min(1.0, guttered / content), 4) if content else 0.0
+            signals["table_flow_share"] = round(min(1.0, flowing / content), 4) if content else 0.0
+            signals["table_flow_breaks"] = float(max((r.breaks for r in readings), default=0))
     return signals
 
 

@@ -71,6 +71,9 @@ def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
     output.elements = blockconf.rate(output.elements, output.confidence)  # the route's confidence, block by block
     structure = confidence.structure_signals(output.elements, output.words)
     output.signals.update(structure)
+    taken = confidence.page_column_penalties(output.elements, output.words)
+    output.elements = [e.model_copy(update={"confidence": round(max(0.0, e.confidence - taken[e.id]), 4)})
+                       if e.id in taken and e.confidence is not None else e for e in output.elements]
     prose = confidence.table_prose_penalty(structure)
     if prose:
         output.signals["table_prose_penalty"] = round(prose, 4)  # kept so that a refit can add it back
