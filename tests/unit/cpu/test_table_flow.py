@@ -14,23 +14,13 @@ from services.worker.engines.base import PageOutput, PageWord
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.confidence import structure_signals, table_flow_breaks, table_flow_share
 from services.worker.engines.cpu.routes import Held, settle
-from tests.unit.cpu.test_table_gutter import CHAR, LINE, PROSE, element, line_words
+from tests.unit.cpu.test_table_gutter import CHAR, LINE, column, element, line_words
 
 
 def flow(x: float, y: float, lines: int, blanks: set[int], width_chars: int = 44, start: int = 0) -> list[PageWord]:
     """A page column `lines` lines tall of prose lines `width_chars` wide from (x, y), leaving the lines `blanks`
     empty (a blank line before each of its headings)."""
-    words: list[PageWord] = []
-    index = start
-    for row in range(lines):
-        if row in blanks:
-            continue
-        text: list[str] = []
-        while len(" ".join(text)) + len(PROSE[index % len(PROSE)]) < width_chars:
-            text.append(PROSE[index % len(PROSE)])
-            index += 1
-        words += line_words(" ".join(text), x, y + row * LINE)
-    return words
+    return column(x, y, lines, width_chars, start, frozenset(blanks))
 
 
 def card(blanks: tuple[set[int], ...]) -> list[PageWord]:

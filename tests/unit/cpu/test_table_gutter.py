@@ -30,11 +30,14 @@ def line_words(text: str, x: float, y: float) -> list[PageWord]:
     return words
 
 
-def column(x: float, y: float, rows: int, width_chars: int, start: int = 0) -> list[PageWord]:
-    """`rows` lines of prose filling a column `width_chars` wide from (x, y)."""
+def column(x: float, y: float, rows: int, width_chars: int, start: int = 0,
+           blanks: frozenset[int] = frozenset()) -> list[PageWord]:
+    """`rows` lines of prose filling a column `width_chars` wide from (x, y), the lines `blanks` left empty."""
     words: list[PageWord] = []
     index = start
     for row in range(rows):
+        if row in blanks:
+            continue
         text: list[str] = []
         while len(" ".join(text)) + len(PROSE[index % len(PROSE)]) < width_chars:
             text.append(PROSE[index % len(PROSE)])
