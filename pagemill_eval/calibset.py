@@ -19,7 +19,9 @@ With `cards`, the set also holds designed reference cards: short entries cut fro
 in 2 or 3 page columns that share one line pitch and one baseline grid, with bold headings inside the columns and,
 on most cards, entries of two parts (a description left, a Courier "syntax" right-aligned to the column's edge).
 The reference is the text in column order, as a reader reads a card. `cards` keeps the text layer; `cards_scan` is
-the same page as a 150-dpi image only. Their own random stream leaves the seed's other cases alone too.
+the same page as a 150-dpi image only. Their own random stream leaves the seed's other cases alone too. With
+`card_headings` above 1 the headings are set that much larger with no blank line before them (a LaTeX card's
+section heads); at 1 (the default) the cards are the ones made without it.
 
 Everything is decided by `random.Random(seed)` over sorted inputs, so the same corpora and seed give the same
 set, byte for byte in the references and pixel for pixel in the images. The output is an ordinary eval corpus
@@ -200,8 +202,9 @@ def plan_cards(pages: Sequence[SourcePage], *, count: int, rng: random.Random) -
 
 def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max_pages_per_case: int = 1,
               kinds_per_page: int = 3, max_sources: int | None = 16, columns: int = 0,
-              cards: int = 0) -> list[GeneratedCase]:
-    """Generate the set into `out_dir` (created); returns the cases written, in manifest order."""
+              cards: int = 0, card_headings: float = 1.0) -> list[GeneratedCase]:
+    """Generate the set into `out_dir` (created); returns the cases written, in manifest order. `card_headings`:
+    the cards' headings this many times their entries' size (`_write_card`)."""
     rng = random.Random(seed)
     pages = source_pages(corpus_dirs, max_pages_per_case=max_pages_per_case, rng=rng)
     if max_sources is not None and len(pages) > max_sources:
@@ -218,7 +221,7 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
         case_rng = random.Random(f"{seed}/{case.case_id}")
         source = case.source
         if case.degradation in CARD_KINDS:
-            layout, text = _write_card(case, folder / f"{case.case_id}.pdf", case_rng)
+            layout, text = _write_card(case, folder / f"{case.case_id}.pdf", case_rng, card_headings)
             detail = f"{layout} {case.detail}"
             source = SourcePage(source.corpus, source.case, source.index, text)
         elif case.placed:
@@ -350,19 +353,21 @@ class _CardPage:
         self.size = size
         self.fonts = {name: pdfium_c.FPDFText_LoadStandardFont(self.pdf.raw, font) for name, font in self.FONTS.items()}
 
-    def line(self, font: str, text: str) -> tuple[ctypes.c_void_p, float]:
-        obj = pdfium_c.FPDFPageObj_CreateTextObj(self.pdf.raw, self.fonts[font], ctypes.c_float(self.size))
+    def line(self, font: str, text: str, size: float | None = None) -> tuple[ctypes.c_void_p, float]:
+        obj = pdfium_c.FPDFPageObj_CreateTextObj(self.pdf.raw, self.fonts[font], ctypes.c_float(size or self.size))
         encoded = ctypes.create_string_buffer((text + "\x00").encode("utf-16-le"))
         pdfium_c.FPDFText_SetText(obj, ctypes.cast(encoded, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
         left, bottom, right, top = (ctypes.c_float() for _ in range(4))
         pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top)
         return obj, right.value
 
-    def fitted(self, font: str, words: list[str], room: float) -> tuple[ctypes.c_void_p, float, str] | None:
-        """The longest head of `words` that fits in `room` points, as an unplaced text object."""
+    def fitted(self, font: str, words: list[str], room: float,
+               size: float | None = None) -> tuple[ctypes.c_void_p, float, str] | None:
+        """The longest head of `words` that fits in `room` points, as an unplaced text object (at `size`, else the
+        card's)."""
         while words:
             text = " ".join(words)
-            obj, width = self.line(font, text)
+            obj, width = self.line(font, text, size)
             if width <= room:
                 return obj, width, text
             pdfium_c.FPDFPageObj_Destroy(obj)
@@ -379,8 +384,13 @@ class _CardPage:
         self.pdf.close()
 
 
-def _write_card(case: GeneratedCase, path: Path, rng: random.Random) -> tuple[str, str]:
-    """A reference card cut from the case's source pages; returns its parameters and its text in column order."""
+def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
+                heading_scale: float = 1.0) -> tuple[str, str]:
+    """A reference card cut from the case's source pages; returns its parameters and its text in column order.
+
+    `heading_scale` above 1 sets the headings that many times the entries' size, with no blank line before them
+    and the lines under them moved down by the extra height (as a LaTeX card's section heads); at 1 they are the
+    entries' size, about half of them under a blank grid line."""
     columns = rng.choice((2, 3))
     width, height = (792.0, 612.0) if columns == 3 else (612.0, 792.0)
     size = rng.choice((7.0, 8.0, 9.0))
@@ -392,6 +402,7 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random) -> tuple[st
     rows = int((height - 2 * margin - size) // pitch) + 1
     words = _Words([page.text for page in case.placed])
     card = _CardPage(width, height, size)
+    larger = heading_scale > 1.0
     texts: list[list[str]] = []
     try:
         until_heading = 0
@@ -399,16 +410,22 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random) -> tuple[st
             left = margin + column * (column_width + gutter)
             right = left + column_width
             lines: list[str] = []
+            drop = 0.0  # how far larger headings above have moved this column's lines down
             for row in range(rows):
-                baseline = height - margin - size - row * pitch
+                baseline = height - margin - size - row * pitch - drop
+                if baseline < margin:
+                    break
                 if until_heading == 0:
-                    if 0 < row < rows - 1 and lines[-1:] != [""] and rng.random() < 0.5:
+                    if 0 < row < rows - 1 and lines[-1:] != [""] and rng.random() < 0.5 and not larger:
                         lines.append("")  # a blank grid line before the heading: the grid is kept
                         continue
-                    heading = card.fitted("heading", words.take(rng.randint(1, 3)), column_width)
+                    heading = card.fitted("heading", words.take(rng.randint(1, 3)), column_width,
+                                          heading_scale * size)
                     until_heading = rng.randint(4, 10)
                     if heading is not None:
-                        card.place(heading[0], left, baseline)
+                        extra = (heading_scale - 1.0) * size
+                        card.place(heading[0], left, baseline - extra)
+                        drop += extra
                         lines.append(heading[2])
                     continue
                 until_heading -= 1
@@ -431,6 +448,8 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random) -> tuple[st
             texts.append(lines)
         pdfium_c.FPDFPage_GenerateContent(card.page.raw)
         layout = f"columns={columns} size={size:g}pt pitch={pitch:g}pt gutter={gutter:g}pt two_parts={int(two_parts)}"
+        if larger:
+            layout += f" headings={heading_scale:g}x"
         if case.degradation == "cards":
             card.pdf.save(path)
         else:

@@ -225,3 +225,35 @@ def test_cards_are_the_same_for_the_same_seed(corpus: Path, tmp_path: Path) -> N
     for case in first:
         name = f"{case.case_id}/{case.case_id}.pdf"
         assert np.array_equal(_pixels(tmp_path / "a" / name), _pixels(tmp_path / "b" / name))
+
+
+def _font_sizes(path: Path) -> set[float]:
+    """The sizes the page's text objects are set in."""
+    pdf = pdfium.PdfDocument(path)
+    try:
+        sizes = set()
+        for obj in pdf[0].get_objects():
+            if obj.type == pdfium_c.FPDF_PAGEOBJ_TEXT:
+                size = ctypes.c_float()
+                assert pdfium_c.FPDFTextObj_GetFontSize(obj.raw, ctypes.byref(size))
+                sizes.add(round(size.value, 2))
+        return sizes
+    finally:
+        pdf.close()
+
+
+def test_larger_card_headings_stand_without_a_blank_line(long_corpus: Path, tmp_path: Path) -> None:
+    same = write_set([long_corpus], tmp_path / "same", seed=5, kinds_per_page=1, cards=2)
+    larger = write_set([long_corpus], tmp_path / "larger", seed=5, kinds_per_page=1, cards=2, card_headings=1.5)
+    assert [c.case_id for c in larger] == [c.case_id for c in same]
+    for before, after in zip(same, larger, strict=True):
+        if before.degradation not in CARD_KINDS:
+            assert after.detail == before.detail
+            continue
+        assert after.detail.replace(" headings=1.5x", "") == before.detail and "headings=1.5x" in after.detail
+        columns = int(after.detail.split("columns=")[1].split()[0])
+        assert after.source.text.count("\n\n") == columns - 1  # blank lines only between the columns
+        if after.degradation == "cards":
+            size = float(after.detail.split("size=")[1].split("pt")[0])
+            path = tmp_path / "larger" / after.case_id / f"{after.case_id}.pdf"
+            assert _font_sizes(path) == {size, 1.5 * size}  # entries at the card's size, headings larger
