@@ -109,3 +109,35 @@ def test_the_penalty_moves_only_the_confidence_and_the_fit_adds_it_back(monkeypa
     rows = RECORDED.load("x", tmp_path / "r.json", tmp_path)
     assert [page[0] for page in rows[0].pages] == [before.confidence]  # read as the engine without the penalty
     assert rows[0].features["table_flow_share"] == 1.0
+
+
+def heading_card(headings: tuple[set[int], ...]) -> list[PageWord]:
+    """Page columns on one pitch whose lines `headings` are set larger (15 pt boxes) with no blank line above."""
+    words = []
+    for n, rows in enumerate(headings):
+        x = 40 + n * (44 * CHAR + 20)
+        for word in flow(x, 60, 40, set(), start=5 * n):
+            row = round((word.bbox[1] - 60) / LINE)
+            x0, y0, x1, y1 = word.bbox
+            words.append(PageWord(word.text, (x0, y0 - 5, x1 + 2, y1) if row in rows else word.bbox))
+    return words
+
+
+def test_headings_set_larger_break_a_column_as_blank_lines_do() -> None:
+    words = heading_card(({0, 9, 21}, {0, 14, 30}, {0, 6, 25}))
+    assert table_flow_breaks([w.bbox for w in words]) >= tuning.TABLE_FLOW_MIN_BREAKS
+    same = heading_card(({0, 9, 21}, {0, 9, 21}, {0, 9, 21}))  # a larger header and group rows across the table
+    assert table_flow_breaks([w.bbox for w in same]) == 0
+
+
+def test_a_note_mark_lifting_one_word_is_no_heading() -> None:
+    words = []
+    for n, rows in enumerate(({3, 9, 21}, {5, 14, 30})):
+        column_words = flow(40 + n * (44 * CHAR + 20), 60, 40, set(), start=5 * n)
+        marked = {min((w for w in column_words if round((w.bbox[1] - 60) / LINE) == row), key=lambda w: w.bbox[0])
+                  for row in rows}  # the first word of each of those lines carries a superscript mark
+        words += [PageWord(w.text, (w.bbox[0], w.bbox[1] - 5, w.bbox[2] + 2, w.bbox[3])) if w in marked else w
+                  for w in column_words]
+    assert sum(1 for w in words if w.bbox[3] - w.bbox[1] > 10) == 6
+    assert table_flow_breaks([w.bbox for w in words]) == 0
+    assert table_flow_breaks([w.bbox for w in heading_card(({3, 9, 21}, {5, 14, 30}))]) >= 2

@@ -285,35 +285,47 @@ def table_gutter_share(tree: Sequence[Element], words: Sequence[PageWord]) -> fl
     return min(1.0, sum(r.words for r in readings if r.guttered) / content) if content else 0.0
 
 
-def _line_centres(boxes: Sequence[BBox], height: float) -> list[float]:
-    """The heights of the boxes' visual lines, top to bottom: a box joins the line whose first box's centre is within
-    half a word height of its own."""
-    centres: list[float] = []
-    for centre in sorted((box[1] + box[3]) / 2 for box in boxes):
-        if not centres or centre - centres[-1] > 0.5 * height:
-            centres.append(centre)
-    return centres
+def _lines(boxes: Sequence[BBox], height: float) -> list[tuple[float, bool]]:
+    """The boxes' visual lines, top to bottom, each its centre and whether it is set larger than the table's words (a
+    heading: its median box at least `tuning.TABLE_FLOW_HEADING` word heights tall; a superscript note mark lifts
+    one box, not the median): a box joins the line whose first box's centre is within half a word height of its
+    own."""
+    lines: list[tuple[float, list[float]]] = []
+    for box in sorted(boxes, key=lambda b: (b[1] + b[3]) / 2):
+        centre = (box[1] + box[3]) / 2
+        if lines and centre - lines[-1][0] <= 0.5 * height:
+            lines[-1][1].append(box[3] - box[1])
+        else:
+            lines.append((centre, [box[3] - box[1]]))
+    return [(centre, sorted(talls)[len(talls) // 2] >= tuning.TABLE_FLOW_HEADING * height) for centre, talls in lines]
 
 
-def _blank_bands(centres: Sequence[float], pitch: float) -> list[tuple[float, float]]:
-    """Where a strip leaves a blank line: between two of its lines at least `tuning.TABLE_FLOW_MIN_BLANK` line
-    pitches apart, the band another strip's line would stand in."""
-    return [(upper + 0.5 * pitch, lower - 0.5 * pitch) for upper, lower in zip(centres, centres[1:], strict=False)
-            if lower - upper >= tuning.TABLE_FLOW_MIN_BLANK * pitch]
+def _section_breaks(lines: Sequence[tuple[float, bool]], pitch: float) -> list[tuple[float, float]]:
+    """Where a strip breaks into sections, as the bands another strip's line would stand in: a blank line (two of
+    its lines at least `tuning.TABLE_FLOW_MIN_BLANK` line pitches apart), or a heading not under one."""
+    breaks: list[tuple[float, float]] = []
+    for n, (centre, heading) in enumerate(lines):
+        above = lines[n - 1][0] if n else None
+        if above is not None and centre - above >= tuning.TABLE_FLOW_MIN_BLANK * pitch:
+            breaks.append((above + 0.5 * pitch, centre - 0.5 * pitch))
+        elif heading:
+            breaks.append((centre - 0.5 * pitch, centre + 0.5 * pitch))
+    return breaks
 
 
-def _crossings(bands: Sequence[tuple[float, float]], centres: Sequence[float]) -> int:
-    """How many of one strip's blank bands another strip writes a line into."""
-    return sum(1 for top, bottom in bands if any(top < centre < bottom for centre in centres))
+def _crossings(breaks: Sequence[tuple[float, float]], lines: Sequence[tuple[float, bool]]) -> int:
+    """How many of one strip's section breaks another strip writes a line of text (not a heading) into."""
+    return sum(1 for top, bottom in breaks if any(top < centre < bottom and not heading for centre, heading in lines))
 
 
 def table_flow_breaks(boxes: Sequence[BBox]) -> int:
     """How often two of a table's wide column strips break into sections at different heights: for each pair of
     strips (the table's words cut at its column gaps) at least `tuning.TABLE_FLOW_MIN_WIDTH` word heights wide, the
-    fewer of the two counts "a blank line of one where the other writes a line"; the most over the pairs. Page
-    columns taken for one table break so, each at its own headings. A real table's blank rows run across all of its
-    columns; where one cell runs longer than its row's others, or a sparse column leaves cells empty, the blanks
-    are in its narrow columns of figures and short labels, which are not counted."""
+    fewer of the two counts "a section break of one (a blank line, a heading set larger) where the other writes a
+    line of text"; the most over the pairs. Page columns taken for one table break so, each at its own headings.
+    A real table's blank rows and header rows run across all of its columns; where one cell runs longer than its
+    row's others, or a sparse column leaves cells empty, the blanks are in its narrow columns of figures and short
+    labels, which are not counted."""
     if not boxes:
         return 0
     heights = sorted(box[3] - box[1] for box in boxes)
@@ -325,12 +337,13 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
         strips[sum(1 for edge in edges if (box[0] + box[2]) / 2 > edge)].append(box)
     strips = [strip for strip in strips
               if strip and max(b[2] for b in strip) - min(b[0] for b in strip) >= tuning.TABLE_FLOW_MIN_WIDTH * height]
-    lines = [_line_centres(strip, height) for strip in strips]
-    steps = sorted(lower - upper for centres in lines for upper, lower in zip(centres, centres[1:], strict=False))
+    lines = [_lines(strip, height) for strip in strips]
+    steps = sorted(lower[0] - upper[0] for strip_lines in lines
+                   for upper, lower in zip(strip_lines, strip_lines[1:], strict=False))
     if not steps:
         return 0
     pitch = steps[len(steps) // 2]
-    bands = [_blank_bands(centres, pitch) for centres in lines]
+    bands = [_section_breaks(strip_lines, pitch) for strip_lines in lines]
     most = 0
     for i in range(len(strips)):
         for j in range(i + 1, len(strips)):

@@ -205,15 +205,17 @@ TABLE_GUTTER_MIN_SIDE_WORDS = 5  # words: ... and at least this many outside wor
 #   python -m pagemill_eval.gutter_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30
 TABLE_GUTTER_PENALTY = 0.937
 TABLE_FLOW_MIN_BLANK = 1.6  # line pitches: two lines of a table's column strip this far apart leave a blank line
+TABLE_FLOW_HEADING = 1.2  # word heights: a line whose median box is this tall is a heading (a section break)
 TABLE_FLOW_MIN_WIDTH = 15  # word heights: strips this wide hold running text (page columns are 22-25 on the cards;
 #                            real tables' columns that break apart, figures and short labels, 2-11 on dev + wide)
-TABLE_FLOW_MIN_BREAKS = 2  # two wide strips, each blank this often where the other writes (`table_flow_share`)
+TABLE_FLOW_MIN_BREAKS = 2  # two wide strips, each breaking this often where the other writes (`table_flow_share`)
 # Fitted, not chosen: confidence taken off per unit of `table_flow_share` (the share of the page's words in a table
 # two of whose wide column strips break into sections at different heights). `pagemill_eval.flow_fit` on the
-# generated seeds 28 + 30 with column pages and reference cards (clean, column and card cases); both folds gained
-# and dev + wide hold no page with a share (docs/evaluation.md, "Reference cards read as one table"). To refit:
-#   python -m pagemill_eval.flow_fit generated=gen28.json:out/gen28 generated=gen30.json:out/gen30
-TABLE_FLOW_PENALTY = 0.911
+# generated seeds 28 + 30 (clean, column and card cases, and cards with larger headings, `--card-headings 1.4`);
+# both folds gained and dev + wide hold no page with a share (docs/evaluation.md, "Reference cards read as one
+# table" and "Larger headings"). To refit:
+#   python -m pagemill_eval.flow_fit generated=gen28.json:out/gen28 generated=cards28.json:out/cards28 ...
+TABLE_FLOW_PENALTY = 1.207
 LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
 LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
 LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
