@@ -12,7 +12,12 @@ import pytest
 from services.core.elements import ElementType
 from services.worker.engines.base import PageOutput, PageWord
 from services.worker.engines.cpu import tuning
-from services.worker.engines.cpu.confidence import structure_signals, table_flow_breaks, table_flow_share
+from services.worker.engines.cpu.confidence import (
+    structure_signals,
+    table_flow_breaks,
+    table_flow_share,
+    table_readings,
+)
 from services.worker.engines.cpu.routes import Held, settle
 from tests.unit.cpu.test_table_gutter import CHAR, LINE, column, element, line_words
 
@@ -34,7 +39,7 @@ def test_a_card_read_as_one_table_scores_every_word() -> None:
     assert table_flow_breaks([w.bbox for w in words]) >= tuning.TABLE_FLOW_MIN_BREAKS
     tree = [element(ElementType.TABLE, words, 1)]
     assert table_flow_share(tree, words) == (1.0, table_flow_breaks([w.bbox for w in words]))
-    signals = structure_signals(tree, words)
+    signals = structure_signals(tree, table_readings(tree, words))
     assert signals["table_flow_share"] == 1.0 and signals["table_flow_breaks"] >= 2
 
 
@@ -74,7 +79,7 @@ def test_a_sparse_grid_of_figures_scores_0() -> None:
 def test_a_page_without_a_table_records_no_flow_and_without_words_none() -> None:
     words = card(({6, 19}, {11, 25}))
     paragraph = [element(ElementType.PARAGRAPH, words, 1)]
-    assert "table_flow_share" not in structure_signals(paragraph, words)
+    assert "table_flow_share" not in structure_signals(paragraph, table_readings(paragraph, words))
     assert "table_flow_share" not in structure_signals([element(ElementType.TABLE, words, 1)])
 
 

@@ -11,7 +11,7 @@ import pytest
 from services.core.elements import BBox, Element, ElementType
 from services.worker.engines.base import PageOutput, PageWord
 from services.worker.engines.cpu import tuning
-from services.worker.engines.cpu.confidence import structure_signals, table_gutter_share
+from services.worker.engines.cpu.confidence import structure_signals, table_gutter_share, table_readings
 from services.worker.engines.cpu.routes import Held, settle
 
 CHAR = 5.0  # pt per character
@@ -78,7 +78,7 @@ def test_page_columns_read_across_as_one_table_score_their_words_share() -> None
     in_table = sum(1 for w in words if 100 + 10 * LINE <= w.bbox[1] < 100 + 22 * LINE)
     assert share == pytest.approx(in_table / len(words))
     assert 0.3 < share < 0.5
-    assert structure_signals(tree, words)["table_gutter_share"] == round(share, 4)
+    assert structure_signals(tree, table_readings(tree, words))["table_gutter_share"] == round(share, 4)
 
 
 def test_the_gutter_may_run_on_above_or_below_only() -> None:
@@ -124,7 +124,8 @@ def test_running_heads_across_the_page_do_not_hide_the_gutter() -> None:
 
 def test_a_page_without_a_table_records_no_share_and_without_words_none() -> None:
     tree, words = two_column_page(range(10, 22))
-    assert "table_gutter_share" not in structure_signals([e for e in tree if e.type != ElementType.TABLE], words)
+    prose = [e for e in tree if e.type != ElementType.TABLE]
+    assert "table_gutter_share" not in structure_signals(prose, table_readings(prose, words))
     assert "table_gutter_share" not in structure_signals(tree)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
@@ -252,7 +252,24 @@ class TableReading:
         return self.breaks >= tuning.TABLE_FLOW_MIN_BREAKS
 
 
-def table_readings(tree: Sequence[Element], words: Sequence[PageWord]) -> tuple[list[TableReading], int]:
+@dataclass(frozen=True, slots=True)
+class PageTables:
+    """The page's tables as their words' boxes tell them (`table_readings`), and the page's words (furniture left
+    out): read once a page, for its signals and for each table's own penalty."""
+
+    readings: list[TableReading]
+    words: int
+
+    def share(self, counted: Callable[[TableReading], bool]) -> float:
+        """Share of the page's words that sit in the tables `counted` picks."""
+        return min(1.0, sum(r.words for r in self.readings if counted(r)) / self.words) if self.words else 0.0
+
+    @property
+    def most_breaks(self) -> int:
+        return max((r.breaks for r in self.readings), default=0)
+
+
+def table_readings(tree: Sequence[Element], words: Sequence[PageWord]) -> PageTables:
     """Each table of the page with what its words' boxes say of it, and the page's words (furniture left out).
 
     A gap is a page gutter when it runs on through the page's own text outside the table, which keeps to either side
@@ -261,7 +278,7 @@ def table_readings(tree: Sequence[Element], words: Sequence[PageWord]) -> tuple[
     around it to tell: there its strips' section breaks do."""
     tables = [(e.id, e.bbox) for e in tree if e.type == ElementType.TABLE and e.bbox is not None]
     if not tables:
-        return [], 0
+        return PageTables([], 0)
     furniture = [e.bbox for e in tree if e.type in FURNITURE and e.bbox is not None]
     content = [w.bbox for w in words if not any(_inside(w.bbox, area) for area in furniture)]
     outside = [box for box in content if not any(_inside(box, area) for _, area in tables)]
@@ -275,14 +292,13 @@ def table_readings(tree: Sequence[Element], words: Sequence[PageWord]) -> tuple[
             beside = [box for box in outside if box[2] > area[0] and box[0] < area[2]]
             guttered = any(_gutter_runs_on(gap, beside) for gap in _column_gaps(inside, gap_width))
         readings.append(TableReading(element_id, len(inside), guttered, table_flow_breaks(inside)))
-    return readings, len(content)
+    return PageTables(readings, len(content))
 
 
 def table_gutter_share(tree: Sequence[Element], words: Sequence[PageWord]) -> float:
     """Share of the page's words that sit in a table one of whose column gaps is a gutter of the page
     (`table_readings`)."""
-    readings, content = table_readings(tree, words)
-    return min(1.0, sum(r.words for r in readings if r.guttered) / content) if content else 0.0
+    return table_readings(tree, words).share(lambda r: r.guttered)
 
 
 def _lines(boxes: Sequence[BBox], height: float) -> list[tuple[float, bool]]:
@@ -354,25 +370,24 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
 def table_flow_share(tree: Sequence[Element], words: Sequence[PageWord]) -> tuple[float, int]:
     """Share of the page's words in a table two of whose column strips break into sections at different heights at
     least `tuning.TABLE_FLOW_MIN_BREAKS` times (`table_flow_breaks`), and the most breaks of a table."""
-    readings, content = table_readings(tree, words)
-    share = min(1.0, sum(r.words for r in readings if r.flowing) / content) if content else 0.0
-    return share, max((r.breaks for r in readings), default=0)
+    tables = table_readings(tree, words)
+    return tables.share(lambda r: r.flowing), tables.most_breaks
 
 
-def page_column_penalties(tree: Sequence[Element], words: Sequence[PageWord]) -> dict[str, float]:
+def page_column_penalties(tables: PageTables) -> dict[str, float]:
     """What each table read from page columns takes off its own confidence, by element id: the gutter's and the
     section breaks' weights (`tuning.TABLE_GUTTER_PENALTY`, `TABLE_FLOW_PENALTY`), the page losing them per unit of
     share. The table is where the reading order was lost, so a reviewer is sent to it."""
-    readings, _ = table_readings(tree, words)
     taken = {r.element_id: tuning.TABLE_GUTTER_PENALTY * r.guttered + tuning.TABLE_FLOW_PENALTY * r.flowing
-             for r in readings}
+             for r in tables.readings}
     return {element_id: weight for element_id, weight in taken.items() if weight}
 
 
-def structure_signals(tree: list[Element], words: Sequence[PageWord] | None = None) -> dict[str, float]:
+def structure_signals(tree: list[Element], page_tables: PageTables | None = None) -> dict[str, float]:
     """How consistent the page's tables are, how much of the page's text sits in wordy table cells and (given the
-    page's `words`) in tables a page gutter runs through, and whether figures sit loose in short lines where no
-    table was found (a table read as paragraphs)."""
+    page's tables as its word boxes tell them, `table_readings`) in tables a page gutter runs through or whose
+    strips break apart, and whether figures sit loose in short lines where no table was found (a table read as
+    paragraphs)."""
     table_elements = [e for e in tree if e.type == ElementType.TABLE]
     tables = [table_consistency(e.html or "") for e in table_elements]
     prose = [e for e in tree if e.type not in (ElementType.TABLE, ElementType.FIGURE) and e.text.strip()]
@@ -384,13 +399,10 @@ def structure_signals(tree: list[Element], words: Sequence[PageWord] | None = No
         words_in_text = sum(len(e.text.split()) for e in tree if e.type not in (ElementType.FIGURE, *FURNITURE))
         signals["table_prose_share"] = round(table_prose_share([e.html or "" for e in table_elements],
                                                                words_in_text), 4)
-        if words is not None:
-            readings, content = table_readings(tree, words)
-            guttered = sum(r.words for r in readings if r.guttered)
-            flowing = sum(r.words for r in readings if r.flowing)
-            signals["table_gutter_share"] = round(min(1.0, guttered / content), 4) if content else 0.0
-            signals["table_flow_share"] = round(min(1.0, flowing / content), 4) if content else 0.0
-            signals["table_flow_breaks"] = float(max((r.breaks for r in readings), default=0))
+        if page_tables is not None:
+            signals["table_gutter_share"] = round(page_tables.share(lambda r: r.guttered), 4)
+            signals["table_flow_share"] = round(page_tables.share(lambda r: r.flowing), 4)
+            signals["table_flow_breaks"] = float(page_tables.most_breaks)
     return signals
 
 

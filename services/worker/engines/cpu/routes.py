@@ -69,9 +69,10 @@ def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
     `ink` is the page's ink share, measured only when the output is empty (None: not measured). The page's
     structure (table grids, figures read as prose) weighs on its confidence here too."""
     output.elements = blockconf.rate(output.elements, output.confidence)  # the route's confidence, block by block
-    structure = confidence.structure_signals(output.elements, output.words)
+    tables = confidence.table_readings(output.elements, output.words)
+    structure = confidence.structure_signals(output.elements, tables)
     output.signals.update(structure)
-    taken = confidence.page_column_penalties(output.elements, output.words)
+    taken = confidence.page_column_penalties(tables)
     output.elements = [e.model_copy(update={"confidence": round(max(0.0, e.confidence - taken[e.id]), 4)})
                        if e.id in taken and e.confidence is not None else e for e in output.elements]
     prose = confidence.table_prose_penalty(structure)
