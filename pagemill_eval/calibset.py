@@ -23,6 +23,13 @@ the same page as a 150-dpi image only. Their own random stream leaves the seed's
 `card_headings` above 1 the headings are set that much larger with no blank line before them (a LaTeX card's
 section heads); at 1 (the default) the cards are the ones made without it.
 
+With `indexes`, the set also holds back-of-book index pages: a title, then 2 or 3 page columns of short entries
+(single words or identifiers from its own source pages' text, sorted) under larger bold letter headings with a
+blank line above, each entry joined by dot leaders to its page numbers at the column's right edge. Leaders carry no
+text, so the reference is the title, then each column's headings and "entry 12, 45" lines in column order.
+`indexes` keeps the text layer; `indexes_scan` is the same page as a 150-dpi image only; their own random stream
+leaves the seed's other cases alone.
+
 Everything is decided by `random.Random(seed)` over sorted inputs, so the same corpora and seed give the same
 set, byte for byte in the references and pixel for pixel in the images. The output is an ordinary eval corpus
 (a folder per case, `MANIFEST.tsv`, the reference as `<case>.txt`, tier `[GT:generated]`), so `pagemill eval`
@@ -128,6 +135,7 @@ COLUMN_KINDS = ("columns", "columns_scan")
 COLUMN_GUTTERS_PT = (10.0, 18.0, 28.0)  # white space between two placed columns, drawn per page
 CARD_KINDS = ("cards", "cards_scan")
 CARD_SOURCES = 6  # source pages whose text a card's entries are cut from, in order
+INDEX_KINDS = ("indexes", "indexes_scan")
 
 
 def source_pages(corpus_dirs: Sequence[Path], *, max_pages_per_case: int, rng: random.Random) -> list[SourcePage]:
@@ -200,9 +208,23 @@ def plan_cards(pages: Sequence[SourcePage], *, count: int, rng: random.Random) -
     return cases
 
 
+def plan_indexes(pages: Sequence[SourcePage], *, count: int, rng: random.Random) -> list[GeneratedCase]:
+    """`count` index pages, each cut from up to `CARD_SOURCES` distinct source pages drawn by `rng`, alternately
+    with and without their text layer (`indexes`, `indexes_scan`); the text is laid out when written."""
+    if not pages:
+        return []
+    cases: list[GeneratedCase] = []
+    for number in range(count):
+        group = rng.sample(list(pages), min(len(pages), CARD_SOURCES))
+        kind = INDEX_KINDS[number % len(INDEX_KINDS)]
+        detail = "from=" + ",".join(f"{p.corpus}/{p.case.case_id}#{p.index + 1}" for p in group)
+        cases.append(GeneratedCase(f"index{number:03d}_{kind}", group[0], kind, detail, tuple(group)))
+    return cases
+
+
 def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max_pages_per_case: int = 1,
               kinds_per_page: int = 3, max_sources: int | None = 16, columns: int = 0,
-              cards: int = 0, card_headings: float = 1.0) -> list[GeneratedCase]:
+              cards: int = 0, card_headings: float = 1.0, indexes: int = 0) -> list[GeneratedCase]:
     """Generate the set into `out_dir` (created); returns the cases written, in manifest order. `card_headings`:
     the cards' headings this many times their entries' size (`_write_card`)."""
     rng = random.Random(seed)
@@ -212,6 +234,7 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
     cases = plan(pages, kinds_per_page=kinds_per_page, rng=rng)
     cases += plan_columns(pages, count=columns, rng=random.Random(f"{seed}/columns"))
     cases += plan_cards(pages, count=cards, rng=random.Random(f"{seed}/cards"))
+    cases += plan_indexes(pages, count=indexes, rng=random.Random(f"{seed}/indexes"))
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[GeneratedCase] = []
     rows: list[dict[str, str]] = []
@@ -220,8 +243,10 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
         folder.mkdir(exist_ok=True)
         case_rng = random.Random(f"{seed}/{case.case_id}")
         source = case.source
-        if case.degradation in CARD_KINDS:
-            layout, text = _write_card(case, folder / f"{case.case_id}.pdf", case_rng, card_headings)
+        if case.degradation in CARD_KINDS or case.degradation in INDEX_KINDS:
+            target = folder / f"{case.case_id}.pdf"
+            layout, text = (_write_card(case, target, case_rng, card_headings) if case.degradation in CARD_KINDS
+                            else _write_index(case, target, case_rng))
             detail = f"{layout} {case.detail}"
             source = SourcePage(source.corpus, source.case, source.index, text)
         elif case.placed:
@@ -241,7 +266,7 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
 
 def _manifest_row(case: GeneratedCase) -> dict[str, str]:
     source = case.source
-    kind = ("digital" if case.degradation in ("clean", "columns", "cards") else
+    kind = ("digital" if case.degradation in ("clean", "columns", "cards", "indexes") else
             "scan,layer" if case.degradation == "wrong_layer" else "scan")
     return {
         "file": f"{case.case_id}/{case.case_id}.pdf", "source_repo": "generated",
@@ -461,6 +486,107 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
     return layout, "\n".join(line.strip() for line in text.split("\n"))
 
 
+def _index_entries(words: _Words, rng: random.Random, count: int) -> list[str]:
+    """`count` index entries from the source words, sorted as an index is: words or identifiers (two words joined
+    by an underscore), letters first, each once."""
+    entries: dict[str, str] = {}
+    while len(entries) < count:
+        taken = [word.strip(".,;:()[]{}\"'!?") for word in words.take(2)]
+        if len(taken) < 2:
+            break
+        first, second = taken
+        if len(first) < 3 or not first[0].isalpha():
+            continue
+        entry = f"{first}_{second}" if second.isalnum() and rng.random() < 0.3 else first
+        entries.setdefault(entry.casefold(), entry)
+    return [entries[key] for key in sorted(entries)]
+
+
+def _write_index(case: GeneratedCase, path: Path, rng: random.Random) -> tuple[str, str]:
+    """A back-of-book index page cut from the case's source pages; returns its parameters and its text in column
+    order (leaders left out: they carry no text)."""
+    columns = rng.choice((2, 2, 3))
+    width, height = 612.0, 792.0
+    margin = rng.choice((54.0, 72.0))
+    size = rng.choice((7.0, 8.0, 9.0))
+    pitch = round(size * rng.choice((1.15, 1.25, 1.35)), 2)
+    gutter = rng.choice((14.0, 20.0, 28.0))
+    letters = rng.choice((1.2, 1.44, 1.73))  # the letter headings' size, in entries' sizes
+    font = rng.choice(("syntax", "text"))  # identifiers in Courier, or words in Helvetica
+    column_width = (width - 2 * margin - gutter * (columns - 1)) / columns
+    words = _Words([page.text for page in case.placed])
+    density = rng.choice((0.35, 0.6, 1.0))  # a long book's index covers a letter a page, a short one many
+    entries = [entry for entry in _index_entries(words, rng, 400) if rng.random() < density]
+    card = _CardPage(width, height, size)
+    texts: list[list[str]] = []
+    try:
+        title = card.fitted("heading", words.take(rng.randint(1, 3)), width - 2 * margin, 2 * size)
+        top = height - margin - 2 * size
+        if title is not None:
+            card.place(title[0], margin, top)
+            texts.append([title[2]])
+        top -= 3 * pitch
+        ten = card.line("text", "." * 10)
+        pdfium_c.FPDFPageObj_Destroy(ten[0])
+        dot = ten[1] / 10  # a leader dot's advance
+        last = rng.randint(len(entries) // 2, len(entries)) if rng.random() < 0.5 else len(entries)
+        letter = ""
+        taken = 0
+        for column in range(columns):
+            left = margin + column * (column_width + gutter)
+            right = left + column_width
+            lines: list[str] = []
+            baseline = top
+            while taken < last:
+                entry = entries[taken]
+                initial = entry[0].upper()
+                if initial != letter:
+                    extra = (letters - 1.0) * size
+                    needed = (2 * pitch if lines else 0.0) + extra + 2 * pitch
+                    if baseline - needed < margin:
+                        break
+                    if lines:
+                        lines.append("")
+                        baseline -= pitch  # a blank line above the letter
+                    heading = card.line("heading", initial, letters * size)
+                    card.place(heading[0], left, baseline - extra)
+                    lines.append(initial)
+                    baseline -= pitch + extra
+                    letter = initial
+                    continue
+                if baseline < margin:
+                    break
+                numbers = ", ".join(str(n) for n in sorted(rng.sample(range(1, 400), rng.choice((1, 1, 1, 2, 3)))))
+                figure = card.line("text", numbers)
+                label = card.fitted(font, entry.split(), column_width - figure[1] - 6 * dot)
+                taken += 1
+                if label is None:
+                    pdfium_c.FPDFPageObj_Destroy(figure[0])
+                    continue
+                card.place(label[0], left, baseline)
+                card.place(figure[0], right - figure[1], baseline)
+                room = right - figure[1] - left - label[1] - 2 * dot
+                leader = card.line("text", "." * int(room / dot))
+                card.place(leader[0], right - figure[1] - dot - leader[1], baseline)
+                lines.append(f"{label[2]} {numbers}")
+                baseline -= pitch
+            if lines:
+                texts.append(lines)
+        pdfium_c.FPDFPage_GenerateContent(card.page.raw)
+        layout = (f"columns={columns} size={size:g}pt pitch={pitch:g}pt gutter={gutter:g}pt letters={letters:g}x "
+                  f"density={density:g} "
+                  f"font={'Courier' if font == 'syntax' else 'Helvetica'}")
+        if case.degradation == "indexes":
+            card.pdf.save(path)
+        else:
+            _image_pdf(_gray(card.page.render(scale=150 / 72).to_pil()), 150.0, path, hidden_text=None)
+            layout = f"dpi=150 {layout}"
+    finally:
+        card.close()
+    text = "\n\n".join("\n".join(lines).strip("\n") for lines in texts if any(lines))
+    return layout, "\n".join(line.strip() for line in text.split("\n"))
+
+
 def _image_pdf(image: Image.Image, dpi: float, path: Path, *, hidden_text: str | None) -> None:
     """A one-page PDF showing `image`; with `hidden_text`, an invisible text layer (as OCR'd scans carry) too."""
     buffer = BytesIO()
@@ -492,11 +618,12 @@ def _image_pdf(image: Image.Image, dpi: float, path: Path, *, hidden_text: str |
 
 def describe(cases: Sequence[GeneratedCase]) -> str:
     """One line: how many cases of each kind, from how many source pages."""
-    counts = {kind: sum(1 for c in cases if c.degradation == kind) for kind in (*KINDS, *COLUMN_KINDS, *CARD_KINDS)}
+    counts = {kind: sum(1 for c in cases if c.degradation == kind)
+              for kind in (*KINDS, *COLUMN_KINDS, *CARD_KINDS, *INDEX_KINDS)}
     sources = len({(c.source.corpus, c.source.case.case_id, c.source.index) for c in cases})
     shown = ", ".join(f"{kind} {count}" for kind, count in counts.items() if count)
     return f"{len(cases)} cases from {sources} source pages ({shown})"
 
 
-__all__ = ["CARD_KINDS", "COLUMN_KINDS", "DEGRADATIONS", "KINDS", "GeneratedCase", "SourcePage", "describe",
-           "write_set"]
+__all__ = ["CARD_KINDS", "COLUMN_KINDS", "DEGRADATIONS", "INDEX_KINDS", "KINDS", "GeneratedCase", "SourcePage",
+           "describe", "write_set"]

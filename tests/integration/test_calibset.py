@@ -10,7 +10,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 import pytest
 
-from pagemill_eval.calibset import CARD_KINDS, KINDS, page_text, write_set
+from pagemill_eval.calibset import CARD_KINDS, INDEX_KINDS, KINDS, page_text, write_set
 from pagemill_eval.corpus import read_manifest
 from tests.pdfs import SENTENCE, make_pdf
 
@@ -257,3 +257,62 @@ def test_larger_card_headings_stand_without_a_blank_line(long_corpus: Path, tmp_
             size = float(after.detail.split("size=")[1].split("pt")[0])
             path = tmp_path / "larger" / after.case_id / f"{after.case_id}.pdf"
             assert _font_sizes(path) == {size, 1.5 * size}  # entries at the card's size, headings larger
+
+
+@pytest.fixture()
+def wordy_corpus(tmp_path: Path) -> Path:
+    """Two born-digital pages of 50 lines of made-up words (1,000 distinct, ten initials): enough for an index."""
+    syllables = ("ka", "lo", "mi", "ne", "pu", "ra", "si", "tu", "ve", "zo")
+    vocabulary = [a + b + c for a in syllables for b in syllables for c in syllables]
+    root = tmp_path / "wordy"
+    rows = []
+    for number, name in enumerate(("first", "second")):
+        (root / name).mkdir(parents=True)
+        lines = [" ".join(vocabulary[(7 * (line * 10 + n) + 500 * number) % 1000] for n in range(10))
+                 for line in range(50)]
+        (root / name / f"{name}.pdf").write_bytes(make_pdf(lines=lines, size=8.0))
+        rows.append(f"{name}/{name}.pdf\t-\t-\t-\tMIT\tdigital\t1\t-\t[GT:none]\n")
+    (root / "MANIFEST.tsv").write_text(HEADER + "".join(rows), encoding="utf-8")
+    return root
+
+
+def test_index_pages_set_sorted_entries_under_letters_with_leaders_to_their_page_numbers(wordy_corpus: Path,
+                                                                                          tmp_path: Path) -> None:
+    plain = write_set([wordy_corpus], tmp_path / "plain", seed=5, kinds_per_page=3, cards=2)
+    cases = write_set([wordy_corpus], tmp_path / "index", seed=5, kinds_per_page=3, cards=2, indexes=4)
+    assert [(c.case_id, c.detail) for c in cases[:len(plain)]] == [(c.case_id, c.detail) for c in plain]
+    indexes = cases[len(plain):]
+    assert [c.degradation for c in indexes] == ["indexes", "indexes_scan", "indexes", "indexes_scan"]
+    assert set(INDEX_KINDS) == {"indexes", "indexes_scan"}
+    manifest = {c.case_id: c for c in read_manifest(tmp_path / "index")}
+    for case in indexes:
+        entry = manifest[case.case_id]
+        text = entry.input_path.parent.joinpath(f"{case.case_id}.txt").read_text(encoding="utf-8").strip()
+        assert text == case.source.text
+        title, *columns = text.split("\n\n")
+        lines = [line for column in columns for line in column.split("\n") if line]
+        letters = [line for line in lines if len(line) == 1]
+        entries = [line.rsplit(" ", 1)[0].rstrip(",").split(" ")[0] for line in lines if len(line) > 1]
+        assert len(letters) >= 2 and len(entries) > 30 and "." * 4 not in text  # no leaders in the reference
+        assert letters == sorted(letters) and [e[0].upper() for e in entries] == sorted(e[0].upper() for e in entries)
+        assert all(line.split(" ", 1)[1].replace(", ", "").isdigit() for line in lines if len(line) > 1)
+        if case.degradation == "indexes_scan":
+            assert _text(entry.input_path) == "" and (_pixels(entry.input_path) < 128).any()
+            continue
+        layer = _text(entry.input_path)
+        assert "." * 20 in layer  # the leaders are drawn, as dots
+        shown = [word.strip(".") for word in layer.replace("..", " ").split()]
+        assert sorted(word for word in shown if word) == sorted(text.split())  # every word, and only those
+        size = float(case.detail.split("size=")[1].split("pt")[0])
+        scale = float(case.detail.split("letters=")[1].split("x")[0])
+        assert _font_sizes(entry.input_path) == {size, round(scale * size, 2), 2 * size}
+
+
+def test_index_pages_are_the_same_for_the_same_seed(wordy_corpus: Path, tmp_path: Path) -> None:
+    first = write_set([wordy_corpus], tmp_path / "a", seed=9, kinds_per_page=1, indexes=2)
+    second = write_set([wordy_corpus], tmp_path / "b", seed=9, kinds_per_page=1, indexes=2)
+    assert [(c.case_id, c.detail, c.source.text) for c in first] == [(c.case_id, c.detail, c.source.text)
+                                                                      for c in second]
+    for case in first:
+        name = f"{case.case_id}/{case.case_id}.pdf"
+        assert np.array_equal(_pixels(tmp_path / "a" / name), _pixels(tmp_path / "b" / name))
