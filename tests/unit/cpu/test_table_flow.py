@@ -19,7 +19,7 @@ from services.worker.engines.cpu.confidence import (
     table_readings,
 )
 from services.worker.engines.cpu.routes import Held, settle
-from tests.unit.cpu.test_table_gutter import CHAR, LINE, column, element, line_words
+from tests.unit.cpu.test_table_gutter import CHAR, LINE, PROSE, column, element, line_words
 
 
 def flow(x: float, y: float, lines: int, blanks: set[int], width_chars: int = 44, start: int = 0) -> list[PageWord]:
@@ -146,3 +146,52 @@ def test_a_note_mark_lifting_one_word_is_no_heading() -> None:
     assert sum(1 for w in words if w.bbox[3] - w.bbox[1] > 10) == 6
     assert table_flow_breaks([w.bbox for w in words]) == 0
     assert table_flow_breaks([w.bbox for w in heading_card(({3, 9, 21}, {5, 14, 30}))]) >= 2
+
+
+def index_page(letters: tuple[set[int], ...]) -> list[PageWord]:
+    """Index page columns 250 pt wide: entries (at most 16 characters, 8 word heights) at the column's left edge and
+    their page numbers at its right (the leaders between them are no words), a blank line and a larger letter
+    heading at the rows `letters` of each column."""
+    words: list[PageWord] = []
+    for n, rows in enumerate(letters):
+        left = 40 + n * 270
+        for row in range(40):
+            y = 60 + row * LINE
+            if row - 1 in rows:
+                continue  # the blank line above a letter
+            if row in rows:
+                words.append(PageWord("K", (left, y - 5, left + 2 * CHAR, y + 10)))
+                continue
+            entry = PROSE[(row + 7 * n) % len(PROSE)] + "_" + PROSE[(row + 3) % len(PROSE)]
+            words += line_words(entry[:16], left, y)
+            words += line_words(f"{row * 3 + 1}, {row * 5 + 2}", left + 250 - 8 * CHAR, y)
+    return words
+
+
+def test_index_columns_of_narrow_entries_and_page_numbers_are_grouped_into_page_columns() -> None:
+    words = index_page(({6, 19, 31}, {11, 25, 36}))
+    boxes = [w.bbox for w in words]
+    entries = [b for b in boxes if b[0] < 40 + 150 or 310 <= b[0] < 310 + 150]
+    assert max(b[2] for b in entries if b[0] < 200) - 40 < tuning.TABLE_FLOW_MIN_WIDTH * 10  # no strip is wide
+    assert table_flow_breaks(boxes) >= tuning.TABLE_FLOW_MIN_BREAKS
+    same = index_page(({6, 19, 31}, {6, 19, 31}))  # a table of two label-figure pairs, group rows across it
+    assert table_flow_breaks([w.bbox for w in same]) == 0
+
+
+def test_a_wide_label_column_beside_figure_columns_is_no_pair_of_page_columns() -> None:
+    """A real table: a label column as wide as page columns, left empty on the rows its figures continue, and four
+    figure columns, empty together on its group rows (a label alone). The figures' run of narrow strips is wide
+    enough, but the strips do not tile the table into page columns set alike, so nothing is counted (the first form
+    of the index step, any run of narrow strips 15 word heights wide, counts 3 here, and counted 2-7 on three
+    such tables of dev and wide)."""
+    words: list[PageWord] = []
+    for row in range(30):
+        y = 60 + row * LINE
+        if row % 6 != 5:
+            words += line_words(" ".join(PROSE[(row + n) % len(PROSE)] for n in range(6))[:60], 40, y)
+        if row % 7 == 3:
+            continue  # a group row: the label alone
+        for n, x in enumerate((360, 420, 480, 540)):
+            if (row + 2 * n) % 5:
+                words += line_words(f"{row * 7 + n}.{n}", x, y)
+    assert table_flow_breaks([w.bbox for w in words]) == 0

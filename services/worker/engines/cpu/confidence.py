@@ -239,8 +239,9 @@ def _gutter_runs_on(gap: tuple[float, float], outside: Sequence[BBox]) -> bool:
 @dataclass(frozen=True, slots=True)
 class TableReading:
     """One table of a page as its words' boxes tell it: `element_id`, its `words` (furniture left out), whether
-    one of its column gaps is a gutter of the page (`guttered`) and how often two of its wide column strips break
-    into sections at different heights (`breaks`, `table_flow_breaks`)."""
+    one of its column gaps is a gutter of the page (`guttered`) and how often two of its page columns (wide column
+    strips, or runs of narrow ones set alike) break into sections at different heights (`breaks`,
+    `table_flow_breaks`)."""
 
     element_id: str
     words: int
@@ -334,14 +335,37 @@ def _crossings(breaks: Sequence[tuple[float, float]], lines: Sequence[tuple[floa
     return sum(1 for top, bottom in breaks if any(top < centre < bottom and not heading for centre, heading in lines))
 
 
+def _width(boxes: Sequence[BBox]) -> float:
+    return max(b[2] for b in boxes) - min(b[0] for b in boxes)
+
+
+def _page_columns(strips: Sequence[Sequence[BBox]], min_width: float) -> list[tuple[int, int, list[BBox]]]:
+    """The table's column strips tiled, left to right, into page columns set alike: k ≥ 2 runs of the same number
+    m ≥ 2 of strips (an index's entries and their page numbers), each at least `min_width` wide and the narrowest at
+    least `tuning.TABLE_FLOW_ALIKE` of the widest, as the columns of one page are; each as its first and last strip
+    and its boxes. None when no such tiling exists (a real table's label column beside its figures)."""
+    count = len(strips)
+    for runs in range(2, count // 2 + 1):
+        size = count // runs
+        if count % runs:
+            continue
+        spans = [(n * size, n * size + size - 1) for n in range(runs)]
+        boxes = [[box for strip in strips[first:last + 1] for box in strip] for first, last in spans]
+        widths = [_width(group) for group in boxes]
+        if min(widths) >= min_width and min(widths) >= tuning.TABLE_FLOW_ALIKE * max(widths):
+            return [(first, last, group) for (first, last), group in zip(spans, boxes, strict=True)]
+    return []
+
+
 def table_flow_breaks(boxes: Sequence[BBox]) -> int:
-    """How often two of a table's wide column strips break into sections at different heights: for each pair of
-    strips (the table's words cut at its column gaps) at least `tuning.TABLE_FLOW_MIN_WIDTH` word heights wide, the
-    fewer of the two counts "a section break of one (a blank line, a heading set larger) where the other writes a
-    line of text"; the most over the pairs. Page columns taken for one table break so, each at its own headings.
-    A real table's blank rows and header rows run across all of its columns; where one cell runs longer than its
-    row's others, or a sparse column leaves cells empty, the blanks are in its narrow columns of figures and short
-    labels, which are not counted."""
+    """How often two of a table's page columns break into sections at different heights. Its words are cut into
+    column strips at its column gaps; a page column is a strip at least `tuning.TABLE_FLOW_MIN_WIDTH` word heights
+    wide, or a run of narrow strips when the strips tile into runs set alike (`_page_columns`: an index's entries
+    beside their page numbers). For each pair of page columns side by side, the fewer of the two counts "a section
+    break of one (a blank line, a heading set larger) where the other writes a line of text"; the most over the
+    pairs. Page columns taken for one table break so, each at its own headings. A real table's blank rows and
+    header rows run across all of its columns; where one cell runs longer than its row's others, or a sparse column
+    leaves cells empty, the blanks are in its narrow columns of figures and short labels, which are not counted."""
     if not boxes:
         return 0
     heights = sorted(box[3] - box[1] for box in boxes)
@@ -351,19 +375,22 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
     strips: list[list[BBox]] = [[] for _ in range(len(edges) + 1)]
     for box in boxes:
         strips[sum(1 for edge in edges if (box[0] + box[2]) / 2 > edge)].append(box)
-    strips = [strip for strip in strips
-              if strip and max(b[2] for b in strip) - min(b[0] for b in strip) >= tuning.TABLE_FLOW_MIN_WIDTH * height]
-    lines = [_lines(strip, height) for strip in strips]
-    steps = sorted(lower[0] - upper[0] for strip_lines in lines
-                   for upper, lower in zip(strip_lines, strip_lines[1:], strict=False))
+    strips = [strip for strip in strips if strip]
+    min_width = tuning.TABLE_FLOW_MIN_WIDTH * height
+    columns = [(n, n, strip) for n, strip in enumerate(strips) if _width(strip) >= min_width]
+    columns += [column for column in _page_columns(strips, min_width) if column[0] < column[1]]
+    lines = [_lines(column, height) for _, _, column in columns]
+    steps = sorted(lower[0] - upper[0] for column_lines in lines
+                   for upper, lower in zip(column_lines, column_lines[1:], strict=False))
     if not steps:
         return 0
     pitch = steps[len(steps) // 2]
-    bands = [_section_breaks(strip_lines, pitch) for strip_lines in lines]
+    bands = [_section_breaks(column_lines, pitch) for column_lines in lines]
     most = 0
-    for i in range(len(strips)):
-        for j in range(i + 1, len(strips)):
-            most = max(most, min(_crossings(bands[i], lines[j]), _crossings(bands[j], lines[i])))
+    for i, (_, last, _) in enumerate(columns):
+        for j, (first, _, _) in enumerate(columns):
+            if first > last:
+                most = max(most, min(_crossings(bands[i], lines[j]), _crossings(bands[j], lines[i])))
     return most
 
 

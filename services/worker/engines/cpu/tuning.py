@@ -207,15 +207,18 @@ TABLE_GUTTER_PENALTY = 0.937
 TABLE_FLOW_MIN_BLANK = 1.6  # line pitches: two lines of a table's column strip this far apart leave a blank line
 TABLE_FLOW_HEADING = 1.2  # word heights: a line whose median box is this tall is a heading (a section break)
 TABLE_FLOW_MIN_WIDTH = 15  # word heights: strips this wide hold running text (page columns are 22-25 on the cards;
-#                            real tables' columns that break apart, figures and short labels, 2-11 on dev + wide)
+#                            real tables' columns that break apart, figures and short labels, 2-11 on dev + wide);
+#                            so must each run of narrow strips that tiles a table into page columns
+TABLE_FLOW_ALIKE = 0.9  # narrowest / widest: narrow strips tiled into runs this alike are page columns (an index's)
 TABLE_FLOW_MIN_BREAKS = 2  # two wide strips, each breaking this often where the other writes (`table_flow_share`)
 # Fitted, not chosen: confidence taken off per unit of `table_flow_share` (the share of the page's words in a table
-# two of whose wide column strips break into sections at different heights). `pagemill_eval.flow_fit` on the
-# generated seeds 28 + 30 (clean, column and card cases, and cards with larger headings, `--card-headings 1.4`);
-# both folds gained and dev + wide hold no page with a share (docs/evaluation.md, "Reference cards read as one
-# table" and "Larger headings"). To refit:
-#   python -m pagemill_eval.flow_fit generated=gen28.json:out/gen28 generated=cards28.json:out/cards28 ...
-TABLE_FLOW_PENALTY = 1.207
+# two of whose page columns break into sections at different heights). `pagemill_eval.flow_fit` on the generated
+# seeds 28 + 30 (clean, column and card cases, cards with larger headings, `--card-headings 1.4`, and index pages,
+# `--indexes 8`); both folds gained and dev + wide hold no page with a share (docs/evaluation.md, "Reference cards
+# read as one table", "Larger headings" and "Index pages"). To refit:
+#   python -m pagemill_eval.flow_fit generated=gen28.json:out/gen28 generated=cards28.json:out/cards28 \
+#       generated=idx28.json:out/idx28 ... (the same for seed 30)
+TABLE_FLOW_PENALTY = 0.954
 LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
 LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
 LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
