@@ -133,9 +133,9 @@ DEGRADATIONS: dict[str, Degrade] = {
 KINDS = ("clean", *DEGRADATIONS, "wrong_layer")
 COLUMN_KINDS = ("columns", "columns_scan")
 COLUMN_GUTTERS_PT = (10.0, 18.0, 28.0)  # white space between two placed columns, drawn per page
-CARD_KINDS = ("cards", "cards_scan")
+CARD_KINDS: tuple[str, str] = ("cards", "cards_scan")
 CARD_SOURCES = 6  # source pages whose text a card's entries are cut from, in order
-INDEX_KINDS = ("indexes", "indexes_scan")
+INDEX_KINDS: tuple[str, str] = ("indexes", "indexes_scan")
 
 
 def source_pages(corpus_dirs: Sequence[Path], *, max_pages_per_case: int, rng: random.Random) -> list[SourcePage]:
@@ -194,31 +194,19 @@ def plan_columns(pages: Sequence[SourcePage], *, count: int, rng: random.Random)
     return cases
 
 
-def plan_cards(pages: Sequence[SourcePage], *, count: int, rng: random.Random) -> list[GeneratedCase]:
-    """`count` reference cards, each cut from up to `CARD_SOURCES` distinct source pages drawn by `rng`,
-    alternately with and without their text layer (`cards`, `cards_scan`); the text is laid out when written."""
+def plan_laid_out(pages: Sequence[SourcePage], *, count: int, rng: random.Random, kinds: tuple[str, str],
+                  stem: str) -> list[GeneratedCase]:
+    """`count` pages laid out from words (reference cards: `CARD_KINDS`, "card"; index pages: `INDEX_KINDS`,
+    "index"), each cut from up to `CARD_SOURCES` distinct source pages drawn by `rng`, alternately with and without
+    their text layer (`kinds`); the text is laid out when written."""
     if not pages:
         return []
     cases: list[GeneratedCase] = []
     for number in range(count):
         group = rng.sample(list(pages), min(len(pages), CARD_SOURCES))
-        kind = CARD_KINDS[number % len(CARD_KINDS)]
+        kind = kinds[number % len(kinds)]
         detail = "from=" + ",".join(f"{p.corpus}/{p.case.case_id}#{p.index + 1}" for p in group)
-        cases.append(GeneratedCase(f"card{number:03d}_{kind}", group[0], kind, detail, tuple(group)))
-    return cases
-
-
-def plan_indexes(pages: Sequence[SourcePage], *, count: int, rng: random.Random) -> list[GeneratedCase]:
-    """`count` index pages, each cut from up to `CARD_SOURCES` distinct source pages drawn by `rng`, alternately
-    with and without their text layer (`indexes`, `indexes_scan`); the text is laid out when written."""
-    if not pages:
-        return []
-    cases: list[GeneratedCase] = []
-    for number in range(count):
-        group = rng.sample(list(pages), min(len(pages), CARD_SOURCES))
-        kind = INDEX_KINDS[number % len(INDEX_KINDS)]
-        detail = "from=" + ",".join(f"{p.corpus}/{p.case.case_id}#{p.index + 1}" for p in group)
-        cases.append(GeneratedCase(f"index{number:03d}_{kind}", group[0], kind, detail, tuple(group)))
+        cases.append(GeneratedCase(f"{stem}{number:03d}_{kind}", group[0], kind, detail, tuple(group)))
     return cases
 
 
@@ -233,8 +221,9 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
         pages = sorted(rng.sample(pages, max_sources), key=lambda p: (p.corpus, p.case.case_id, p.index))
     cases = plan(pages, kinds_per_page=kinds_per_page, rng=rng)
     cases += plan_columns(pages, count=columns, rng=random.Random(f"{seed}/columns"))
-    cases += plan_cards(pages, count=cards, rng=random.Random(f"{seed}/cards"))
-    cases += plan_indexes(pages, count=indexes, rng=random.Random(f"{seed}/indexes"))
+    cases += plan_laid_out(pages, count=cards, rng=random.Random(f"{seed}/cards"), kinds=CARD_KINDS, stem="card")
+    cases += plan_laid_out(pages, count=indexes, rng=random.Random(f"{seed}/indexes"), kinds=INDEX_KINDS,
+                           stem="index")
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[GeneratedCase] = []
     rows: list[dict[str, str]] = []
