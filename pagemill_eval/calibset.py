@@ -2,11 +2,12 @@
 
 Confidence has to be fitted on bad pages, and dev + wide hold only a handful. Rather than hand-pick more (and tune
 on them), this module makes them: it takes the born-digital PDF cases of one or more corpora (`kind` contains
-`digital`), picks pages whose text layer holds enough text, keeps that text layer as the reference, and writes
-each page again through one of the degradations in `DEGRADATIONS` — re-rendered at low resolution, blurred,
-skewed, rotated, noised, its table rules removed (all image-only: the text layer is dropped), or kept as an image
-under a wrong text layer (another source page's text, invisible, as a bad OCR layer would be). The untouched page
-(`clean`) is written too, so the set holds good pages as well as bad ones.
+`digital`), picks pages whose text layer holds enough text, keeps that text layer (dot leaders left out, as the
+engine leaves them) as the reference, and writes each page again through one of the degradations in
+`DEGRADATIONS` — re-rendered at low resolution, blurred, skewed, rotated, noised, its table rules removed (all
+image-only: the text layer is dropped), or kept as an image under a wrong text layer (another source page's text,
+invisible, as a bad OCR layer would be). The untouched page (`clean`) is written too, so the set holds good pages
+as well as bad ones.
 
 With `columns`, the set also holds pages laid out in columns, made from its own source pages: two or three of them,
 each cut to the box its ink fills, placed side by side on one wide page as form objects (so their text layer stays
@@ -41,6 +42,7 @@ from __future__ import annotations
 import csv
 import ctypes
 import random
+import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,6 +57,7 @@ from PIL import Image, ImageFilter
 from pagemill_eval.corpus import Case, read_manifest
 
 MIN_REFERENCE_CHARS = 200  # a page with less text layer than this says too little to score
+LEADERS = re.compile(r"[ \t]*(?:\.[ \t]*){4,}")  # dot leaders, ". . . . ." or ".....", with the blanks around them
 RULE_SHARE = 0.35  # a pixel row/column this dark over this share of its length is a table rule (removed)
 MANIFEST_FIELDS = ("file", "source_repo", "source_path", "commit", "license", "kind", "pages",
                    "ground_truth_files", "notes")
@@ -158,13 +161,22 @@ def source_pages(corpus_dirs: Sequence[Path], *, max_pages_per_case: int, rng: r
     return pages
 
 
+def without_leaders(text: str) -> str:
+    """`text` with every run of four or more dots (spaced or not: a table of contents' leaders) made one space."""
+    return LEADERS.sub(" ", text)
+
+
 def page_text(page: pdfium.PdfPage) -> str:
+    """The page's text layer as a reference: its lines, trailing blanks and dot leaders left out (leaders carry no
+    text, and the engine drops them, `textchars.drop_leaders`; a reference holding them scores every leader dot
+    of a table of contents read right as a miss)."""
     textpage = page.get_textpage()
     try:
         text = textpage.get_text_range()
     finally:
         textpage.close()
-    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip()
+    lines = without_leaders(text.replace("\r\n", "\n")).split("\n")
+    return "\n".join(line.rstrip() for line in lines).strip()
 
 
 def plan(pages: Sequence[SourcePage], *, kinds_per_page: int, rng: random.Random) -> list[GeneratedCase]:

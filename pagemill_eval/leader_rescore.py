@@ -5,7 +5,9 @@ entries without them (often as a table of entry and page number). Text similarit
 as a miss, and a page read word for word scores 0.3. This tool takes every run of four or more dots (spaced or
 not) out of the reference and the output alike, for every case, re-scores text similarity, and reports the
 confidence AUROC on both scorings (bad < 0.5 and < 0.7) with the `needs_review` figures, so a page that is "bad"
-only by its leaders can be told apart from one read wrong. It changes no score `pagemill eval` reports.
+only by its leaders can be told apart from one read wrong. It changes no score `pagemill eval` reports. Sets made
+since 2026-12-06 hold no leaders in their references (`calibset.page_text`), so the two scorings agree on them; the
+tool is for outputs of sets made before.
 
     python -m pagemill_eval.leader_rescore CORPUS_DIR REPORT.json OUTPUTS_DIR
 """
@@ -13,24 +15,18 @@ only by its leaders can be told apart from one read wrong. It changes no score `
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pagemill_eval.calibration import case_samples
+from pagemill_eval.calibset import without_leaders
 from pagemill_eval.confidence_fit import Row
 from pagemill_eval.corpus import read_manifest
 from pagemill_eval.penalty_fit import aurocs, review_figures
 from pagemill_eval.textsim import similarity
 from services.worker.engines.cpu.confidence import NEEDS_REVIEW_BELOW
-
-LEADERS = re.compile(r"(?:[ \t]*\.){4,}")
-
-
-def without_leaders(text: str) -> str:
-    return LEADERS.sub(" ", text)
 
 
 def rescore(corpus_dir: Path, report_path: Path, outputs: Path) -> list[tuple[Row, float]]:

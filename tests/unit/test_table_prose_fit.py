@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
+from pagemill_eval.calibset import without_leaders
 from pagemill_eval.confidence_fit import Row
-from pagemill_eval.leader_rescore import without_leaders
 from pagemill_eval.table_prose_fit import case_confidence, fit, report, saved_share
 
 
