@@ -404,6 +404,16 @@ class _CardPage:
         pdfium_c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, ctypes.c_double(x), ctypes.c_double(baseline))
         pdfium_c.FPDFPage_InsertObject(self.page.raw, obj)
 
+    def save(self, path: Path, *, text_layer: bool, layout: str) -> str:
+        """Write the page to `path` as made (its text layer kept) or as a 150-dpi image only; returns `layout`, with
+        the resolution when an image."""
+        pdfium_c.FPDFPage_GenerateContent(self.page.raw)
+        if text_layer:
+            self.pdf.save(path)
+            return layout
+        _image_pdf(_gray(self.page.render(scale=150 / 72).to_pil()), 150.0, path, hidden_text=None)
+        return f"dpi=150 {layout}"
+
     def close(self) -> None:
         for font in self.fonts.values():
             pdfium_c.FPDFFont_Close(font)
@@ -472,19 +482,13 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
                 if parts:
                     lines.append(" ".join(part[2] for part in parts))
             texts.append(lines)
-        pdfium_c.FPDFPage_GenerateContent(card.page.raw)
         layout = f"columns={columns} size={size:g}pt pitch={pitch:g}pt gutter={gutter:g}pt two_parts={int(two_parts)}"
         if larger:
             layout += f" headings={heading_scale:g}x"
-        if case.degradation == "cards":
-            card.pdf.save(path)
-        else:
-            _image_pdf(_gray(card.page.render(scale=150 / 72).to_pil()), 150.0, path, hidden_text=None)
-            layout = f"dpi=150 {layout}"
+        layout = card.save(path, text_layer=case.degradation == "cards", layout=layout)
     finally:
         card.close()
-    text = "\n\n".join("\n".join(lines).strip("\n") for lines in texts if any(lines))
-    return layout, "\n".join(line.strip() for line in text.split("\n"))
+    return layout, _column_order(texts)
 
 
 def _index_entries(words: _Words, rng: random.Random, count: int) -> list[str]:
@@ -573,19 +577,18 @@ def _write_index(case: GeneratedCase, path: Path, rng: random.Random) -> tuple[s
                 baseline -= pitch
             if lines:
                 texts.append(lines)
-        pdfium_c.FPDFPage_GenerateContent(card.page.raw)
         layout = (f"columns={columns} size={size:g}pt pitch={pitch:g}pt gutter={gutter:g}pt letters={letters:g}x "
-                  f"density={density:g} "
-                  f"font={'Courier' if font == 'syntax' else 'Helvetica'}")
-        if case.degradation == "indexes":
-            card.pdf.save(path)
-        else:
-            _image_pdf(_gray(card.page.render(scale=150 / 72).to_pil()), 150.0, path, hidden_text=None)
-            layout = f"dpi=150 {layout}"
+                  f"density={density:g} font={'Courier' if font == 'syntax' else 'Helvetica'}")
+        layout = card.save(path, text_layer=case.degradation == "indexes", layout=layout)
     finally:
         card.close()
+    return layout, _column_order(texts)
+
+
+def _column_order(texts: Sequence[Sequence[str]]) -> str:
+    """A laid-out page's reference: each column's lines, a blank line between columns (empty columns left out)."""
     text = "\n\n".join("\n".join(lines).strip("\n") for lines in texts if any(lines))
-    return layout, "\n".join(line.strip() for line in text.split("\n"))
+    return "\n".join(line.strip() for line in text.split("\n"))
 
 
 def _image_pdf(image: Image.Image, dpi: float, path: Path, *, hidden_text: str | None) -> None:

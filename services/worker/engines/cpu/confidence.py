@@ -343,7 +343,7 @@ def _page_columns(strips: Sequence[Sequence[BBox]], min_width: float) -> list[tu
     """The table's column strips tiled, left to right, into page columns set alike: k ≥ 2 runs of the same number
     m ≥ 2 of strips (an index's entries and their page numbers), each at least `min_width` wide and the narrowest at
     least `tuning.TABLE_FLOW_ALIKE` of the widest, as the columns of one page are; each as its first and last strip
-    and its boxes. None when no such tiling exists (a real table's label column beside its figures)."""
+    and its boxes. Empty when no such tiling exists (a real table's label column beside its figures)."""
     count = len(strips)
     for runs in range(2, count // 2 + 1):
         size = count // runs
@@ -365,7 +365,8 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
     break of one (a blank line, a heading set larger) where the other writes a line of text"; the most over the
     pairs. Page columns taken for one table break so, each at its own headings. A real table's blank rows and
     header rows run across all of its columns; where one cell runs longer than its row's others, or a sparse column
-    leaves cells empty, the blanks are in its narrow columns of figures and short labels, which are not counted."""
+    leaves cells empty, the blanks are in its narrow columns of figures and short labels, which are not counted
+    unless they tile the table into runs set alike."""
     if not boxes:
         return 0
     heights = sorted(box[3] - box[1] for box in boxes)
@@ -378,7 +379,7 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
     strips = [strip for strip in strips if strip]
     min_width = tuning.TABLE_FLOW_MIN_WIDTH * height
     columns = [(n, n, strip) for n, strip in enumerate(strips) if _width(strip) >= min_width]
-    columns += [column for column in _page_columns(strips, min_width) if column[0] < column[1]]
+    columns += _page_columns(strips, min_width)
     lines = [_lines(column, height) for _, _, column in columns]
     steps = sorted(lower[0] - upper[0] for column_lines in lines
                    for upper, lower in zip(column_lines, column_lines[1:], strict=False))
