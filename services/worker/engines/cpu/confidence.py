@@ -286,14 +286,22 @@ def table_readings(tree: Sequence[Element], words: Sequence[PageWord]) -> PageTa
     readings = []
     for element_id, area in tables:
         inside = [box for box in content if _inside(box, area)]
-        guttered = False
+        guttered, breaks = False, 0
         if inside:
-            heights = sorted(box[3] - box[1] for box in inside)
-            gap_width = tuning.TABLE_GUTTER_MIN_GAP * heights[len(heights) // 2]
+            height, gaps = _table_gaps(inside)
             beside = [box for box in outside if box[2] > area[0] and box[0] < area[2]]
-            guttered = any(_gutter_runs_on(gap, beside) for gap in _column_gaps(inside, gap_width))
-        readings.append(TableReading(element_id, len(inside), guttered, table_flow_breaks(inside)))
+            guttered = any(_gutter_runs_on(gap, beside) for gap in gaps)
+            breaks = _flow_breaks(inside, height, gaps)
+        readings.append(TableReading(element_id, len(inside), guttered, breaks))
     return PageTables(readings, len(content))
+
+
+def _table_gaps(boxes: Sequence[BBox]) -> tuple[float, list[tuple[float, float]]]:
+    """A table's median word height and its column gaps (`_column_gaps`, at least `tuning.TABLE_GUTTER_MIN_GAP`
+    word heights wide): read once, for the gutter and for the section breaks."""
+    heights = sorted(box[3] - box[1] for box in boxes)
+    height = heights[len(heights) // 2]
+    return height, _column_gaps(boxes, tuning.TABLE_GUTTER_MIN_GAP * height)
 
 
 def table_gutter_share(tree: Sequence[Element], words: Sequence[PageWord]) -> float:
@@ -367,11 +375,11 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
     header rows run across all of its columns; where one cell runs longer than its row's others, or a sparse column
     leaves cells empty, the blanks are in its narrow columns of figures and short labels, which are not counted
     unless they tile the table into runs set alike."""
-    if not boxes:
-        return 0
-    heights = sorted(box[3] - box[1] for box in boxes)
-    height = heights[len(heights) // 2]
-    gaps = _column_gaps(boxes, tuning.TABLE_GUTTER_MIN_GAP * height)
+    return _flow_breaks(boxes, *_table_gaps(boxes)) if boxes else 0
+
+
+def _flow_breaks(boxes: Sequence[BBox], height: float, gaps: Sequence[tuple[float, float]]) -> int:
+    """`table_flow_breaks` of a table's boxes, given its median word height and column gaps (`_table_gaps`)."""
     edges = [(left + right) / 2 for left, right in gaps]
     strips: list[list[BBox]] = [[] for _ in range(len(edges) + 1)]
     for box in boxes:
@@ -396,7 +404,7 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
 
 
 def table_flow_share(tree: Sequence[Element], words: Sequence[PageWord]) -> tuple[float, int]:
-    """Share of the page's words in a table two of whose column strips break into sections at different heights at
+    """Share of the page's words in a table two of whose page columns break into sections at different heights at
     least `tuning.TABLE_FLOW_MIN_BREAKS` times (`table_flow_breaks`), and the most breaks of a table."""
     tables = table_readings(tree, words)
     return tables.share(lambda r: r.flowing), tables.most_breaks
