@@ -10,8 +10,8 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 import pytest
 
-from pagemill_eval.calibset import CARD_KINDS, INDEX_KINDS, KINDS, page_text, write_set
-from pagemill_eval.corpus import read_manifest
+from pagemill_eval.calibset import CARD_KINDS, INDEX_KINDS, KINDS, GeneratedCase, page_text, write_set
+from pagemill_eval.corpus import Case, read_manifest
 from tests.pdfs import SENTENCE, make_pdf
 
 HEADER = "file\tsource_repo\tsource_path\tcommit\tlicense\tkind\tpages\tground_truth_files\tnotes\n"
@@ -179,15 +179,22 @@ def _baselines(path: Path) -> tuple[float, list[tuple[float, float]]]:
         pdf.close()
 
 
+def _added(corpus: Path, tmp_path: Path, kinds: tuple[str, str], base: dict[str, int],
+           **added: int) -> tuple[list[GeneratedCase], dict[str, Case]]:
+    """The cases `added` (four of one laid-out kind) puts into seed 5's set beside `base`, and the set's manifest;
+    the set's other cases must be those written without them, and the four alternate with and without a layer."""
+    plain = write_set([corpus], tmp_path / "plain", seed=5, kinds_per_page=3, **base)
+    cases = write_set([corpus], tmp_path / "added", seed=5, kinds_per_page=3, **base, **added)
+    assert [(c.case_id, c.detail) for c in cases[:len(plain)]] == [(c.case_id, c.detail) for c in plain]
+    new = cases[len(plain):]
+    assert [c.degradation for c in new] == [*kinds, *kinds]
+    return new, {c.case_id: c for c in read_manifest(tmp_path / "added")}
+
+
 def test_cards_set_entries_on_one_baseline_grid_in_columns_and_leave_the_other_cases_alone(long_corpus: Path,
                                                                                             tmp_path: Path) -> None:
-    plain = write_set([long_corpus], tmp_path / "plain", seed=5, kinds_per_page=3, columns=2)
-    cases = write_set([long_corpus], tmp_path / "cards", seed=5, kinds_per_page=3, columns=2, cards=4)
-    assert [(c.case_id, c.detail) for c in cases[:len(plain)]] == [(c.case_id, c.detail) for c in plain]
-    cards = cases[len(plain):]
-    assert [c.degradation for c in cards] == ["cards", "cards_scan", "cards", "cards_scan"]
+    cards, manifest = _added(long_corpus, tmp_path, CARD_KINDS, {"columns": 2}, cards=4)
     assert set(CARD_KINDS) == {"cards", "cards_scan"}
-    manifest = {c.case_id: c for c in read_manifest(tmp_path / "cards")}
     source_words = set(" ".join(p.text for p in cards[0].placed).split())
     for case in cards:
         entry = manifest[case.case_id]
@@ -280,13 +287,8 @@ def wordy_corpus(tmp_path: Path) -> Path:
 
 def test_index_pages_set_sorted_entries_under_letters_with_leaders_to_their_page_numbers(wordy_corpus: Path,
                                                                                           tmp_path: Path) -> None:
-    plain = write_set([wordy_corpus], tmp_path / "plain", seed=5, kinds_per_page=3, cards=2)
-    cases = write_set([wordy_corpus], tmp_path / "index", seed=5, kinds_per_page=3, cards=2, indexes=4)
-    assert [(c.case_id, c.detail) for c in cases[:len(plain)]] == [(c.case_id, c.detail) for c in plain]
-    indexes = cases[len(plain):]
-    assert [c.degradation for c in indexes] == ["indexes", "indexes_scan", "indexes", "indexes_scan"]
+    indexes, manifest = _added(wordy_corpus, tmp_path, INDEX_KINDS, {"cards": 2}, indexes=4)
     assert set(INDEX_KINDS) == {"indexes", "indexes_scan"}
-    manifest = {c.case_id: c for c in read_manifest(tmp_path / "index")}
     for case in indexes:
         entry = manifest[case.case_id]
         text = entry.input_path.parent.joinpath(f"{case.case_id}.txt").read_text(encoding="utf-8").strip()
