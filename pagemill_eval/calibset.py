@@ -22,7 +22,9 @@ on most cards, entries of two parts (a description left, a Courier "syntax" righ
 The reference is the text in column order, as a reader reads a card. `cards` keeps the text layer; `cards_scan` is
 the same page as a 150-dpi image only. Their own random stream leaves the seed's other cases alone too. With
 `card_headings` above 1 the headings are set that much larger with no blank line before them (a LaTeX card's
-section heads); at 1 (the default) the cards are the ones made without it.
+section heads); at 1 (the default) the cards are the ones made without it. With `card_tabs` every entry is of two
+parts and the syntax stands left-aligned at a tab stop of the column (a column of its own, as a LaTeX tabular card
+sets it) instead of right-aligned to the column's edge.
 
 With `indexes`, the set also holds back-of-book index pages: a title, then 2 or 3 page columns of short entries
 (single words or identifiers from its own source pages' text, sorted) under larger bold letter headings with a
@@ -224,9 +226,11 @@ def plan_laid_out(pages: Sequence[SourcePage], *, count: int, rng: random.Random
 
 def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max_pages_per_case: int = 1,
               kinds_per_page: int = 3, max_sources: int | None = 16, columns: int = 0,
-              cards: int = 0, card_headings: float = 1.0, indexes: int = 0) -> list[GeneratedCase]:
+              cards: int = 0, card_headings: float = 1.0, card_tabs: bool = False,
+              indexes: int = 0) -> list[GeneratedCase]:
     """Generate the set into `out_dir` (created); returns the cases written, in manifest order. `card_headings`:
-    the cards' headings this many times their entries' size (`_write_card`)."""
+    the cards' headings this many times their entries' size; `card_tabs`: their syntax at a tab stop
+    (`_write_card`)."""
     rng = random.Random(seed)
     pages = source_pages(corpus_dirs, max_pages_per_case=max_pages_per_case, rng=rng)
     if max_sources is not None and len(pages) > max_sources:
@@ -246,7 +250,8 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
         source = case.source
         if case.degradation in CARD_KINDS or case.degradation in INDEX_KINDS:
             target = folder / f"{case.case_id}.pdf"
-            layout, text = (_write_card(case, target, case_rng, card_headings) if case.degradation in CARD_KINDS
+            layout, text = (_write_card(case, target, case_rng, card_headings, card_tabs)
+                            if case.degradation in CARD_KINDS
                             else _write_index(case, target, case_rng))
             detail = f"{layout} {case.detail}"
             source = SourcePage(source.corpus, source.case, source.index, text)
@@ -421,20 +426,23 @@ class _CardPage:
 
 
 def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
-                heading_scale: float = 1.0) -> tuple[str, str]:
+                heading_scale: float = 1.0, tabs: bool = False) -> tuple[str, str]:
     """A reference card cut from the case's source pages; returns its parameters and its text in column order.
 
     `heading_scale` above 1 sets the headings that many times the entries' size, with no blank line before them
     and the lines under them moved down by the extra height (as a LaTeX card's section heads); at 1 they are the
-    entries' size, about half of them under a blank grid line."""
+    entries' size, about half of them under a blank grid line. `tabs`: every entry is a description and its syntax,
+    the syntax left-aligned at a tab stop 50-65% across the column (a tabular's second column), not right-aligned
+    to the column's edge."""
     columns = rng.choice((2, 3))
     width, height = (792.0, 612.0) if columns == 3 else (612.0, 792.0)
     size = rng.choice((7.0, 8.0, 9.0))
     pitch = round(size * rng.choice((1.15, 1.25, 1.35)), 2)
     gutter = rng.choice((14.0, 20.0, 28.0))
-    two_parts = rng.random() < 0.75  # most cards pair a description with its syntax, some list plain entries
+    two_parts = rng.random() < 0.75 or tabs  # most cards pair a description with its syntax, some list plain entries
     margin = 36.0
     column_width = (width - 2 * margin - gutter * (columns - 1)) / columns
+    tab = round(rng.uniform(0.5, 0.65) * column_width, 1) if tabs else None  # the syntax's stop, from the left
     rows = int((height - 2 * margin - size) // pitch) + 1
     words = _Words([page.text for page in case.placed])
     card = _CardPage(width, height, size)
@@ -465,7 +473,15 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
                         lines.append(heading[2])
                     continue
                 until_heading -= 1
-                if two_parts and rng.random() < 0.85:
+                if tab is not None:
+                    syntax = card.fitted("syntax", words.take(rng.randint(1, 3)), column_width - tab)
+                    description = card.fitted("text", words.take(rng.randint(2, 6)), tab - size)
+                    parts = [part for part in (description, syntax) if part is not None]
+                    if description is not None:
+                        card.place(description[0], left, baseline)
+                    if syntax is not None:
+                        card.place(syntax[0], left + tab, baseline)
+                elif two_parts and rng.random() < 0.85:
                     syntax = card.fitted("syntax", words.take(rng.randint(1, 3)), column_width / 2)
                     room = column_width - (syntax[1] if syntax else 0.0) - size
                     description = card.fitted("text", words.take(rng.randint(2, 6)), room)
@@ -483,6 +499,8 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
                     lines.append(" ".join(part[2] for part in parts))
             texts.append(lines)
         layout = f"columns={columns} size={size:g}pt pitch={pitch:g}pt gutter={gutter:g}pt two_parts={int(two_parts)}"
+        if tab is not None:
+            layout += f" tab={tab:g}pt"
         if larger:
             layout += f" headings={heading_scale:g}x"
         layout = card.save(path, text_layer=case.degradation == "cards", layout=layout)

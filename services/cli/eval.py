@@ -140,15 +140,19 @@ def eval_command(corpus_dirs: tuple[Path, ...], engine: str | None, mode: str | 
               help="also this many reference cards: source text as short entries in 2-3 columns on one line pitch")
 @click.option("--card-headings", default=1.0, show_default=True, type=click.FloatRange(1.0, 3.0),
               help="the cards' headings this many times their entries' size, with no blank line before them")
+@click.option("--card-tabs", is_flag=True,
+              help="the cards' entries all of two parts, the syntax left-aligned at a tab stop (a tabular card)")
 @click.option("--indexes", default=0, show_default=True, type=click.IntRange(0),
               help="also this many index pages: short entries, dot leaders, page numbers, letter headings, 2-3 columns")
 def calibrate_set(corpus_dirs: tuple[Path, ...], out_dir: Path, seed: int, max_sources: int,
-                  kinds_per_page: int, columns: int, cards: int, card_headings: float, indexes: int) -> None:
+                  kinds_per_page: int, columns: int, cards: int, card_headings: float, card_tabs: bool,
+                  indexes: int) -> None:
     """Generate a calibration corpus from the born-digital pages of CORPUS_DIRs: each page's text layer is the
     reference, the page is written clean and degraded (docs/evaluation.md, "The generated calibration set")."""
     require_extra("eval", "`pagemill calibrate-set`")
     from pagemill_eval.calibset import describe, write_set
 
     cases = write_set(list(corpus_dirs), out_dir, seed=seed, max_sources=max_sources, kinds_per_page=kinds_per_page,
-                      columns=columns, cards=cards, card_headings=card_headings, indexes=indexes)
+                      columns=columns, cards=cards, card_headings=card_headings, card_tabs=card_tabs,
+                      indexes=indexes)
     click.echo(f"{out_dir}: {describe(cases)}")

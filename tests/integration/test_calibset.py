@@ -268,6 +268,32 @@ def test_larger_card_headings_stand_without_a_blank_line(long_corpus: Path, tmp_
             assert _font_sizes(path) == {size, 1.5 * size}  # entries at the card's size, headings larger
 
 
+def _left_edges(path: Path) -> set[float]:
+    """Where the page's text objects start: their ink's left edges, those within 3 pt of one another (a glyph's
+    side bearing) kept once."""
+    pdf = pdfium.PdfDocument(path)
+    try:
+        lefts = sorted(obj.get_bounds()[0] for obj in pdf[0].get_objects() if obj.type == pdfium_c.FPDF_PAGEOBJ_TEXT)
+    finally:
+        pdf.close()
+    return {round(x) for n, x in enumerate(lefts) if n == 0 or x - lefts[n - 1] > 3.0}
+
+
+def test_tabbed_cards_set_every_syntax_at_its_column_s_tab_stop(long_corpus: Path, tmp_path: Path) -> None:
+    same = write_set([long_corpus], tmp_path / "same", seed=5, kinds_per_page=1, cards=2)
+    tabbed = write_set([long_corpus], tmp_path / "tabbed", seed=5, kinds_per_page=1, cards=2, card_tabs=True)
+    assert [c.case_id for c in tabbed] == [c.case_id for c in same]
+    for before, after in zip(same, tabbed, strict=True):
+        if before.degradation not in CARD_KINDS:
+            assert after.detail == before.detail
+            continue
+        assert "two_parts=1 tab=" in after.detail and "tab=" not in before.detail
+        columns = int(after.detail.split("columns=")[1].split()[0])
+        if after.degradation == "cards":  # descriptions and headings at each column's edge, syntax at its tab
+            assert len(_left_edges(tmp_path / "tabbed" / after.case_id / f"{after.case_id}.pdf")) == 2 * columns
+            assert len(_left_edges(tmp_path / "same" / before.case_id / f"{before.case_id}.pdf")) > 2 * columns
+
+
 @pytest.fixture()
 def wordy_corpus(tmp_path: Path) -> Path:
     """Two born-digital pages of 50 lines of made-up words (1,000 distinct, ten initials): enough for an index."""
