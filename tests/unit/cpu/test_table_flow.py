@@ -195,3 +195,32 @@ def test_a_wide_label_column_beside_figure_columns_is_no_pair_of_page_columns() 
             if (row + 2 * n) % 5:
                 words += line_words(f"{row * 7 + n}.{n}", x, y)
     assert table_flow_breaks([w.bbox for w in words]) == 0
+
+
+def tab_card(blanks: tuple[set[int], ...]) -> list[PageWord]:
+    """Page columns 240 pt wide, 260 pt apart, of two-part entries: a description (at most 22 characters) at the
+    column's left edge and its syntax (as long) left-aligned at a tab stop 130 pt in (a tabular card), each column
+    with its own blank lines."""
+    words: list[PageWord] = []
+    for n, rows in enumerate(blanks):
+        left = 40 + n * 260
+        for row in range(40):
+            if row in rows:
+                continue
+            y = 60 + row * LINE
+            description = " ".join(PROSE[(row + 5 * n + k) % len(PROSE)] for k in range(4))
+            words += line_words(description[:22].strip(), left, y)
+            syntax = f"{PROSE[(row + n) % len(PROSE)]}_{PROSE[(row + 2) % len(PROSE)]}(x,{row})"
+            words += line_words(syntax[:22], left + 130, y)
+    return words
+
+
+def test_page_columns_of_two_strips_are_tiled_as_such_when_wider_runs_would_fit_too() -> None:
+    """Three page columns of two narrow strips each tile as three runs of two, not as two runs of three (which
+    are alike in width too, and cut the middle column in half: 0 breaks, what `4c7f859` counted)."""
+    words = tab_card(({7, 19, 30}, {12, 24, 35}, {4, 16, 27}))
+    boxes = [w.bbox for w in words]
+    assert all(b[2] - b[0] < tuning.TABLE_FLOW_MIN_WIDTH * 10 for b in boxes)
+    assert table_flow_breaks(boxes) >= tuning.TABLE_FLOW_MIN_BREAKS
+    same = tab_card(({7, 19, 30}, {7, 19, 30}, {7, 19, 30}))  # blank rows across the whole table: one table
+    assert table_flow_breaks([w.bbox for w in same]) == 0

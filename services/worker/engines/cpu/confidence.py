@@ -351,9 +351,12 @@ def _page_columns(strips: Sequence[Sequence[BBox]], min_width: float) -> list[tu
     """The table's column strips tiled, left to right, into page columns set alike: k ≥ 2 runs of the same number
     m ≥ 2 of strips (an index's entries and their page numbers), each at least `min_width` wide and the narrowest at
     least `tuning.TABLE_FLOW_ALIKE` of the widest, as the columns of one page are; each as its first and last strip
-    and its boxes. Empty when no such tiling exists (a real table's label column beside its figures)."""
+    and its boxes. The most runs first: a page column is as few strips as its entries take (an entry and its page
+    numbers, a description and its syntax), and three such columns of two strips may tile alike as two runs of
+    three too, each cutting the middle column in half. Empty when no tiling exists (a real table's label column
+    beside its figures)."""
     count = len(strips)
-    for runs in range(2, count // 2 + 1):
+    for runs in range(count // 2, 1, -1):
         size = count // runs
         if count % runs:
             continue
