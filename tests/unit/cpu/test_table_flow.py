@@ -224,3 +224,14 @@ def test_page_columns_of_two_strips_are_tiled_as_such_when_wider_runs_would_fit_
     assert table_flow_breaks(boxes) >= tuning.TABLE_FLOW_MIN_BREAKS
     same = tab_card(({7, 19, 30}, {7, 19, 30}, {7, 19, 30}))  # blank rows across the whole table: one table
     assert table_flow_breaks([w.bbox for w in same]) == 0
+
+
+def test_a_page_column_whose_heading_closed_its_inner_gap_tiles_with_the_others() -> None:
+    """A heading across the middle page column (a line running from its edge past the tab stop) closes the gap
+    between its two parts: one wide strip between two runs of two narrow strips still tiles into page columns."""
+    heading = line_words("a_heading_set_across_its_tab_stop", 300, 60 + 13 * LINE)  # its column is blank at 12
+    words = tab_card(({7, 19, 30}, {12, 24, 35}, {4, 16, 27})) + heading
+    assert max(w.bbox[2] for w in heading) > 300 + 130  # it crosses the middle column's tab stop
+    assert table_flow_breaks([w.bbox for w in words]) >= tuning.TABLE_FLOW_MIN_BREAKS
+    same = tab_card(({12, 24, 35}, {12, 24, 35}, {12, 24, 35})) + heading  # blank rows across the table
+    assert table_flow_breaks([w.bbox for w in same]) == 0

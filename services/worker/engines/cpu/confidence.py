@@ -347,23 +347,34 @@ def _width(boxes: Sequence[BBox]) -> float:
     return max(b[2] for b in boxes) - min(b[0] for b in boxes)
 
 
+def _joined(strips: Sequence[Sequence[BBox]], first: int, last: int) -> list[BBox]:
+    return [box for strip in strips[first:last + 1] for box in strip]
+
+
 def _page_columns(strips: Sequence[Sequence[BBox]], min_width: float) -> list[tuple[int, int, list[BBox]]]:
-    """The table's column strips tiled, left to right, into page columns set alike: k ≥ 2 runs of the same number
-    m ≥ 2 of strips (an index's entries and their page numbers), each at least `min_width` wide and the narrowest at
-    least `tuning.TABLE_FLOW_ALIKE` of the widest, as the columns of one page are; each as its first and last strip
-    and its boxes. The most runs first: a page column is as few strips as its entries take (an entry and its page
-    numbers, a description and its syntax), and three such columns of two strips may tile alike as two runs of
-    three too, each cutting the middle column in half. Empty when no tiling exists (a real table's label column
-    beside its figures)."""
+    """The table's column strips tiled, left to right, into page columns set alike: k ≥ 2 runs, each a run of
+    narrow strips (an index's entries and their page numbers, a card's description and its syntax) or one wide strip
+    (a page column whose heading closed its inner gap), each at least `min_width` wide and the narrowest at least
+    `tuning.TABLE_FLOW_ALIKE` of the widest, as the columns of one page are, one of them at least of two strips;
+    each as its first and last strip and its boxes. The first run is the narrowest that is wide enough (the most
+    runs: three page columns of two strips may tile alike as two runs of three too, each cutting the middle column
+    in half), each next run the fewest strips that reach its width. Empty when no tiling exists (a real table's
+    label column beside its figures)."""
     count = len(strips)
-    for runs in range(count // 2, 1, -1):
-        size = count // runs
-        if count % runs:
+    for end in range(count - 1):
+        target = _width(_joined(strips, 0, end))
+        if target < min_width:
             continue
-        spans = [(n * size, n * size + size - 1) for n in range(runs)]
-        boxes = [[box for strip in strips[first:last + 1] for box in strip] for first, last in spans]
+        spans = [(0, end)]
+        while spans[-1][1] < count - 1:
+            first = last = spans[-1][1] + 1
+            while last < count - 1 and _width(_joined(strips, first, last)) < tuning.TABLE_FLOW_ALIKE * target:
+                last += 1
+            spans.append((first, last))
+        boxes = [_joined(strips, first, last) for first, last in spans]
         widths = [_width(group) for group in boxes]
-        if min(widths) >= min_width and min(widths) >= tuning.TABLE_FLOW_ALIKE * max(widths):
+        if (min(widths) >= min_width and min(widths) >= tuning.TABLE_FLOW_ALIKE * max(widths)
+                and any(last > first for first, last in spans)):
             return [(first, last, group) for (first, last), group in zip(spans, boxes, strict=True)]
     return []
 
@@ -390,7 +401,7 @@ def _flow_breaks(boxes: Sequence[BBox], height: float, gaps: Sequence[tuple[floa
     strips = [strip for strip in strips if strip]
     min_width = tuning.TABLE_FLOW_MIN_WIDTH * height
     columns = [(n, n, strip) for n, strip in enumerate(strips) if _width(strip) >= min_width]
-    columns += _page_columns(strips, min_width)
+    columns += [run for run in _page_columns(strips, min_width) if run[1] > run[0]]  # wide strips are in already
     lines = [_lines(column, height) for _, _, column in columns]
     steps = sorted(lower[0] - upper[0] for column_lines in lines
                    for upper, lower in zip(column_lines, column_lines[1:], strict=False))

@@ -214,12 +214,13 @@ TABLE_FLOW_MIN_BREAKS = 2  # two wide strips, each breaking this often where the
 # Fitted, not chosen: confidence taken off per unit of `table_flow_share` (the share of the page's words in a table
 # two of whose page columns break into sections at different heights). `pagemill_eval.flow_fit` on the generated
 # seeds 28 + 30 (clean, column and card cases, cards with larger headings, `--card-headings 1.4`, index pages,
-# `--indexes 8`, and tabbed cards, `--card-tabs`); both folds gained and dev + wide hold no page with a share
-# (docs/evaluation.md, "Reference cards read as one table", "Larger headings", "Index pages" and "Tabbed cards").
-# To refit:
+# `--indexes 8`, and tabbed cards, `--card-tabs`, with and without `--card-headings 1.4`); both folds gained and
+# dev + wide hold no page with a share (docs/evaluation.md, "Reference cards read as one table", "Larger
+# headings", "Index pages" and "Tabbed cards"). To refit:
 #   python -m pagemill_eval.flow_fit generated=gen28.json:out/gen28 generated=cards28.json:out/cards28 \
-#       generated=idx28.json:out/idx28 generated=tabs28.json:out/tabs28 ... (the same for seed 30)
-TABLE_FLOW_PENALTY = 1.129
+#       generated=idx28.json:out/idx28 generated=tabs28.json:out/tabs28 generated=tabh28.json:out/tabh28 \
+#       ... (the same for seed 30)
+TABLE_FLOW_PENALTY = 1.082
 LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
 LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
 LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
