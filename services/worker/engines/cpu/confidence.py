@@ -347,10 +347,6 @@ def _width(boxes: Sequence[BBox]) -> float:
     return max(b[2] for b in boxes) - min(b[0] for b in boxes)
 
 
-def _joined(strips: Sequence[Sequence[BBox]], first: int, last: int) -> list[BBox]:
-    return [box for strip in strips[first:last + 1] for box in strip]
-
-
 def _page_columns(strips: Sequence[Sequence[BBox]], min_width: float) -> list[tuple[int, int, list[BBox]]]:
     """The table's column strips tiled, left to right, into page columns set alike: k ≥ 2 runs, each a run of
     narrow strips (an index's entries and their page numbers, a card's description and its syntax) or one wide strip
@@ -361,21 +357,26 @@ def _page_columns(strips: Sequence[Sequence[BBox]], min_width: float) -> list[tu
     in half), each next run the fewest strips that reach its width. Empty when no tiling exists (a real table's
     label column beside its figures)."""
     count = len(strips)
+    lefts = [min(box[0] for box in strip) for strip in strips]
+    rights = [max(box[2] for box in strip) for strip in strips]
+
+    def width(first: int, last: int) -> float:  # what `_width` gives for the strips' boxes joined
+        return max(rights[first:last + 1]) - min(lefts[first:last + 1])
+
     for end in range(count - 1):
-        target = _width(_joined(strips, 0, end))
+        target = width(0, end)
         if target < min_width:
             continue
         spans = [(0, end)]
         while spans[-1][1] < count - 1:
             first = last = spans[-1][1] + 1
-            while last < count - 1 and _width(_joined(strips, first, last)) < tuning.TABLE_FLOW_ALIKE * target:
+            while last < count - 1 and width(first, last) < tuning.TABLE_FLOW_ALIKE * target:
                 last += 1
             spans.append((first, last))
-        boxes = [_joined(strips, first, last) for first, last in spans]
-        widths = [_width(group) for group in boxes]
+        widths = [width(first, last) for first, last in spans]
         if (min(widths) >= min_width and min(widths) >= tuning.TABLE_FLOW_ALIKE * max(widths)
                 and any(last > first for first, last in spans)):
-            return [(first, last, group) for (first, last), group in zip(spans, boxes, strict=True)]
+            return [(first, last, [box for strip in strips[first:last + 1] for box in strip]) for first, last in spans]
     return []
 
 
