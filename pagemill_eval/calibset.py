@@ -473,23 +473,16 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
                         lines.append(heading[2])
                     continue
                 until_heading -= 1
-                if tab is not None:
-                    syntax = card.fitted("syntax", words.take(rng.randint(1, 3)), column_width - tab)
-                    description = card.fitted("text", words.take(rng.randint(2, 6)), tab - size)
+                if tab is not None or (two_parts and rng.random() < 0.85):
+                    syntax = card.fitted("syntax", words.take(rng.randint(1, 3)),
+                                         column_width / 2 if tab is None else column_width - tab)
+                    stop = column_width - (syntax[1] if syntax else 0.0) if tab is None else tab  # the syntax's start
+                    description = card.fitted("text", words.take(rng.randint(2, 6)), stop - size)
                     parts = [part for part in (description, syntax) if part is not None]
                     if description is not None:
                         card.place(description[0], left, baseline)
                     if syntax is not None:
-                        card.place(syntax[0], left + tab, baseline)
-                elif two_parts and rng.random() < 0.85:
-                    syntax = card.fitted("syntax", words.take(rng.randint(1, 3)), column_width / 2)
-                    room = column_width - (syntax[1] if syntax else 0.0) - size
-                    description = card.fitted("text", words.take(rng.randint(2, 6)), room)
-                    parts = [part for part in (description, syntax) if part is not None]
-                    if description is not None:
-                        card.place(description[0], left, baseline)
-                    if syntax is not None:
-                        card.place(syntax[0], right - syntax[1], baseline)
+                        card.place(syntax[0], right - syntax[1] if tab is None else left + tab, baseline)
                 else:
                     entry = card.fitted("text", words.take(rng.randint(3, 8)), column_width)
                     parts = [entry] if entry is not None else []
