@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pypdfium2 as pdfium
@@ -251,14 +252,21 @@ def _font_sizes(path: Path) -> set[float]:
         pdf.close()
 
 
-def test_larger_card_headings_stand_without_a_blank_line(long_corpus: Path, tmp_path: Path) -> None:
-    same = write_set([long_corpus], tmp_path / "same", seed=5, kinds_per_page=1, cards=2)
-    larger = write_set([long_corpus], tmp_path / "larger", seed=5, kinds_per_page=1, cards=2, card_headings=1.5)
-    assert [c.case_id for c in larger] == [c.case_id for c in same]
-    for before, after in zip(same, larger, strict=True):
+def _card_variants(corpus: Path, tmp_path: Path, name: str,
+                   **option: Any) -> list[tuple[GeneratedCase, GeneratedCase]]:
+    """Seed 5's cards written without and with a card `option` (the second set in `tmp_path / name`), paired; the
+    set's other cases must be those written without it."""
+    same = write_set([corpus], tmp_path / "same", seed=5, kinds_per_page=1, cards=2)
+    varied = write_set([corpus], tmp_path / name, seed=5, kinds_per_page=1, cards=2, **option)
+    assert [c.case_id for c in varied] == [c.case_id for c in same]
+    for before, after in zip(same, varied, strict=True):
         if before.degradation not in CARD_KINDS:
             assert after.detail == before.detail
-            continue
+    return [(b, a) for b, a in zip(same, varied, strict=True) if b.degradation in CARD_KINDS]
+
+
+def test_larger_card_headings_stand_without_a_blank_line(long_corpus: Path, tmp_path: Path) -> None:
+    for before, after in _card_variants(long_corpus, tmp_path, "larger", card_headings=1.5):
         assert after.detail.replace(" headings=1.5x", "") == before.detail and "headings=1.5x" in after.detail
         columns = int(after.detail.split("columns=")[1].split()[0])
         assert after.source.text.count("\n\n") == columns - 1  # blank lines only between the columns
@@ -280,13 +288,7 @@ def _left_edges(path: Path) -> set[float]:
 
 
 def test_tabbed_cards_set_every_syntax_at_its_column_s_tab_stop(long_corpus: Path, tmp_path: Path) -> None:
-    same = write_set([long_corpus], tmp_path / "same", seed=5, kinds_per_page=1, cards=2)
-    tabbed = write_set([long_corpus], tmp_path / "tabbed", seed=5, kinds_per_page=1, cards=2, card_tabs=True)
-    assert [c.case_id for c in tabbed] == [c.case_id for c in same]
-    for before, after in zip(same, tabbed, strict=True):
-        if before.degradation not in CARD_KINDS:
-            assert after.detail == before.detail
-            continue
+    for before, after in _card_variants(long_corpus, tmp_path, "tabbed", card_tabs=True):
         assert "two_parts=1 tab=" in after.detail and "tab=" not in before.detail
         columns = int(after.detail.split("columns=")[1].split()[0])
         if after.degradation == "cards":  # descriptions and headings at each column's edge, syntax at its tab
@@ -342,7 +344,6 @@ def test_index_pages_set_sorted_entries_under_letters_with_leaders_to_their_page
         size = float(case.detail.split("size=")[1].split("pt")[0])
         scale = float(case.detail.split("letters=")[1].split("x")[0])
         assert _font_sizes(entry.input_path) == {size, round(scale * size, 2), 2 * size}
-
 
 
 def test_the_reference_leaves_dot_leaders_out_and_keeps_other_dots(tmp_path: Path) -> None:
