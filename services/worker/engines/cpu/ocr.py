@@ -1,6 +1,7 @@
 """Scanned pages and images through RapidOCR (PP-OCRv6, shipped in the wheel): page orientation first, then one
-recognition pass, giving the same `Line`s the text layer gives so layout and tables work on both (and a second
-reading of a few lines' shrunk crops, `rescale_agreement`, for the page's confidence signals)."""
+recognition pass, giving the same `Line`s the text layer gives, each word where the recognizer read it, so layout
+and tables work on both (and a second reading of a few lines' shrunk crops, `rescale_agreement`, for the page's
+confidence signals)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def get_ocr() -> Any:
             _ocr = RapidOCR(params={
                 "Global.log_level": "error",
                 "Global.max_side_len": tuning.OCR_MAX_SIDE_LEN,
+                "Global.return_word_box": True,  # each character's column in the recognizer's output: `_line`
                 "Det.limit_type": "max",
                 "Det.limit_side_len": DETECT_SIDE,
             })
@@ -173,12 +175,14 @@ def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: i
     recognized = ocr.recognize_txt(crops)
     tilts: list[tuple[float, float]] = []
     kept: list[tuple[np.ndarray, str]] = []
-    for quad, crop, text, score in zip(quads, crops, recognized.txts or (), recognized.scores or (), strict=False):
+    placed = recognized.word_results or [None] * len(quads)
+    for quad, crop, text, score, info in zip(quads, crops, recognized.txts or (), recognized.scores or (), placed,
+                                             strict=False):
         text = str(text).strip()
         if not text or float(score) < MIN_SCORE:
             continue
         page.scores.append(float(score))
-        page.lines.append(_line(quad, text, float(score)))
+        page.lines.append(_line(quad, text, float(score), info))
         tilts.append((quad_tilt(quad), quad_size(quad)[0]))
         kept.append((crop, text))
     page.skew = _weighted_median(tilts)
@@ -256,17 +260,53 @@ def _weighted_median(values: list[tuple[float, float]]) -> float:
     return 0.0
 
 
-def _line(quad: np.ndarray, text: str, score: float) -> Line:
+def _line(quad: np.ndarray, text: str, score: float, placed: Any = None) -> Line:
+    """A detected box's words, each where the recognizer read its characters (`placed`: RapidOCR's `WordInfo`,
+    the output column of every character); without it, or when its characters are not the text's, each word
+    takes its share of the box by character count. The columns keep a gap the detector's box spans (a label and
+    its value at a tab stop read as one box) where it is on the page; character shares spread the words over it."""
     box = Box(float(quad[:, 0].min()), float(quad[:, 1].min()), float(quad[:, 0].max()), float(quad[:, 1].max()))
     tokens = text.split()
-    total = sum(len(t) for t in tokens) + max(0, len(tokens) - 1)
-    words: list[Word] = []
-    cursor = 0
     size = box.height * tuning.OCR_SIZE_PER_HEIGHT
+    spans = _read_spans(box, tokens, placed) or _share_spans(box, tokens)
+    words = [Word(token, Box(start, box.y0, stop, box.y1), size=size)
+             for token, (start, stop) in zip(tokens, spans, strict=True)]
+    return Line(words, box, score=score)
+
+
+def _share_spans(box: Box, tokens: list[str]) -> list[tuple[float, float]]:
+    total = sum(len(t) for t in tokens) + max(0, len(tokens) - 1)
+    spans: list[tuple[float, float]] = []
+    cursor = 0
     for token in tokens:
         start = box.x0 + box.width * cursor / max(1, total)
         cursor += len(token)
-        stop = box.x0 + box.width * cursor / max(1, total)
+        spans.append((start, box.x0 + box.width * cursor / max(1, total)))
         cursor += 1
-        words.append(Word(token, Box(start, box.y0, stop, box.y1), size=size))
-    return Line(words, box, score=score)
+    return spans
+
+
+def _read_spans(box: Box, tokens: list[str], placed: Any) -> list[tuple[float, float]] | None:
+    """Each word from its first character's output column to its last's, widened by half a character pitch (the
+    median column step between neighbouring characters of a word) on each side; a column is `line_txt_len`-th of
+    the box's width."""
+    columns = [int(c) for word in getattr(placed, "word_cols", None) or () for c in word]
+    length = float(getattr(placed, "line_txt_len", 0) or 0)
+    if length <= 0 or len(columns) != sum(len(t) for t in tokens) or columns != sorted(columns):
+        return None
+    steps: list[int] = []
+    firsts: list[int] = []
+    at = 0
+    for token in tokens:
+        firsts.append(at)
+        steps.extend(b - a for a, b in zip(columns[at:at + len(token) - 1], columns[at + 1:at + len(token)],
+                                            strict=True))
+        at += len(token)
+    pitch = float(np.median(steps)) if steps else length / max(1, len(" ".join(tokens)))
+    step = box.width / length
+    spans: list[tuple[float, float]] = []
+    for token, first in zip(tokens, firsts, strict=True):
+        start = box.x0 + (columns[first] + 0.5 - pitch / 2) * step
+        stop = box.x0 + (columns[first + len(token) - 1] + 0.5 + pitch / 2) * step
+        spans.append((min(max(start, box.x0), box.x1), min(max(stop, box.x0), box.x1)))
+    return spans
