@@ -67,6 +67,24 @@ def rounded(box: BBox) -> BBox:
     return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
 
 
+def upright_map(turn: int, page_width: float, page_height: float) -> Callable[[BBox], BBox]:
+    """Page-point boxes into the frame the page was read in, when it was turned `turn` degrees clockwise to read
+    it (`pixel_map`'s turn): a quarter-turned scan's lines run across again, as its words' geometry assumes."""
+    turn %= 360
+
+    def upright(box: BBox) -> BBox:
+        x0, y0, x1, y1 = box
+        if turn == 90:
+            return rounded((page_height - y1, x0, page_height - y0, x1))
+        if turn == 180:
+            return rounded((page_width - x1, page_height - y1, page_width - x0, page_height - y0))
+        if turn == 270:
+            return rounded((y0, page_width - x1, y1, page_width - x0))
+        return box
+
+    return upright
+
+
 def pixel_map(image_width: int, image_height: int, rotation: int, page_width: float, page_height: float) -> BoxMap:
     """OCR pixel boxes on an image turned `rotation` degrees clockwise back to the page as displayed, in points.
 

@@ -19,6 +19,7 @@ from services.worker.engines.cpu.confidence import (
     table_readings,
 )
 from services.worker.engines.cpu.routes import Held, settle
+from services.worker.engines.geometry import Box, pixel_map, rounded, upright_map
 from tests.unit.cpu.test_table_gutter import CHAR, LINE, PROSE, column, element, line_words
 
 
@@ -114,6 +115,30 @@ def test_the_penalty_moves_only_the_confidence_and_the_fit_adds_it_back(monkeypa
     rows = RECORDED.load("x", tmp_path / "r.json", tmp_path)
     assert [page[0] for page in rows[0].pages] == [before.confidence]  # read as the engine without the penalty
     assert rows[0].features["table_flow_share"] == 1.0
+
+
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_a_card_scanned_turned_is_read_as_it_was_read(turn: int) -> None:
+    """A scan turned a quarter (or half) to be read has its words boxed on the page as given, where its lines run
+    down the page: the section breaks are counted with the page turned back, as it was read."""
+    words = card(({6, 19, 31}, {11, 25}, {4, 16, 28, 35}))
+    width, height = 612.0, 792.0  # the card as read, upright
+    page_size = (height, width) if turn in (90, 270) else (width, height)
+    to_page = pixel_map(int(width), int(height), turn, *page_size)  # the read frame's boxes on the page as given
+    turned = [PageWord(w.text, to_page(Box(*w.bbox))) for w in words]
+    tree = [element(ElementType.TABLE, turned, 1)]
+
+    def read(as_read: int) -> PageOutput:
+        page = PageOutput(markdown=tree[0].markdown, engine="cpu", confidence=0.97, elements=list(tree),
+                          words=list(turned), width=page_size[0], height=page_size[1], rotation=turn)
+        return settle(page, Held(ocr_words=len(words)), ink=None, turn=as_read)
+
+    upright = read(turn)
+    assert upright.signals["table_flow_share"] == 1.0
+    assert upright.signals["table_flow_breaks"] == table_flow_breaks([w.bbox for w in words])
+    assert [upright_map(turn, *page_size)(w.bbox) for w in turned] == [rounded(w.bbox) for w in words]
+    if turn != 180:  # a half turn keeps lines across; a quarter turn, read as given, has no lines to break
+        assert read(0).signals["table_flow_share"] == 0.0
 
 
 def heading_card(headings: tuple[set[int], ...]) -> list[PageWord]:

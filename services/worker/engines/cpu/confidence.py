@@ -270,18 +270,22 @@ class PageTables:
         return max((r.breaks for r in self.readings), default=0)
 
 
-def table_readings(tree: Sequence[Element], words: Sequence[PageWord]) -> PageTables:
-    """Each table of the page with what its words' boxes say of it, and the page's words (furniture left out).
+def table_readings(tree: Sequence[Element], words: Sequence[PageWord],
+                   upright: Callable[[BBox], BBox] | None = None) -> PageTables:
+    """Each table of the page with what its words' boxes say of it, and the page's words (furniture left out);
+    `upright` takes every box into the frame the page was read in (`geometry.upright_map`: a scan turned a quarter
+    to be read has its lines across again).
 
     A gap is a page gutter when it runs on through the page's own text outside the table, which keeps to either side
     of it. Page columns (a reference card, two papers side by side) taken for one table look so; a real table's gaps
     end at its edges, where the text around it runs across them. A table that is all the page's text has nothing
     around it to tell: there its strips' section breaks do."""
-    tables = [(e.id, e.bbox) for e in tree if e.type == ElementType.TABLE and e.bbox is not None]
+    frame = upright or (lambda box: box)
+    tables = [(e.id, frame(e.bbox)) for e in tree if e.type == ElementType.TABLE and e.bbox is not None]
     if not tables:
         return PageTables([], 0)
-    furniture = [e.bbox for e in tree if e.type in FURNITURE and e.bbox is not None]
-    content = [w.bbox for w in words if not any(_inside(w.bbox, area) for area in furniture)]
+    furniture = [frame(e.bbox) for e in tree if e.type in FURNITURE and e.bbox is not None]
+    content = [box for box in (frame(w.bbox) for w in words) if not any(_inside(box, area) for area in furniture)]
     outside = [box for box in content if not any(_inside(box, area) for _, area in tables)]
     readings = []
     for element_id, area in tables:

@@ -83,7 +83,8 @@ class CpuEngine:
             if page.rotation:
                 image = image.rotate(-page.rotation, expand=True)
             scanned = self._ocr_page(image, page, size)
-            return routes.settle(scanned, _ocr_held(scanned), _ink_if_empty(scanned, lambda: image))
+            return routes.settle(scanned, _ocr_held(scanned), _ink_if_empty(scanned, lambda: image),
+                                 page.rotation + scanned.rotation)
         text = textlayer.read_page(page.data)
         text_output = self._text_layer_page(text, page)
         signals = text_output.signals
@@ -115,7 +116,8 @@ class CpuEngine:
             held = routes.Held(layer_words=layer_words, ocr_words=ocr_words)
             return routes.settle(text_output, held, None)
         scanned.signals.update({f"rejected_{k}": v for k, v in signals.items() if k.startswith("text_layer")})
-        return routes.settle(scanned, _ocr_held(scanned), _ink_if_empty(scanned, lambda: image))
+        return routes.settle(scanned, _ocr_held(scanned), _ink_if_empty(scanned, lambda: image),
+                                 page.rotation + scanned.rotation)
 
     def _text_layer_page(self, text: PageText, page: PageInput, pictured: list[Line] | None = None) -> PageOutput:
         found = charts.find_charts(text) if text.shapes else []

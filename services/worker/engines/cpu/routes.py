@@ -16,7 +16,7 @@ from PIL import Image
 from services.worker.engines.base import PageOutput
 from services.worker.engines.cpu import blockconf, confidence, tuning
 from services.worker.engines.cpu.model import Box, Line, Word
-from services.worker.engines.geometry import BoxMap
+from services.worker.engines.geometry import BoxMap, upright_map
 
 TEXT_DROPPED = "text_dropped"
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -63,13 +63,15 @@ def ink_share(image: Image.Image) -> float:
     return float(np.mean(np.abs(grey - background) > tuning.INK_LEVEL))
 
 
-def settle(output: PageOutput, held: Held, ink: float | None) -> PageOutput:
+def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0) -> PageOutput:
     """Flags a page whose output lost the text the page holds, and tells a blank page from an empty one.
 
     `ink` is the page's ink share, measured only when the output is empty (None: not measured). The page's
-    structure (table grids, figures read as prose) weighs on its confidence here too."""
+    structure (table grids, figures read as prose) weighs on its confidence here too, its tables' words seen as the
+    page was read: `turn` degrees clockwise (an OCR page turned to be read; `geometry.pixel_map`'s turn)."""
     output.elements = blockconf.rate(output.elements, output.confidence)  # the route's confidence, block by block
-    tables = confidence.table_readings(output.elements, output.words)
+    upright = upright_map(turn, output.width, output.height) if turn % 360 else None
+    tables = confidence.table_readings(output.elements, output.words, upright)
     structure = confidence.structure_signals(output.elements, tables)
     output.signals.update(structure)
     taken = confidence.page_column_penalties(tables)
