@@ -137,9 +137,13 @@ def test_a_worker_container_killed_mid_document_every_page_ends_once(stack: Stac
                                                                      tmp_path: Path) -> None:
     victim = stack.container("worker-cpu", 1)
     hostname = inspect(victim)["Config"]["Hostname"]
+    wait_until(lambda: len(_cpu_consumers(stack)) >= 2, 180, "both CPU workers to consume", every=0.5)
     source = tmp_path / "scan-24.pdf"
     source.write_bytes(repeat_pages(corpus / "dev" / "docling_ocr_test" / "ocr_test.pdf", 24))
-    created = api.upload(source)
+    # cache=false: the page is in the result cache from the tests above, and a cached page is running for the
+    # milliseconds of one lookup, which a poll may never see (a CI run waited 180 s for it); parsed, the victim
+    # holds each of its pages for the seconds OCR takes.
+    created = api.upload(source, cache="false")
     # Kill once the victim holds a running page of the document (its lease names the container's host).
     wait_until(lambda: stack.psql(f"select index from pages where document_id = '{created['id']}' and "
                                   f"status = 'running' and lease_owner like '{hostname}:%'"),
