@@ -117,7 +117,7 @@ class CpuEngine:
             return routes.settle(text_output, held, None)
         scanned.signals.update({f"rejected_{k}": v for k, v in signals.items() if k.startswith("text_layer")})
         return routes.settle(scanned, _ocr_held(scanned), _ink_if_empty(scanned, lambda: image),
-                                 page.rotation + scanned.rotation)
+                             page.rotation + scanned.rotation)
 
     def _text_layer_page(self, text: PageText, page: PageInput, pictured: list[Line] | None = None) -> PageOutput:
         found = charts.find_charts(text) if text.shapes else []
