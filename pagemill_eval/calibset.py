@@ -24,7 +24,9 @@ the same page as a 150-dpi image only. Their own random stream leaves the seed's
 `card_headings` above 1 the headings are set that much larger with no blank line before them (a LaTeX card's
 section heads); at 1 (the default) the cards are the ones made without it. With `card_tabs` every entry is of two
 parts and the syntax stands left-aligned at a tab stop of the column (a column of its own, as a LaTeX tabular card
-sets it) instead of right-aligned to the column's edge.
+sets it) instead of right-aligned to the column's edge. With `card_degrade` each `cards_scan` page is written through
+one of `CARD_DEGRADATIONS` (low resolution, blur, skew, a quarter or half turn, noise) instead of as a clean 150-dpi
+image: the card as OCR reads it off a poor scan.
 
 With `indexes`, the set also holds back-of-book index pages: a title, then 2 or 3 page columns of short entries
 (single words or identifiers from its own source pages' text, sorted) under larger bold letter headings with a
@@ -139,6 +141,7 @@ KINDS = ("clean", *DEGRADATIONS, "wrong_layer")
 COLUMN_KINDS = ("columns", "columns_scan")
 COLUMN_GUTTERS_PT = (10.0, 18.0, 28.0)  # white space between two placed columns, drawn per page
 CARD_KINDS: tuple[str, str] = ("cards", "cards_scan")
+CARD_DEGRADATIONS = ("low_res", "blur", "skew", "rotate", "noise")  # a card has no rules to remove
 CARD_SOURCES = 6  # source pages whose text a card's entries are cut from, in order
 INDEX_KINDS: tuple[str, str] = ("indexes", "indexes_scan")
 
@@ -226,11 +229,11 @@ def plan_laid_out(pages: Sequence[SourcePage], *, count: int, rng: random.Random
 
 def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max_pages_per_case: int = 1,
               kinds_per_page: int = 3, max_sources: int | None = 16, columns: int = 0,
-              cards: int = 0, card_headings: float = 1.0, card_tabs: bool = False,
+              cards: int = 0, card_headings: float = 1.0, card_tabs: bool = False, card_degrade: bool = False,
               indexes: int = 0) -> list[GeneratedCase]:
     """Generate the set into `out_dir` (created); returns the cases written, in manifest order. `card_headings`:
     the cards' headings this many times their entries' size; `card_tabs`: their syntax at a tab stop
-    (`_write_card`)."""
+    (`_write_card`); `card_degrade`: their image-only pages degraded (`CARD_DEGRADATIONS`)."""
     rng = random.Random(seed)
     pages = source_pages(corpus_dirs, max_pages_per_case=max_pages_per_case, rng=rng)
     if max_sources is not None and len(pages) > max_sources:
@@ -250,7 +253,7 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
         source = case.source
         if case.degradation in CARD_KINDS or case.degradation in INDEX_KINDS:
             target = folder / f"{case.case_id}.pdf"
-            layout, text = (_write_card(case, target, case_rng, card_headings, card_tabs)
+            layout, text = (_write_card(case, target, case_rng, card_headings, card_tabs, card_degrade)
                             if case.degradation in CARD_KINDS
                             else _write_index(case, target, case_rng))
             detail = f"{layout} {case.detail}"
@@ -409,15 +412,20 @@ class _CardPage:
         pdfium_c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, ctypes.c_double(x), ctypes.c_double(baseline))
         pdfium_c.FPDFPage_InsertObject(self.page.raw, obj)
 
-    def save(self, path: Path, *, text_layer: bool, layout: str) -> str:
-        """Write the page to `path` as made (its text layer kept) or as a 150-dpi image only; returns `layout`, with
-        the resolution when an image."""
+    def save(self, path: Path, *, text_layer: bool, layout: str, degrade: random.Random | None = None) -> str:
+        """Write the page to `path` as made (its text layer kept) or as an image only: at 150 dpi, or with `degrade`
+        through one of `CARD_DEGRADATIONS` it draws; returns `layout`, with the image's making when an image."""
         pdfium_c.FPDFPage_GenerateContent(self.page.raw)
         if text_layer:
             self.pdf.save(path)
             return layout
-        _image_pdf(_gray(self.page.render(scale=150 / 72).to_pil()), 150.0, path, hidden_text=None)
-        return f"dpi=150 {layout}"
+        if degrade is None:
+            _image_pdf(_gray(self.page.render(scale=150 / 72).to_pil()), 150.0, path, hidden_text=None)
+            return f"dpi=150 {layout}"
+        kind = degrade.choice(CARD_DEGRADATIONS)
+        image, dpi, made = DEGRADATIONS[kind](self.page, degrade)
+        _image_pdf(image, dpi, path, hidden_text=None)
+        return f"{kind} {made} {layout}"
 
     def close(self) -> None:
         for font in self.fonts.values():
@@ -426,14 +434,14 @@ class _CardPage:
 
 
 def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
-                heading_scale: float = 1.0, tabs: bool = False) -> tuple[str, str]:
+                heading_scale: float = 1.0, tabs: bool = False, degrade: bool = False) -> tuple[str, str]:
     """A reference card cut from the case's source pages; returns its parameters and its text in column order.
 
     `heading_scale` above 1 sets the headings that many times the entries' size, with no blank line before them
     and the lines under them moved down by the extra height (as a LaTeX card's section heads); at 1 they are the
     entries' size, about half of them under a blank grid line. `tabs`: every entry is a description and its syntax,
     the syntax left-aligned at a tab stop 50-65% across the column (a tabular's second column), not right-aligned
-    to the column's edge."""
+    to the column's edge. `degrade`: an image-only card is degraded (`_CardPage.save`), by draws after its layout's."""
     columns = rng.choice((2, 3))
     width, height = (792.0, 612.0) if columns == 3 else (612.0, 792.0)
     size = rng.choice((7.0, 8.0, 9.0))
@@ -496,7 +504,8 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
             layout += f" tab={tab:g}pt"
         if larger:
             layout += f" headings={heading_scale:g}x"
-        layout = card.save(path, text_layer=case.degradation == "cards", layout=layout)
+        layout = card.save(path, text_layer=case.degradation == "cards", layout=layout,
+                           degrade=rng if degrade else None)
     finally:
         card.close()
     return layout, _column_order(texts)
@@ -640,5 +649,5 @@ def describe(cases: Sequence[GeneratedCase]) -> str:
     return f"{len(cases)} cases from {sources} source pages ({shown})"
 
 
-__all__ = ["CARD_KINDS", "COLUMN_KINDS", "DEGRADATIONS", "INDEX_KINDS", "KINDS", "GeneratedCase", "SourcePage",
-           "describe", "write_set"]
+__all__ = ["CARD_DEGRADATIONS", "CARD_KINDS", "COLUMN_KINDS", "DEGRADATIONS", "INDEX_KINDS", "KINDS", "GeneratedCase",
+           "SourcePage", "describe", "write_set"]

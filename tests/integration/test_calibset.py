@@ -11,7 +11,15 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 import pytest
 
-from pagemill_eval.calibset import CARD_KINDS, INDEX_KINDS, KINDS, GeneratedCase, page_text, write_set
+from pagemill_eval.calibset import (
+    CARD_DEGRADATIONS,
+    CARD_KINDS,
+    INDEX_KINDS,
+    KINDS,
+    GeneratedCase,
+    page_text,
+    write_set,
+)
 from pagemill_eval.corpus import Case, read_manifest
 from tests.pdfs import SENTENCE, make_pdf
 
@@ -294,6 +302,28 @@ def test_tabbed_cards_set_every_syntax_at_its_column_s_tab_stop(long_corpus: Pat
         if after.degradation == "cards":  # descriptions and headings at each column's edge, syntax at its tab
             assert len(_left_edges(tmp_path / "tabbed" / after.case_id / f"{after.case_id}.pdf")) == 2 * columns
             assert len(_left_edges(tmp_path / "same" / before.case_id / f"{before.case_id}.pdf")) > 2 * columns
+
+
+def test_degraded_cards_are_the_same_cards_scanned_badly(long_corpus: Path, tmp_path: Path) -> None:
+    pairs = _card_variants(long_corpus, tmp_path, "degraded", card_degrade=True)
+    assert {after.degradation for _, after in pairs} == set(CARD_KINDS)
+    for before, after in pairs:
+        assert after.source.text == before.source.text  # the same card, the same reference
+        made = tmp_path / "degraded" / after.case_id / f"{after.case_id}.pdf"
+        clean = tmp_path / "same" / before.case_id / f"{before.case_id}.pdf"
+        if after.degradation == "cards":  # the text-layer card is untouched
+            assert after.detail == before.detail
+            with pdfium.PdfDocument(made) as kept, pdfium.PdfDocument(clean) as first:
+                assert page_text(kept[0]) == page_text(first[0])
+            continue
+        kind, rest = after.detail.split(" ", 1)
+        assert kind in CARD_DEGRADATIONS and rest.endswith(before.detail.removeprefix("dpi=150 "))
+        with pdfium.PdfDocument(made) as degraded, pdfium.PdfDocument(clean) as scanned:
+            assert not degraded[0].get_textpage().get_text_range().strip()  # still an image only
+            turned = kind in ("rotate", "skew") and degraded[0].get_size() != scanned[0].get_size()
+            looks = np.asarray(degraded[0].render(scale=0.5).to_pil().convert("L"), dtype=np.int16)
+            was = np.asarray(scanned[0].render(scale=0.5).to_pil().convert("L"), dtype=np.int16)
+            assert turned or looks.shape != was.shape or np.abs(looks - was).mean() > 1.0, kind
 
 
 @pytest.fixture()
