@@ -102,6 +102,7 @@ class Connection:
     opened: float
     closed: float | None = None
     bytes_sent: int = 0
+    sock: socket.socket | None = field(default=None, repr=False, compare=False)
 
 
 class _RawReceiver:
@@ -131,8 +132,13 @@ class _RawReceiver:
     def _serve(self, client: socket.socket) -> None:
         with client:
             webhook_id = _read_request(client)
-            connection = Connection(webhook_id, time.monotonic())
+            connection = Connection(webhook_id, time.monotonic(), sock=client)
             with self.changed:
+                # A sender that hung up on another connection before this one came is counted out first, from the
+                # kernel's state of that socket: its own thread may not have woken to its end yet.
+                for other in self.connections:
+                    if other.closed is None and other.sock is not None and _hung_up(other.sock):
+                        self._ended(other)
                 self.connections.append(connection)
                 self.open_now += 1
                 self.max_open = max(self.max_open, self.open_now)
@@ -140,9 +146,14 @@ class _RawReceiver:
             with contextlib.suppress(OSError):  # the sender hung up
                 self.answer(client, connection)
             with self.changed:
-                connection.closed = time.monotonic()
-                self.open_now -= 1
+                if connection.closed is None:
+                    self._ended(connection)
                 self.changed.notify_all()
+
+    def _ended(self, connection: Connection) -> None:
+        """Counts `connection` closed now (its socket stays open until its own thread has let go of it)."""
+        connection.closed = time.monotonic()
+        self.open_now -= 1
 
     def answer(self, client: socket.socket, connection: Connection) -> None:
         raise NotImplementedError
@@ -157,6 +168,16 @@ class _RawReceiver:
     def close(self) -> None:
         self.stopped.set()
         self.server.close()
+
+
+def _hung_up(client: socket.socket) -> bool:
+    """Has the sender closed this connection? Its end of stream (or reset) is waiting in the socket, unread."""
+    try:
+        return client.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False  # open, nothing sent
+    except OSError:
+        return True  # reset by the sender
 
 
 def _read_request(client: socket.socket) -> str:
