@@ -69,23 +69,16 @@ def rounded(box: BBox) -> BBox:
 
 def upright_map(turn: int, page_width: float, page_height: float) -> Callable[[BBox], BBox]:
     """Page-point boxes into the frame the page was read in, when it was turned `turn` degrees clockwise to read
-    it (`pixel_map`'s turn): a quarter-turned scan's lines run across again, as its words' geometry assumes."""
+    it (`pixel_map`'s turn): a quarter-turned scan's lines run across again, as its words' geometry assumes. It is
+    `pixel_map` the other way: the page is the image, turned back by `turn`, onto the read frame at 1 pt a point."""
     turn %= 360
-
-    def upright(box: BBox) -> BBox:
-        x0, y0, x1, y1 = box
-        if turn == 90:
-            return rounded((page_height - y1, x0, page_height - y0, x1))
-        if turn == 180:
-            return rounded((page_width - x1, page_height - y1, page_width - x0, page_height - y0))
-        if turn == 270:
-            return rounded((y0, page_width - x1, y1, page_width - x0))
-        return box
-
-    return upright
+    read = (page_height, page_width) if turn in (90, 270) else (page_width, page_height)
+    back = pixel_map(page_width, page_height, -turn, *read)
+    return lambda box: back(Box(*box))
 
 
-def pixel_map(image_width: int, image_height: int, rotation: int, page_width: float, page_height: float) -> BoxMap:
+def pixel_map(image_width: float, image_height: float, rotation: int, page_width: float,
+              page_height: float) -> BoxMap:
     """OCR pixel boxes on an image turned `rotation` degrees clockwise back to the page as displayed, in points.
 
     `image_width`/`image_height` are the size of the turned image the boxes were read on."""

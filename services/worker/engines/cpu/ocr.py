@@ -294,19 +294,17 @@ def _read_spans(box: Box, tokens: list[str], placed: Any) -> list[tuple[float, f
     length = float(getattr(placed, "line_txt_len", 0) or 0)
     if length <= 0 or len(columns) != sum(len(t) for t in tokens) or columns != sorted(columns):
         return None
-    steps: list[int] = []
-    firsts: list[int] = []
+    read: list[list[int]] = []  # each token's characters' columns
     at = 0
     for token in tokens:
-        firsts.append(at)
-        steps.extend(b - a for a, b in zip(columns[at:at + len(token) - 1], columns[at + 1:at + len(token)],
-                                            strict=True))
+        read.append(columns[at:at + len(token)])
         at += len(token)
+    steps = [b - a for word in read for a, b in zip(word, word[1:], strict=False)]
     pitch = float(np.median(steps)) if steps else length / max(1, len(" ".join(tokens)))
     step = box.width / length
     spans: list[tuple[float, float]] = []
-    for token, first in zip(tokens, firsts, strict=True):
-        start = box.x0 + (columns[first] + 0.5 - pitch / 2) * step
-        stop = box.x0 + (columns[first + len(token) - 1] + 0.5 + pitch / 2) * step
+    for word in read:
+        start = box.x0 + (word[0] + 0.5 - pitch / 2) * step
+        stop = box.x0 + (word[-1] + 0.5 + pitch / 2) * step
         spans.append((min(max(start, box.x0), box.x1), min(max(stop, box.x0), box.x1)))
     return spans
