@@ -164,6 +164,7 @@ def _formula_fields(markdown: str) -> dict[str, object]:
 
 
 def page_words(blocks: list[Block], to_page: BoxMap = identity) -> list[PageWord]:
-    """Every word of the page in the blocks' reading order (lines top to bottom within a block)."""
-    return [PageWord(word.text, to_page(word.box)) for block in blocks for line in block.lines
+    """Every word of the page in the blocks' reading order (lines top to bottom within a block), boxed by its ink
+    where OCR measured it (the detector's boxes are padded: gaps between words and their heights come out wrong)."""
+    return [PageWord(word.text, to_page(word.ink or word.box)) for block in blocks for line in block.lines
             for word in line.words]

@@ -21,6 +21,7 @@ class Word:
     mono: bool = False
     link: str = ""  # the target of the link annotation the word sits in
     math: tuple[str, str] | None = None  # (LaTeX, trailing punctuation) when the word is set in math fonts
+    ink: Box | None = None  # OCR: the word's own pixels (`box` is the detector's padded line height)
 
 
 @dataclass(slots=True)

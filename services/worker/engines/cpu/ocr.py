@@ -12,7 +12,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageFilter
 
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Box, Line, Word
@@ -173,6 +173,7 @@ def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: i
     quads = sorted(quads, key=lambda q: (float(q[:, 1].min()), float(q[:, 0].min())))
     crops = ocr.crop_text_regions(image, quads)
     recognized = ocr.recognize_txt(crops)
+    paper = _smoothed(image)
     tilts: list[tuple[float, float]] = []
     kept: list[tuple[np.ndarray, str]] = []
     placed = recognized.word_results or [None] * len(quads)
@@ -182,9 +183,10 @@ def _recognize(ocr: Any, image: np.ndarray, quads: list[np.ndarray], rotation: i
         if not text or float(score) < MIN_SCORE:
             continue
         page.scores.append(float(score))
-        page.lines.append(_line(quad, text, float(score), info))
+        page.lines.append(_line(quad, text, float(score), info, paper))
         tilts.append((quad_tilt(quad), quad_size(quad)[0]))
         kept.append((crop, text))
+    _even_ink(page.lines)
     page.skew = _weighted_median(tilts)
     if rescale_lines > 0:
         page.rescale_agreement, page.rescale_lines = rescale_agreement(ocr, kept, sample=rescale_lines)
@@ -260,18 +262,104 @@ def _weighted_median(values: list[tuple[float, float]]) -> float:
     return 0.0
 
 
-def _line(quad: np.ndarray, text: str, score: float, placed: Any = None) -> Line:
+def _line(quad: np.ndarray, text: str, score: float, placed: Any = None, paper: np.ndarray | None = None) -> Line:
     """A detected box's words, each where the recognizer read its characters (`placed`: RapidOCR's `WordInfo`,
     the output column of every character); without it, or when its characters are not the text's, each word
     takes its share of the box by character count. The columns keep a gap the detector's box spans (a label and
-    its value at a tab stop read as one box) where it is on the page; character shares spread the words over it."""
+    its value at a tab stop read as one box) where it is on the page; character shares spread the words over it.
+
+    With the page's grey pixels (`paper`, `_smoothed`) each word also gets its `ink` (`_ink_spans`): its inked
+    columns, and the band of rows its line's ink fills, which `_even_ink` turns into the page's height once every
+    line is read. The detector pads its boxes by a third of their height or more and the columns by half a
+    character, so gaps between words and word heights measured on `box` come out narrower and taller than the
+    page's. Layout keeps `box`."""
     box = Box(float(quad[:, 0].min()), float(quad[:, 1].min()), float(quad[:, 0].max()), float(quad[:, 1].max()))
     tokens = text.split()
     size = box.height * tuning.OCR_SIZE_PER_HEIGHT
     spans = _read_spans(box, tokens, placed) or _share_spans(box, tokens)
-    words = [Word(token, Box(start, box.y0, stop, box.y1), size=size)
-             for token, (start, stop) in zip(tokens, spans, strict=True)]
+    inked = _ink_spans(paper, box, spans) if paper is not None and quad_tilt(quad) <= tuning.OCR_INK_MAX_TILT else None
+    words = [Word(token, Box(start, box.y0, stop, box.y1), size=size) for token, (start, stop) in zip(tokens, spans,
+                                                                                                       strict=True)]
+    if inked is not None:
+        (top, bottom), ink = inked
+        for word, (start, stop) in zip(words, ink, strict=True):
+            word.ink = Box(start, top, stop, bottom)
     return Line(words, box, score=score)
+
+
+def _even_ink(lines: Sequence[Line]) -> None:
+    """Every word's `ink` as tall as its line's box times the share of a box the ink of the page's lines of text
+    fills (the median over lines of at least `tuning.OCR_INK_SHARE_MIN_CHARS` characters, half of them letters),
+    about the box's centre; across, the word's inked columns (`_ink_spans`), or its span where none were measured
+    (a tilted box). One line's own band depends on its letters (a line of figures or of x-height letters fills
+    half of what one with ascenders and descenders does) and would read as a size, and a word without a measure
+    beside measured ones would stand a third taller; the detector's padding is about the same share of every box
+    of a page. No such line measured: every word's `ink` is its inked columns at its box's height."""
+    shares = sorted(line.words[0].ink.height / line.box.height for line in lines
+                    if line.words and line.words[0].ink is not None and line.box.height > 0
+                    and len(text := line.text) >= tuning.OCR_INK_SHARE_MIN_CHARS
+                    and 2 * sum(c.isalpha() for c in text) >= len(text))
+    share = shares[len(shares) // 2] if shares else 1.0
+    for line in lines:
+        half = line.box.height * share / 2
+        for word in line.words:
+            across = word.ink or word.box
+            word.ink = Box(across.x0, line.box.cy - half, across.x1, line.box.cy + half)
+
+
+def _smoothed(image: np.ndarray) -> np.ndarray:
+    """The page in grey levels, each pixel the mean of its 3 × 3 neighbourhood: a lone speck of noise is not taken
+    for ink, a one-pixel stroke of a coarse scan still is (a median would erase both)."""
+    grey = Image.fromarray(np.ascontiguousarray(image)).convert("L")
+    return np.asarray(grey.filter(ImageFilter.BoxBlur(1)))
+
+
+def _ink_spans(paper: np.ndarray, box: Box,
+               spans: Sequence[tuple[float, float]]) -> tuple[tuple[float, float], list[tuple[float, float]]] | None:
+    """Where a line's ink is inside its detected box: the band of rows it fills (the run of inked rows around the
+    most inked one, so a neighbouring line's descenders reaching into the padding stay out) and each word's span
+    trimmed to its inked columns in that band, then grown over the inked columns its end letters run on into (a
+    span read a pixel or two short); a span with no ink keeps its extent. Ink is a pixel
+    `tuning.OCR_INK_CONTRAST` grey levels darker than the box's median (its paper). None: no ink in the box (light
+    text on a dark ground has none), where the box stands as read."""
+    height, width = paper.shape[:2]
+    x0, y0 = max(0, int(box.x0)), max(0, int(box.y0))
+    x1, y1 = min(width, int(np.ceil(box.x1))), min(height, int(np.ceil(box.y1)))
+    region = paper[y0:y1, x0:x1].astype(np.int16)
+    if region.size == 0:
+        return None
+    ink = region < int(np.median(region)) - tuning.OCR_INK_CONTRAST
+    counts = ink.sum(axis=1)
+    rows = counts > 0
+    if not rows.any():
+        return None
+    peak = int(np.argmax(counts))
+    top, bottom = peak, peak + 1
+    while top > 0 and rows[top - 1]:
+        top -= 1
+    while bottom < len(rows) and rows[bottom]:
+        bottom += 1
+    columns = ink[top:bottom].sum(axis=0) > 0
+    inked: list[tuple[int, int] | None] = []  # each span's first and past-last inked column, in the box
+    for start, stop in spans:
+        first, last = max(0, int(start) - x0), min(len(columns), int(np.ceil(stop)) - x0)
+        found = np.flatnonzero(columns[first:last]) if last > first else np.empty(0, dtype=np.int64)
+        inked.append((first + int(found[0]), first + int(found[-1]) + 1) if found.size else None)
+    # A span read a little short of its word's first or last letter takes the rest of that letter's columns.
+    trimmed: list[tuple[float, float]] = []
+    for index, (span, own) in enumerate(zip(spans, inked, strict=True)):
+        if own is None:
+            trimmed.append(span)
+            continue
+        left, right = own
+        floor = max((edge[1] for edge in inked[:index] if edge is not None), default=0)
+        ceiling = min((edge[0] for edge in inked[index + 1:] if edge is not None), default=len(columns))
+        while left > floor and columns[left - 1]:
+            left -= 1
+        while right < ceiling and columns[right]:
+            right += 1
+        trimmed.append((float(x0 + left), float(x0 + right)))
+    return (float(y0 + top), float(y0 + bottom)), trimmed
 
 
 def _share_spans(box: Box, tokens: list[str]) -> list[tuple[float, float]]:
