@@ -1,7 +1,7 @@
 """Scanned pages and images through RapidOCR (PP-OCRv6, shipped in the wheel): page orientation first, then one
-recognition pass, giving the same `Line`s the text layer gives, each word where the recognizer read it, so layout
-and tables work on both (and a second reading of a few lines' shrunk crops, `rescale_agreement`, for the page's
-confidence signals)."""
+recognition pass, giving the same `Line`s the text layer gives, each word where the recognizer read it and with the
+box its own ink fills (for the page's word list), so layout and tables work on both (and a second reading of a few
+lines' shrunk crops, `rescale_agreement`, for the page's confidence signals)."""
 
 from __future__ import annotations
 
