@@ -92,7 +92,7 @@ def test_ink_boxes_hug_the_letters_where_the_detector_pads_them() -> None:
     assert abs((inked["draw(path"].x0 - inked["line"].x1) - (extents["draw(path"][0] - extents["line"][1])) <= 3
 
 
-def _paper(ink: list[tuple[int, int, int, int]], specks: list[tuple[int, int]] = ()) -> np.ndarray:
+def _paper(ink: list[tuple[int, int, int, int]], specks: tuple[tuple[int, int], ...] = ()) -> np.ndarray:
     """A white page 40 × 100 px with black rectangles (x0, y0, x1, y1, end-exclusive) and single black pixels."""
     page = np.full((40, 100), 255, dtype=np.uint8)
     for x0, y0, x1, y1 in ink:
@@ -104,7 +104,7 @@ def _paper(ink: list[tuple[int, int, int, int]], specks: list[tuple[int, int]] =
 
 def test_a_line_band_leaves_out_a_neighbours_descender_and_a_speck() -> None:
     # a line's letters in rows 15-25, a descender of the line above in rows 0-3, a speck of noise in the padding
-    paper = _paper([(10, 15, 31, 26), (50, 15, 81, 26), (20, 0, 26, 4)], specks=[(40, 31)])
+    paper = _paper([(10, 15, 31, 26), (50, 15, 81, 26), (20, 0, 26, 4)], specks=((40, 31),))
     band, spans = ocr._ink_spans(paper, Box(0, 0, 100, 36), [(8, 35), (45, 85)]) or ((0, 0), [])
     assert band == (14.0, 27.0)  # the 3 x 3 mean spreads each edge by a pixel
     assert spans == [(9.0, 32.0), (49.0, 82.0)]

@@ -278,8 +278,8 @@ def _line(quad: np.ndarray, text: str, score: float, placed: Any = None, paper: 
     size = box.height * tuning.OCR_SIZE_PER_HEIGHT
     spans = _read_spans(box, tokens, placed) or _share_spans(box, tokens)
     inked = _ink_spans(paper, box, spans) if paper is not None and quad_tilt(quad) <= tuning.OCR_INK_MAX_TILT else None
-    words = [Word(token, Box(start, box.y0, stop, box.y1), size=size) for token, (start, stop) in zip(tokens, spans,
-                                                                                                       strict=True)]
+    words = [Word(token, Box(start, box.y0, stop, box.y1), size=size)
+             for token, (start, stop) in zip(tokens, spans, strict=True)]
     if inked is not None:
         (top, bottom), ink = inked
         for word, (start, stop) in zip(words, ink, strict=True):

@@ -124,7 +124,7 @@ def picture_lines(lines: list[Line], taken: list[Line], pictures: list[Box], to_
         if any(t.box.x_overlap(box) > 0 and t.box.y_overlap(box) > 0.5 * min(t.box.height, box.height)
                for t in taken):
             continue
-        words = [Word(w.text, Box(*to_page(w.box)), size=w.size * scale, ink=w.ink and Box(*to_page(w.ink)))
+        words = [Word(w.text, Box(*to_page(w.box)), size=w.size * scale, ink=Box(*to_page(w.ink)) if w.ink else None)
                  for w in line.words]
         found.append(Line(words, box, score=line.score))
     return found
