@@ -26,7 +26,8 @@ section heads); at 1 (the default) the cards are the ones made without it. With 
 parts and the syntax stands left-aligned at a tab stop of the column (a column of its own, as a LaTeX tabular card
 sets it) instead of right-aligned to the column's edge. With `card_degrade` each `cards_scan` page is written through
 one of `CARD_DEGRADATIONS` (low resolution, blur, skew, a quarter or half turn, noise) instead of as a clean 150-dpi
-image: the card as OCR reads it off a poor scan.
+image: the card as OCR reads it off a poor scan. With `card_long_sections` a heading comes every 30-60 entries
+instead of every 4-10 (a card whose page columns are each one long section, as asymptote's "path operations").
 
 With `indexes`, the set also holds back-of-book index pages: a title, then 2 or 3 page columns of short entries
 (single words or identifiers from its own source pages' text, sorted) under larger bold letter headings with a
@@ -230,10 +231,11 @@ def plan_laid_out(pages: Sequence[SourcePage], *, count: int, rng: random.Random
 def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max_pages_per_case: int = 1,
               kinds_per_page: int = 3, max_sources: int | None = 16, columns: int = 0,
               cards: int = 0, card_headings: float = 1.0, card_tabs: bool = False, card_degrade: bool = False,
-              indexes: int = 0) -> list[GeneratedCase]:
+              card_long_sections: bool = False, indexes: int = 0) -> list[GeneratedCase]:
     """Generate the set into `out_dir` (created); returns the cases written, in manifest order. `card_headings`:
     the cards' headings this many times their entries' size; `card_tabs`: their syntax at a tab stop
-    (`_write_card`); `card_degrade`: their image-only pages degraded (`CARD_DEGRADATIONS`)."""
+    (`_write_card`); `card_degrade`: their image-only pages degraded (`CARD_DEGRADATIONS`); `card_long_sections`:
+    a heading every 30-60 entries, not 4-10."""
     rng = random.Random(seed)
     pages = source_pages(corpus_dirs, max_pages_per_case=max_pages_per_case, rng=rng)
     if max_sources is not None and len(pages) > max_sources:
@@ -253,7 +255,8 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
         source = case.source
         if case.degradation in CARD_KINDS or case.degradation in INDEX_KINDS:
             target = folder / f"{case.case_id}.pdf"
-            layout, text = (_write_card(case, target, case_rng, card_headings, card_tabs, card_degrade)
+            layout, text = (_write_card(case, target, case_rng, card_headings, card_tabs, card_degrade,
+                                        card_long_sections)
                             if case.degradation in CARD_KINDS
                             else _write_index(case, target, case_rng))
             detail = f"{layout} {case.detail}"
@@ -434,14 +437,16 @@ class _CardPage:
 
 
 def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
-                heading_scale: float = 1.0, tabs: bool = False, degrade: bool = False) -> tuple[str, str]:
+                heading_scale: float = 1.0, tabs: bool = False, degrade: bool = False,
+                long_sections: bool = False) -> tuple[str, str]:
     """A reference card cut from the case's source pages; returns its parameters and its text in column order.
 
     `heading_scale` above 1 sets the headings that many times the entries' size, with no blank line before them
     and the lines under them moved down by the extra height (as a LaTeX card's section heads); at 1 they are the
     entries' size, about half of them under a blank grid line. `tabs`: every entry is a description and its syntax,
     the syntax left-aligned at a tab stop 50-65% across the column (a tabular's second column), not right-aligned
-    to the column's edge. `degrade`: an image-only card is degraded (`_CardPage.save`), by draws after its layout's."""
+    to the column's edge. `degrade`: an image-only card is degraded (`_CardPage.save`), by draws after its layout's.
+    `long_sections`: a heading every 30-60 entries instead of every 4-10 (the layout drawn before it the same)."""
     columns = rng.choice((2, 3))
     width, height = (792.0, 612.0) if columns == 3 else (612.0, 792.0)
     size = rng.choice((7.0, 8.0, 9.0))
@@ -473,7 +478,7 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
                         continue
                     heading = card.fitted("heading", words.take(rng.randint(1, 3)), column_width,
                                           heading_scale * size)
-                    until_heading = rng.randint(4, 10)
+                    until_heading = rng.randint(30, 60) if long_sections else rng.randint(4, 10)
                     if heading is not None:
                         extra = (heading_scale - 1.0) * size
                         card.place(heading[0], left, baseline - extra)
@@ -504,6 +509,8 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
             layout += f" tab={tab:g}pt"
         if larger:
             layout += f" headings={heading_scale:g}x"
+        if long_sections:
+            layout += " sections=long"
         layout = card.save(path, text_layer=case.degradation == "cards", layout=layout,
                            degrade=rng if degrade else None)
     finally:

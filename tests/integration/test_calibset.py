@@ -326,6 +326,31 @@ def test_degraded_cards_are_the_same_cards_scanned_badly(long_corpus: Path, tmp_
             assert turned or looks.shape != was.shape or np.abs(looks - was).mean() > 1.0, kind
 
 
+def _headings(path: Path) -> int:
+    """How many of the page's text objects are set in the cards' heading font."""
+    pdf = pdfium.PdfDocument(path)
+    try:
+        names = []
+        for obj in pdf[0].get_objects():
+            if obj.type == pdfium_c.FPDF_PAGEOBJ_TEXT:
+                name = ctypes.create_string_buffer(64)
+                pdfium_c.FPDFFont_GetBaseFontName(pdfium_c.FPDFTextObj_GetFont(obj.raw), name, 64)
+                names.append(name.value)
+    finally:
+        pdf.close()
+    return names.count(b"Helvetica-Bold")
+
+
+def test_long_sections_set_a_heading_every_30_entries_or_more(long_corpus: Path, tmp_path: Path) -> None:
+    for before, after in _card_variants(long_corpus, tmp_path, "long", card_long_sections=True):
+        assert after.detail.replace(" sections=long", "") == before.detail and "sections=long" in after.detail
+        if after.degradation == "cards":
+            long = _headings(tmp_path / "long" / after.case_id / f"{after.case_id}.pdf")
+            short = _headings(tmp_path / "same" / before.case_id / f"{before.case_id}.pdf")
+            entries = sum(1 for line in after.source.text.splitlines() if line.strip()) - long
+            assert 1 <= long <= entries // 30 + 1 and 3 * long <= short, (long, short, entries)
+
+
 @pytest.fixture()
 def wordy_corpus(tmp_path: Path) -> Path:
     """Two born-digital pages of 50 lines of made-up words (1,000 distinct, ten initials): enough for an index."""
