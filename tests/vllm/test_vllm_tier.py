@@ -6,7 +6,9 @@ the temperature ladder and the flagged fallback, routing, the in-flight bound, s
 vLLM's own metrics, and pages that wait out an outage. Two sampling set-ups steer the noise (both are plain
 vLLM request fields, passed through PAGEMILL_ENGINE__REQUEST_EXTRA):
 
-- STOP_EARLY: after 8 tokens, the first of a few common characters ends the answer (finish_reason "stop");
+- STOP_EARLY: after 8 tokens, the first of a few common characters ends the answer (finish_reason "stop"); the
+  end-of-sequence token can still end one sooner: vLLM 0.32 checks it before `min_tokens` (`check_stop`) and, under
+  the tier's n-gram speculation, does not always mask it;
 - RUN_TO_LENGTH: the end-of-sequence token is ignored, so every answer runs into max_tokens ("length").
 """
 
@@ -123,7 +125,7 @@ def test_pages_go_over_http_to_vllm_by_mode_with_the_tokens_it_counted(
     for page in vllm_pages:
         assert page["engine"] == "vllm" and page["model"] == "tiny-vlm" and not page["is_fallback"], page
         assert page["finish_reason"] == "stop" and page["markdown"].strip()
-        assert page["prompt_tokens"] > 0 and page["completion_tokens"] >= 8
+        assert page["prompt_tokens"] > 0 and page["completion_tokens"] > 0  # what vLLM's usage said (see STOP_EARLY)
         assert 1 <= page["attempts"] <= 3 and len(page["details"]["attempt_log"]) == page["attempts"]
     # Digital pages carry their text layer, the scan the cpu engine's OCR hypothesis, as the anchor.
     assert {p["details"]["anchor_source"] for p in vllm_pages[:3]} == {"text_layer"}
