@@ -239,18 +239,24 @@ def _gutter_runs_on(gap: tuple[float, float], outside: Sequence[BBox]) -> bool:
 @dataclass(frozen=True, slots=True)
 class TableReading:
     """One table of a page as its words' boxes tell it: `element_id`, its `words` (furniture left out), whether
-    one of its column gaps is a gutter of the page (`guttered`) and how often two of its page columns (wide column
+    one of its column gaps is a gutter of the page (`guttered`), how often two of its page columns (wide column
     strips, or runs of narrow ones set alike) break into sections at different heights (`breaks`,
-    `table_flow_breaks`)."""
+    `table_flow_breaks`) and, on a text-layer page, for a table of two page columns or more, the share of its
+    producer's jumps the table's reading does not read on (`disorder`, `table_order_disorder`; 0 otherwise)."""
 
     element_id: str
     words: int
     guttered: bool
     breaks: int
+    disorder: float = 0.0
 
     @property
     def flowing(self) -> bool:
         return self.breaks >= tuning.TABLE_FLOW_MIN_BREAKS
+
+    @property
+    def disordered(self) -> bool:
+        return self.disorder >= tuning.TABLE_ORDER_MIN_DISORDER
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,10 +277,12 @@ class PageTables:
 
 
 def table_readings(tree: Sequence[Element], words: Sequence[PageWord],
-                   upright: Callable[[BBox], BBox] | None = None) -> PageTables:
+                   upright: Callable[[BBox], BBox] | None = None,
+                   runs: Sequence[tuple[str, BBox]] = ()) -> PageTables:
     """Each table of the page with what its words' boxes say of it, and the page's words (furniture left out);
     `upright` takes every box into the frame the page was read in (`geometry.upright_map`: a scan turned a quarter
-    to be read has its lines across again).
+    to be read has its lines across again); `runs`, a text-layer page's runs in content order, each its text and
+    box (`PageText.runs`), for the tables' `disorder`.
 
     A gap is a page gutter when it runs on through the page's own text outside the table, which keeps to either side
     of it. Page columns (a reference card, two papers side by side) taken for one table look so; a real table's gaps
@@ -287,17 +295,35 @@ def table_readings(tree: Sequence[Element], words: Sequence[PageWord],
     furniture = [frame(e.bbox) for e in tree if e.type in FURNITURE and e.bbox is not None]
     content = [box for box in (frame(w.bbox) for w in words) if not any(_inside(box, area) for area in furniture)]
     outside = [box for box in content if not any(_inside(box, area) for _, area in tables)]
+    texts = {e.id: e.text for e in tree}
     readings = []
     for element_id, area in tables:
         inside = [box for box in content if _inside(box, area)]
-        guttered, breaks = False, 0
+        guttered, breaks, disorder = False, 0, 0.0
         if inside:
             height, gaps = _table_gaps(inside)
             beside = [box for box in outside if box[2] > area[0] and box[0] < area[2]]
             guttered = any(_gutter_runs_on(gap, beside) for gap in gaps)
-            breaks = _flow_breaks(inside, height, gaps)
-        readings.append(TableReading(element_id, len(inside), guttered, breaks))
+            columns = _flow_columns(inside, height, gaps)
+            breaks = _column_breaks(columns, height)
+            if len(columns) >= 2:
+                disorder = table_order_disorder([text for text, box in runs if _inside(frame(box), area)],
+                                                texts[element_id])
+        readings.append(TableReading(element_id, len(inside), guttered, breaks, disorder))
     return PageTables(readings, len(content))
+
+
+def table_order_disorder(runs: Sequence[str], text: str) -> float:
+    """Share of the producer's jumps between a table's runs (`content_order`, reaching `tuning.TABLE_ORDER_REACH`
+    words on) that the table's text does not read on; 0 under `tuning.TABLE_ORDER_MIN_JUMPS` jumps counted.
+
+    Asked only of a table of two page columns or more (`_flow_columns`): page columns with a producer's order down
+    each of them, read across as one table's rows, leave about half of it unread on (a card's entry, its
+    description then its syntax, is read on; the jump to the entry below is not), where a real table set in wide
+    columns is written row by row, as read. A table of narrow columns, which some producers write column by column,
+    is not asked."""
+    read_on, counted = content_order(runs, [text], tuning.TABLE_ORDER_REACH)
+    return round(1 - read_on / counted, 4) if counted >= tuning.TABLE_ORDER_MIN_JUMPS else 0.0
 
 
 def _table_gaps(boxes: Sequence[BBox]) -> tuple[float, list[tuple[float, float]]]:
@@ -397,8 +423,11 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
     return _flow_breaks(boxes, *_table_gaps(boxes)) if boxes else 0
 
 
-def _flow_breaks(boxes: Sequence[BBox], height: float, gaps: Sequence[tuple[float, float]]) -> int:
-    """`table_flow_breaks` of a table's boxes, given its median word height and column gaps (`_table_gaps`)."""
+def _flow_columns(boxes: Sequence[BBox], height: float,
+                  gaps: Sequence[tuple[float, float]]) -> list[tuple[int, int, list[BBox]]]:
+    """A table's page columns as `table_flow_breaks` finds them (its wide column strips, and the runs of narrow strips
+    that tile it alike), each as its first and last strip and its boxes; given its median word height and column
+    gaps (`_table_gaps`)."""
     edges = [(left + right) / 2 for left, right in gaps]
     strips: list[list[BBox]] = [[] for _ in range(len(edges) + 1)]
     for box in boxes:
@@ -406,7 +435,16 @@ def _flow_breaks(boxes: Sequence[BBox], height: float, gaps: Sequence[tuple[floa
     strips = [strip for strip in strips if strip]
     min_width = tuning.TABLE_FLOW_MIN_WIDTH * height
     columns = [(n, n, strip) for n, strip in enumerate(strips) if _width(strip) >= min_width]
-    columns += [run for run in _page_columns(strips, min_width) if run[1] > run[0]]  # wide strips are in already
+    return columns + [run for run in _page_columns(strips, min_width) if run[1] > run[0]]  # wide strips are in
+
+
+def _flow_breaks(boxes: Sequence[BBox], height: float, gaps: Sequence[tuple[float, float]]) -> int:
+    """`table_flow_breaks` of a table's boxes, given its median word height and column gaps (`_table_gaps`)."""
+    return _column_breaks(_flow_columns(boxes, height, gaps), height)
+
+
+def _column_breaks(columns: Sequence[tuple[int, int, list[BBox]]], height: float) -> int:
+    """`table_flow_breaks` of a table's page columns (`_flow_columns`)."""
     lines = [_lines(column, height) for _, _, column in columns]
     steps = sorted(lower[0] - upper[0] for column_lines in lines
                    for upper, lower in zip(column_lines, column_lines[1:], strict=False))
@@ -431,10 +469,12 @@ def table_flow_share(tree: Sequence[Element], words: Sequence[PageWord]) -> tupl
 
 def page_column_penalties(tables: PageTables) -> dict[str, float]:
     """What each table read from page columns takes off its own confidence, by element id: the gutter's and the
-    section breaks' weights (`tuning.TABLE_GUTTER_PENALTY`, `TABLE_FLOW_PENALTY`), the page losing them per unit of
-    share. The table is where the reading order was lost, so a reviewer is sent to it."""
+    section breaks' weights (`tuning.TABLE_GUTTER_PENALTY`, `TABLE_FLOW_PENALTY`) and the order's
+    (`TABLE_ORDER_PENALTY`, a table at least `TABLE_ORDER_MIN_DISORDER` disordered), the page losing them per unit
+    of share. The table is where the reading order
+    was lost, so a reviewer is sent to it."""
     taken = {r.element_id: tuning.TABLE_GUTTER_PENALTY * r.guttered + tuning.TABLE_FLOW_PENALTY * r.flowing
-             for r in tables.readings}
+             + tuning.TABLE_ORDER_PENALTY * r.disordered for r in tables.readings}
     return {element_id: weight for element_id, weight in taken.items() if weight}
 
 
@@ -458,6 +498,10 @@ def structure_signals(tree: list[Element], page_tables: PageTables | None = None
             signals["table_gutter_share"] = round(page_tables.share(lambda r: r.guttered), 4)
             signals["table_flow_share"] = round(page_tables.share(lambda r: r.flowing), 4)
             signals["table_flow_breaks"] = float(page_tables.most_breaks)
+            disorder = max((r.disorder for r in page_tables.readings), default=0.0)
+            if disorder:  # recorded only where a table was asked (a text-layer table of page columns)
+                signals["table_order_disorder"] = disorder
+                signals["table_order_share"] = round(page_tables.share(lambda r: r.disordered), 4)
     return signals
 
 
@@ -479,6 +523,42 @@ def table_flow_penalty(signals: Mapping[str, float]) -> float:
     (after the gutter penalty): page columns read across as one table's rows, with nothing around them for a
     gutter to run through, keep every word while the reading order is lost."""
     return tuning.TABLE_FLOW_PENALTY * signals.get("table_flow_share", 0.0)
+
+
+def content_order(runs: Sequence[str], texts: Sequence[str], reach: int = 1) -> tuple[int, int]:
+    """How often the output reads on where the text layer's producer wrote on: of the jumps from one run of the
+    text layer to the next in content order (`textlines.content_runs`: at a line's end, across a cell gap, to the
+    next column), the ones whose two words (the run's last, the next run's first) the output `texts`, in reading
+    order, also writes one after the other, at most `reach` words on (or as one word, a hyphenated word rejoined);
+    (read on, counted). A jump is counted only when the output writes both words somewhere (or the joined word).
+
+    A producer writes a page in the order it is to be read, mostly: a paragraph's lines one after another, a table
+    row by row, a reference card's entry (its description, then its syntax) before the entry below it, column by
+    column. Page columns taken for one table's rows, or a card's descriptions read as one paragraph beside a code
+    block of its syntax, keep every word in the wrong order, and most of the jumps are not read on."""
+    tokens = [token.lower() for text in texts for token in _WORD.findall(text)]
+    places: dict[str, list[int]] = {}
+    for n, token in enumerate(tokens):
+        places.setdefault(token, []).append(n)
+    read_on = counted = 0
+    ends = [(found[0].lower(), found[-1].lower()) for found in (_WORD.findall(run) for run in runs) if found]
+    for (_, last), (first, _) in zip(ends, ends[1:], strict=False):
+        joined = last + first in places  # a word hyphenated at the line's end, rejoined
+        if not joined and (last not in places or first not in places):
+            continue
+        counted += 1
+        after = set(places.get(first, ()))
+        if joined or any(n + step in after for n in places[last] for step in range(1, reach + 1)):
+            read_on += 1
+    return read_on, counted
+
+
+def table_order_penalty(signals: Mapping[str, float]) -> float:
+    """What tables read in another order than their producer wrote them take off the page's confidence (after the
+    section-break penalty), per unit of the share of the page's words they hold (`table_order_share`: tables at
+    least `tuning.TABLE_ORDER_MIN_DISORDER` disordered): page columns read across as one table's rows keep every word
+    while the order is lost, and with sections long enough no break tells them."""
+    return tuning.TABLE_ORDER_PENALTY * signals.get("table_order_share", 0.0)
 
 
 def structure_factor(signals: dict[str, float]) -> float:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 from PIL import Image
 
-from services.core.elements import Element, page_markdown
+from services.core.elements import BBox, Element, page_markdown
 from services.core.pdf import load_image, render_pdf_page
 from services.core.settings import Settings
 from services.worker.engines import geometry
@@ -95,7 +95,8 @@ class CpuEngine:
             if _picture_page(text):
                 text_output, scanned_held = self._with_picture_text(text, page, text_output)
                 held = routes.Held(held.layer_words, scanned_held.ocr_words, scanned_held.ocr_boxes)
-            return routes.settle(text_output, held, _ink_if_empty(text_output, lambda: self._render(page)))
+            return routes.settle(text_output, held, _ink_if_empty(text_output, lambda: self._render(page)),
+                                 runs=_runs(text))
         image = self._render(page)
         scanned = self._ocr_page(image, page, (text.width, text.height), _upsampled(image, text, page.data))
         if verdict == "verify":
@@ -104,7 +105,7 @@ class CpuEngine:
             if agreement >= _AGREEMENT_TO_KEEP_LAYER:
                 signals["text_layer_agreement"] = round(agreement, 4)
                 text_output.confidence = confidence.text_layer_confidence(signals)
-                return routes.settle(text_output, _ocr_held(scanned), None)
+                return routes.settle(text_output, _ocr_held(scanned), None, runs=_runs(text))
         layer_words = routes.plausible_words(layer_text)
         ocr_words = routes.output_words(scanned.markdown)
         if layer_words and ocr_words < tuning.LAYER_OVER_OCR_SHARE * layer_words:
@@ -114,7 +115,7 @@ class CpuEngine:
             text_output.details["route"] = "text_layer_over_ocr"
             text_output.confidence = min(text_output.confidence or 0.0, tuning.LAYER_OVER_OCR_CONFIDENCE)
             held = routes.Held(layer_words=layer_words, ocr_words=ocr_words)
-            return routes.settle(text_output, held, None)
+            return routes.settle(text_output, held, None, runs=_runs(text))
         scanned.signals.update({f"rejected_{k}": v for k, v in signals.items() if k.startswith("text_layer")})
         return routes.settle(scanned, _ocr_held(scanned), _ink_if_empty(scanned, lambda: image),
                              page.rotation + scanned.rotation)
@@ -187,6 +188,11 @@ class CpuEngine:
 def _markdown(tree: list[Element]) -> str:
     body = page_markdown(tree)
     return body + "\n" if body else ""
+
+
+def _runs(text: PageText) -> list[tuple[str, BBox]]:
+    """The text layer's runs in content order, boxed in page points (what `routes.settle` reads tables' order by)."""
+    return [(run, geometry.identity(box)) for run, box in text.runs]
 
 
 def _ocr_held(scanned: PageOutput) -> routes.Held:

@@ -111,3 +111,4 @@ class PageText:
     image_coverage: float = 0.0  # share of the page covered by images
     images: list[Box] = field(default_factory=list)  # the images drawn on the page (figures, logos, a scan)
     shapes: list[Shape] = field(default_factory=list)  # bars and polylines (what vector charts are drawn with)
+    runs: list[tuple[str, Box]] = field(default_factory=list)  # upright text in content order (`content_runs`)

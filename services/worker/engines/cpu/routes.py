@@ -8,11 +8,13 @@ its pixels are (nearly) one colour, it is a blank page, confidently empty.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
 
+from services.core.elements import BBox
 from services.worker.engines.base import PageOutput
 from services.worker.engines.cpu import blockconf, confidence, tuning
 from services.worker.engines.cpu.model import Box, Line, Word
@@ -63,15 +65,17 @@ def ink_share(image: Image.Image) -> float:
     return float(np.mean(np.abs(grey - background) > tuning.INK_LEVEL))
 
 
-def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0) -> PageOutput:
+def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0,
+           runs: Sequence[tuple[str, BBox]] = ()) -> PageOutput:
     """Flags a page whose output lost the text the page holds, and tells a blank page from an empty one.
 
     `ink` is the page's ink share, measured only when the output is empty (None: not measured). The page's
     structure (table grids, figures read as prose) weighs on its confidence here too, its tables' words seen as the
-    page was read: `turn` degrees clockwise (an OCR page turned to be read; `geometry.pixel_map`'s turn)."""
+    page was read: `turn` degrees clockwise (an OCR page turned to be read; `geometry.pixel_map`'s turn); `runs`, a
+    text-layer page's runs in content order (`PageText.runs`), tell its tables' order (`table_order_disorder`)."""
     output.elements = blockconf.rate(output.elements, output.confidence)  # the route's confidence, block by block
     upright = upright_map(turn, output.width, output.height) if turn % 360 else None
-    tables = confidence.table_readings(output.elements, output.words, upright)
+    tables = confidence.table_readings(output.elements, output.words, upright, runs)
     structure = confidence.structure_signals(output.elements, tables)
     output.signals.update(structure)
     taken = confidence.page_column_penalties(tables)
@@ -87,7 +91,10 @@ def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0) -> 
     flow = min(settled - gutter, confidence.table_flow_penalty(structure))
     if flow:
         output.signals["table_flow_penalty"] = round(flow, 4)  # what was taken off, for a refit to add back
-    output.confidence = round(settled - gutter - flow, 4)
+    order = min(settled - gutter - flow, confidence.table_order_penalty(structure))
+    if order:
+        output.signals["table_order_penalty"] = round(order, 4)  # what was taken off, for a refit to add back
+    output.confidence = round(settled - gutter - flow - order, 4)
     written = written_words(output)
     output.signals["output_words"] = float(written)
     output.signals["held_words"] = float(held.words)

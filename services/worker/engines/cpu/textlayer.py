@@ -16,7 +16,7 @@ from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.model import Box, PageText, Segment, Shape
 from services.worker.engines.cpu.shapes import shape_of
 from services.worker.engines.cpu.textchars import Transform, attach_accents, drop_leaders, read_chars
-from services.worker.engines.cpu.textlines import rotated_lines, upright_lines
+from services.worker.engines.cpu.textlines import content_runs, rotated_lines, run_box, run_text, upright_lines
 
 
 def read_page(pdf_bytes: bytes) -> PageText:
@@ -32,7 +32,9 @@ def _read(pdf: pdfium.PdfDocument, page: pdfium.PdfPage, textpage: pdfium.PdfTex
     links = _links(pdf, page, transform)
     result.rules, result.image_coverage = _graphics(page, transform, result.images, result.shapes)
     chars, rotated = read_chars(textpage, transform, links, result)
-    result.lines = upright_lines(drop_leaders(attach_accents(chars)))
+    runs = content_runs(drop_leaders(attach_accents(chars)))
+    result.lines = upright_lines(runs)
+    result.runs = [(text, run_box(run)) for run in runs if (text := run_text(run))]
     result.margin_lines = rotated_lines(drop_leaders(rotated))
     return result
 

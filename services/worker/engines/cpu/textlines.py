@@ -19,18 +19,36 @@ _JOIN_GAP = 1.2  # in line heights: runs on one baseline closer than this are on
 _SPLIT_GAP = 2.0  # in line heights: runs on one baseline further apart than this are never one line
 
 
-def upright_lines(chars: list[Char]) -> list[Line]:
-    """Characters to lines: runs in content order along one baseline, then runs joined across small gaps."""
+def content_runs(chars: list[Char]) -> list[list[Char]]:
+    """The characters in content order cut into runs: each next character continues its run when it sits on the
+    run's baseline close after its last character (`_continues`). A run ends where the content jumps: at a line's
+    end, across a column gutter or a table's cell gap, to wherever the producer wrote next."""
     runs: list[list[Char]] = []
     for char in chars:
         if runs and _continues(runs[-1][-1], char):
             runs[-1].append(char)
         else:
             runs.append([char])
-    runs.sort(key=lambda run: min(c.box.cy for c in run))
+    return runs
+
+
+def run_text(run: list[Char]) -> str:
+    """A run's characters as written, a space where the content has one or the glyphs stand half a size apart (a
+    producer that places its words without writing spaces)."""
+    parts = []
+    for previous, char in zip([None, *run], run, strict=False):
+        apart = previous is not None and char.box.x0 - previous.box.x1 > 0.5 * max(char.size, previous.size)
+        parts.append(f" {char.text}" if char.space_before or apart else char.text)
+    return "".join(parts).strip()
+
+
+def upright_lines(runs: list[list[Char]]) -> list[Line]:
+    """Runs (`content_runs`) to lines: the runs along one baseline joined across small gaps (the runs are not
+    changed)."""
+    runs = sorted(runs, key=lambda run: min(c.box.cy for c in run))
     rows: list[tuple[Box, list[list[Char]]]] = []
     for run in runs:
-        box = _run_box(run)
+        box = run_box(run)
         for band, members in reversed(rows[-tuning.ROW_BAND_LOOKBACK:]):
             overlap = box.y_overlap(band)
             # A drop capital or a tall symbol must not pull the lines beside it into one row.
@@ -44,7 +62,7 @@ def upright_lines(chars: list[Char]) -> list[Line]:
     spans = []
     for band, members in rows:
         members.sort(key=lambda run: min(c.box.x0 for c in run))
-        spans.append((band, [_run_box(run) for run in members]))
+        spans.append((band, [run_box(run) for run in members]))
     merged: list[list[Char]] = []
     for row_index, (_, members) in enumerate(rows):
         boxes = spans[row_index][1]
@@ -112,7 +130,7 @@ def rotated_lines(chars: list[Char]) -> list[Line]:
                 words[-1].append(char)
             else:
                 words.append([char])
-        lines.append(Line([_make_word(word) for word in words], _run_box(run)))
+        lines.append(Line([_make_word(word) for word in words], run_box(run)))
     return lines
 
 
@@ -132,7 +150,7 @@ def _continues(previous: Char, char: Char) -> bool:
     return gap < tuning.LINE_MAX_CHAR_GAP * tallest
 
 
-def _run_box(run: list[Char]) -> Box:
+def run_box(run: list[Char]) -> Box:
     boxes = [c.box for c in run]
     return Box(min([b.x0 for b in boxes]), min([b.y0 for b in boxes]), max([b.x1 for b in boxes]),
                max([b.y1 for b in boxes]))
@@ -167,7 +185,7 @@ def _make_line(run: list[Char]) -> Line | None:
         built = visual_to_logical(built)
     if not built:
         return None
-    return Line(built, _run_box(run), rtl=rtl)
+    return Line(built, run_box(run), rtl=rtl)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -191,5 +209,5 @@ def _make_word(chars: list[Char]) -> Word:
             after < SCRIPT_RATIO * before for before, after in zip(points, points[1:], strict=False))):
         math = word_latex([Glyph(c.text, c.points, c.box.cy, c.style[3], c.style[4], not (c.style[1] or c.style[3]))
                            for c in chars])
-    return Word("".join(c.text for c in chars), _run_box(chars), sizes[len(sizes) // 2], bold, italic, mono,
+    return Word("".join(c.text for c in chars), run_box(chars), sizes[len(sizes) // 2], bold, italic, mono,
                 links[0] if links else "", math)

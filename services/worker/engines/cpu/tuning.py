@@ -224,6 +224,21 @@ TABLE_FLOW_MIN_BREAKS = 2  # two wide strips, each breaking this often where the
 #       generated=idx28.json:out/idx28 generated=tabs28.json:out/tabs28 generated=tabh28.json:out/tabh28 \
 #       ... (the same for seed 30)
 TABLE_FLOW_PENALTY = 1.082
+# A text-layer table of two page columns or more (`confidence.table_order_disorder`): the share of its producer's
+# jumps from one run to the next that its reading does not read on, a jump's next word looked for this many words
+# on (1: right after; 2 lets a superscript mark or a line number stand between), counted from this many jumps:
+# page columns hold dozens of lines each (the generated cards: 150-360 jumps), and a small table's share is noise
+# (on dev + wide, a table of 30 jumps has 0.33, the tables of 40 or more 0.003-0.165).
+TABLE_ORDER_REACH = 2
+TABLE_ORDER_MIN_JUMPS = 40
+# Disordered from this share on, a table pays `TABLE_ORDER_PENALTY` per unit of the page's words it holds
+# (`table_order_share`). Page columns written down and read across leave about half unread on (the generated cards
+# of long sections, seeds 28 and 30: 0.42-0.50). The weight is fitted (`pagemill_eval.order_fit`, as
+# `flow_fit`) on the generated sets of seeds 28 and 30 that `flow_fit` uses plus `--cards 8 --card-long-sections`
+# with and without `--card-tabs` (lt, lc): both held-out folds gain (docs/evaluation.md, "Page columns read in
+# another order than their producer wrote them").
+TABLE_ORDER_MIN_DISORDER = 0.3
+TABLE_ORDER_PENALTY = 0.717
 LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may be a table cell read as prose
 LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
 LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
