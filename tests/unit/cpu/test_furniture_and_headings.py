@@ -67,6 +67,15 @@ def test_glyph_noise_of_a_logo_font_is_furniture() -> None:
     assert "zyx" not in render(out)
 
 
+def test_letters_stepping_back_and_forth_are_words_not_glyph_noise() -> None:
+    text = "the basis is non-optimal and the variable reaches its bound first"
+    paragraph = [line(text, 50, 100 + 14 * i) for i in range(8)]
+    out = classify([Block(paragraph, paragraph[0].box.union(paragraph[-1].box))], 10.0)
+    assert out[0].kind == BlockKind.PARAGRAPH and "non-optimal" in render(out)
+    assert classify([block("abcdefg", 40, size=20)], 10.0)[0].kind == BlockKind.FURNITURE
+    assert classify([block("ponmlk", 40, size=20)], 10.0)[0].kind == BlockKind.FURNITURE
+
+
 def test_a_page_number_and_a_date_line_at_the_page_foot_are_furniture() -> None:
     blocks = [Block([ln], ln.box) for ln in body(100, 30)]
     date = block("Download date: 15. Sep. 2023", 760, size=11)

@@ -315,12 +315,17 @@ def is_date_line(text: str) -> bool:
 
 
 def _glyph_noise(text: str) -> bool:
-    """A word that runs along the alphabet ("zyxwvuts", "abcdefg"): a logo or symbol font's glyph names, not text."""
+    """A word that runs along the alphabet one way ("zyxwvuts", "abcdefg"): a logo or symbol font's glyph names,
+    not text. Letters stepping back and forth are words ("non-optimal": n o n o p; a page of glpk's manual whose
+    one paragraph held it went to furniture, its Markdown empty)."""
     for word in text.split():
-        letters = [c for c in word.lower() if c.isalpha()]
-        run = 1
+        letters = [ord(c) for c in word.lower() if c.isalpha()]
+        run, step = 1, 0
         for a, b in zip(letters, letters[1:], strict=False):
-            run = run + 1 if abs(ord(a) - ord(b)) == 1 else 1
+            if abs(b - a) == 1:
+                run, step = (run + 1, step) if b - a == step else (2, b - a)
+            else:
+                run, step = 1, 0
             if run >= tuning.GLYPH_RUN_LETTERS:
                 return True
     return False
