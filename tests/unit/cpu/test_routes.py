@@ -164,6 +164,18 @@ def test_running_heads_left_out_of_the_markdown_on_purpose_are_not_text_dropped(
     assert settle(page, Held(layer_words=14), ink=None).warnings == []
 
 
+def test_a_page_whose_text_went_to_a_running_head_longer_than_one_can_be_is_text_dropped() -> None:
+    from services.core.elements import Element, ElementType
+
+    body = " ".join(["the basis remains dual feasible and thus optimal for the variable"] * 8)  # 88 words
+    tree = [Element(id="p1-e1", type=ElementType.PAGE_HEADER, page=1, bbox=None, text=body, markdown=body),
+            Element(id="p1-e2", type=ElementType.PAGE_FOOTER, page=1, bbox=None, text="118", markdown="118")]
+    out = settle(PageOutput(markdown="", engine="cpu", confidence=0.97, elements=tree), Held(layer_words=89),
+                 ink=None)
+    assert out.warnings == [TEXT_DROPPED] and (out.confidence or 0.0) < 0.35
+    assert out.signals["output_words"] == 1.0  # the page number
+
+
 def test_a_page_whose_words_sit_in_sentence_long_table_cells_says_so() -> None:
     from services.core.elements import Element, ElementType
 

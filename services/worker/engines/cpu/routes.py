@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from services.core.elements import BBox
+from services.core.elements import FURNITURE, BBox
 from services.worker.engines.base import PageOutput
 from services.worker.engines.cpu import blockconf, confidence, tuning
 from services.worker.engines.cpu.model import Box, Line, Word
@@ -44,8 +44,11 @@ def output_words(markdown: str) -> int:
 
 def written_words(output: PageOutput) -> int:
     """Words the engine wrote: in its Markdown, or in its element tree, which also keeps the running heads and
-    feet the Markdown leaves out on purpose."""
-    in_tree = sum(output_words(element.text) for element in output.elements)
+    feet the Markdown leaves out on purpose. A head or foot longer than one can be (`tuning.FURNITURE_MAX_CHARS`) is
+    the page's text sent out of the Markdown by mistake, and is not counted: a page of glpk's manual whose one
+    paragraph went to `page_header` came back with an empty Markdown and full coverage."""
+    in_tree = sum(output_words(element.text) for element in output.elements
+                  if element.type not in FURNITURE or len(element.text) <= tuning.FURNITURE_MAX_CHARS)
     return max(output_words(output.markdown), in_tree)
 
 
