@@ -351,23 +351,6 @@ def test_long_sections_set_a_heading_every_30_entries_or_more(long_corpus: Path,
             assert 1 <= long <= entries // 30 + 1 and 3 * long <= short, (long, short, entries)
 
 
-@pytest.fixture()
-def wordy_corpus(tmp_path: Path) -> Path:
-    """Two born-digital pages of 50 lines of made-up words (1,000 distinct, ten initials): enough for an index."""
-    syllables = ("ka", "lo", "mi", "ne", "pu", "ra", "si", "tu", "ve", "zo")
-    vocabulary = [a + b + c for a in syllables for b in syllables for c in syllables]
-    root = tmp_path / "wordy"
-    rows = []
-    for number, name in enumerate(("first", "second")):
-        (root / name).mkdir(parents=True)
-        lines = [" ".join(vocabulary[(7 * (line * 10 + n) + 500 * number) % 1000] for n in range(10))
-                 for line in range(50)]
-        (root / name / f"{name}.pdf").write_bytes(make_pdf(lines=lines, size=8.0))
-        rows.append(f"{name}/{name}.pdf\t-\t-\t-\tMIT\tdigital\t1\t-\t[GT:none]\n")
-    (root / "MANIFEST.tsv").write_text(HEADER + "".join(rows), encoding="utf-8")
-    return root
-
-
 def test_index_pages_set_sorted_entries_under_letters_with_leaders_to_their_page_numbers(wordy_corpus: Path,
                                                                                           tmp_path: Path) -> None:
     indexes, manifest = _added(wordy_corpus, tmp_path, INDEX_KINDS, {"cards": 2}, indexes=4)

@@ -10,39 +10,18 @@ import pytest
 
 from pagemill_eval.calibset import write_set
 from services.core.elements import ElementType
-from services.core.settings import Settings
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.engine import CpuEngine
 from tests.corpus_pages import parse_file
-from tests.pdfs import make_pdf
-
-HEADER = "file\tsource_repo\tsource_path\tcommit\tlicense\tkind\tpages\tground_truth_files\tnotes\n"
-
-
-@pytest.fixture()
-def wordy_corpus(tmp_path: Path) -> Path:
-    """Two born-digital pages of 50 lines of made-up words (1,000 distinct): enough for a card's columns."""
-    syllables = ("ka", "lo", "mi", "ne", "pu", "ra", "si", "tu", "ve", "zo")
-    vocabulary = [a + b + c for a in syllables for b in syllables for c in syllables]
-    root = tmp_path / "wordy"
-    rows = []
-    for number, name in enumerate(("first", "second")):
-        (root / name).mkdir(parents=True)
-        lines = [" ".join(vocabulary[(7 * (line * 10 + n) + 500 * number) % 1000] for n in range(10))
-                 for line in range(50)]
-        (root / name / f"{name}.pdf").write_bytes(make_pdf(lines=lines, size=8.0))
-        rows.append(f"{name}/{name}.pdf\t-\t-\t-\tMIT\tdigital\t1\t-\t[GT:none]\n")
-    (root / "MANIFEST.tsv").write_text(HEADER + "".join(rows), encoding="utf-8")
-    return root
 
 
 def test_a_long_section_card_read_as_one_table_is_sent_to_review(wordy_corpus: Path, tmp_path: Path,
+                                                                 engine: CpuEngine,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     cases = write_set([wordy_corpus], tmp_path / "set", seed=5, kinds_per_page=1, cards=2, card_tabs=True,
                       card_long_sections=True)
     [card] = [c for c in cases if c.degradation == "cards"]
     path = tmp_path / "set" / card.case_id / f"{card.case_id}.pdf"
-    engine = CpuEngine(Settings())
     output = parse_file(engine, path)
     tables = [e for e in output.elements if e.type == ElementType.TABLE]
     assert tables and output.signals["table_flow_breaks"] < tuning.TABLE_FLOW_MIN_BREAKS  # no break tells it

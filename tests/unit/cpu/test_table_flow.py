@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pagemill_eval.confidence_fit import Row
+from pagemill_eval.one_penalty import Recorded
 from services.core.elements import ElementType
 from services.worker.engines.base import PageOutput, PageWord
 from services.worker.engines.cpu import tuning
@@ -107,14 +109,21 @@ def test_the_penalty_moves_only_the_confidence_and_the_fit_adds_it_back(monkeypa
 
     from pagemill_eval.flow_fit import RECORDED
 
-    saved = {"pages": [markdown], "confidences": [after.confidence], "signals": [after.signals], "warnings": [[]]}
-    (tmp_path / "c1.json").write_text(json.dumps(saved))
-    report = {"cases": [{"case_id": "c1", "min_confidence": after.confidence, "text_similarity": 0.3, "pages": 1,
-                         "status": "ok"}]}
-    (tmp_path / "r.json").write_text(json.dumps(report))
-    rows = RECORDED.load("x", tmp_path / "r.json", tmp_path)
+    rows = saved_rows(RECORDED, after, tmp_path)
     assert [page[0] for page in rows[0].pages] == [before.confidence]  # read as the engine without the penalty
     assert rows[0].features["table_flow_share"] == 1.0
+
+
+def saved_rows(recorded: Recorded, page: PageOutput, tmp_path: Path) -> list[Row]:
+    """`page` saved as `pagemill eval --save-outputs` saves a one-page case (text similarity 0.3), read by
+    `recorded` as its fit reads it."""
+    saved = {"pages": [page.markdown], "confidences": [page.confidence], "signals": [page.signals],
+             "warnings": [[]]}
+    (tmp_path / "c1.json").write_text(json.dumps(saved))
+    report = {"cases": [{"case_id": "c1", "min_confidence": page.confidence, "text_similarity": 0.3, "pages": 1,
+                         "status": "ok"}]}
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    return recorded.load("x", tmp_path / "r.json", tmp_path)
 
 
 @pytest.mark.parametrize("turn", [90, 180, 270])

@@ -5,7 +5,6 @@ adds it back."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from services.worker.engines.base import PageOutput, PageWord
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.confidence import content_order, structure_signals, table_readings
 from services.worker.engines.cpu.routes import Held, settle
+from tests.unit.cpu.test_table_flow import saved_rows
 from tests.unit.cpu.test_table_gutter import CHAR, LINE, box
 
 Run = tuple[str, BBox]
@@ -143,12 +143,6 @@ def test_the_penalty_moves_only_the_confidence_and_the_fit_adds_it_back(monkeypa
 
     from pagemill_eval.order_fit import RECORDED
 
-    saved = {"pages": [after.markdown], "confidences": [after.confidence], "signals": [after.signals],
-             "warnings": [[]]}
-    (tmp_path / "c1.json").write_text(json.dumps(saved))
-    report = {"cases": [{"case_id": "c1", "min_confidence": after.confidence, "text_similarity": 0.3, "pages": 1,
-                         "status": "ok"}]}
-    (tmp_path / "r.json").write_text(json.dumps(report))
-    rows = RECORDED.load("x", tmp_path / "r.json", tmp_path)
+    rows = saved_rows(RECORDED, after, tmp_path)
     assert [page[0] for page in rows[0].pages] == [before.confidence]  # read as the engine without the penalty
     assert rows[0].features["table_order_share"] == 1.0
