@@ -471,8 +471,7 @@ def page_column_penalties(tables: PageTables) -> dict[str, float]:
     """What each table read from page columns takes off its own confidence, by element id: the gutter's and the
     section breaks' weights (`tuning.TABLE_GUTTER_PENALTY`, `TABLE_FLOW_PENALTY`) and the order's
     (`TABLE_ORDER_PENALTY`, a table at least `TABLE_ORDER_MIN_DISORDER` disordered), the page losing them per unit
-    of share. The table is where the reading order
-    was lost, so a reviewer is sent to it."""
+    of share. The table is where the reading order was lost, so a reviewer is sent to it."""
     taken = {r.element_id: tuning.TABLE_GUTTER_PENALTY * r.guttered + tuning.TABLE_FLOW_PENALTY * r.flowing
              + tuning.TABLE_ORDER_PENALTY * r.disordered for r in tables.readings}
     return {element_id: weight for element_id, weight in taken.items() if weight}
