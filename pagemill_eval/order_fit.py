@@ -4,9 +4,9 @@
 (`confidence.table_order_disorder`: for a text-layer table of two page columns or more, the share of its producer's
 jumps from one run of text to the next, in content order, that the table's reading does not read on): page columns
 the producer wrote down, one after the other, read across as one table's rows with sections too long for
-`table_flow_share` to see. It needs the text
-layer's runs and the words' boxes, so it is read as the engine recorded it, with the penalty the engine took off
-(`table_order_penalty`) added back; the fit is `flow_fit`'s (`one_penalty.Recorded`).
+`table_flow_share` to see. It needs the text layer's runs and the words' boxes, so it is read as the engine recorded
+it, with the penalty the engine took off (`table_order_penalty`) added back; the fit is `flow_fit`'s
+(`one_penalty.Recorded`).
 
     python -m pagemill_eval.order_fit gen28=gen28.json:out/gen28 lt28=lt28.json:out/lt28 ... \\
         [--judge debian53=deb53.json:out/deb53]

@@ -306,7 +306,7 @@ def table_readings(tree: Sequence[Element], words: Sequence[PageWord],
             guttered = any(_gutter_runs_on(gap, beside) for gap in gaps)
             columns = _flow_columns(inside, height, gaps)
             breaks = _column_breaks(columns, height)
-            if len(columns) >= 2:
+            if runs and len(columns) >= 2:
                 disorder = table_order_disorder([text for text, box in runs if _inside(frame(box), area)],
                                                 texts[element_id])
         readings.append(TableReading(element_id, len(inside), guttered, breaks, disorder))
@@ -536,9 +536,9 @@ def content_order(runs: Sequence[str], texts: Sequence[str], reach: int = 1) -> 
     column. Page columns taken for one table's rows, or a card's descriptions read as one paragraph beside a code
     block of its syntax, keep every word in the wrong order, and most of the jumps are not read on."""
     tokens = [token.lower() for text in texts for token in _WORD.findall(text)]
-    places: dict[str, list[int]] = {}
+    places: dict[str, set[int]] = {}
     for n, token in enumerate(tokens):
-        places.setdefault(token, []).append(n)
+        places.setdefault(token, set()).add(n)
     read_on = counted = 0
     ends = [(found[0].lower(), found[-1].lower()) for found in (_WORD.findall(run) for run in runs) if found]
     for (_, last), (first, _) in zip(ends, ends[1:], strict=False):
@@ -546,8 +546,7 @@ def content_order(runs: Sequence[str], texts: Sequence[str], reach: int = 1) -> 
         if not joined and (last not in places or first not in places):
             continue
         counted += 1
-        after = set(places.get(first, ()))
-        if joined or any(n + step in after for n in places[last] for step in range(1, reach + 1)):
+        if joined or any(n + step in places[first] for n in places[last] for step in range(1, reach + 1)):
             read_on += 1
     return read_on, counted
 

@@ -88,16 +88,14 @@ def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0,
     if prose:
         output.signals["table_prose_penalty"] = round(prose, 4)  # kept so that a refit can add it back
     settled = max(0.0, (output.confidence or 0.0) * confidence.structure_factor(structure) - prose)
-    gutter = min(settled, confidence.table_gutter_penalty(structure))
-    if gutter:
-        output.signals["table_gutter_penalty"] = round(gutter, 4)  # what was taken off, for a refit to add back
-    flow = min(settled - gutter, confidence.table_flow_penalty(structure))
-    if flow:
-        output.signals["table_flow_penalty"] = round(flow, 4)  # what was taken off, for a refit to add back
-    order = min(settled - gutter - flow, confidence.table_order_penalty(structure))
-    if order:
-        output.signals["table_order_penalty"] = round(order, 4)  # what was taken off, for a refit to add back
-    output.confidence = round(settled - gutter - flow - order, 4)
+    for name, penalty in (("table_gutter_penalty", confidence.table_gutter_penalty(structure)),
+                          ("table_flow_penalty", confidence.table_flow_penalty(structure)),
+                          ("table_order_penalty", confidence.table_order_penalty(structure))):
+        taken_off = min(settled, penalty)  # in this order, each at most what the ones before left
+        if taken_off:
+            output.signals[name] = round(taken_off, 4)  # what was taken off, for a refit to add back
+        settled -= taken_off
+    output.confidence = round(settled, 4)
     written = written_words(output)
     output.signals["output_words"] = float(written)
     output.signals["held_words"] = float(held.words)

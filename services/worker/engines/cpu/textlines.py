@@ -35,10 +35,9 @@ def content_runs(chars: list[Char]) -> list[list[Char]]:
 def run_text(run: list[Char]) -> str:
     """A run's characters as written, a space where the content has one or the glyphs stand half a size apart (a
     producer that places its words without writing spaces)."""
-    parts = []
-    for previous, char in zip([None, *run], run, strict=False):
-        apart = previous is not None and char.box.x0 - previous.box.x1 > 0.5 * max(char.size, previous.size)
-        parts.append(f" {char.text}" if char.space_before or apart else char.text)
+    parts = [run[0].text] if run else []
+    for previous, char in zip(run, run[1:], strict=False):
+        parts.append(f" {char.text}" if char.space_before or _apart(previous, char) else char.text)
     return "".join(parts).strip()
 
 
@@ -150,6 +149,12 @@ def _continues(previous: Char, char: Char) -> bool:
     return gap < tuning.LINE_MAX_CHAR_GAP * tallest
 
 
+def _apart(previous: Char, char: Char) -> bool:
+    """Glyphs half a size or more apart along the line: two words, whether the content writes a space between them
+    or not."""
+    return char.box.x0 - previous.box.x1 > 0.5 * max(char.size, previous.size)
+
+
 def run_box(run: list[Char]) -> Box:
     boxes = [c.box for c in run]
     return Box(min([b.x0 for b in boxes]), min([b.y0 for b in boxes]), max([b.x1 for b in boxes]),
@@ -173,7 +178,7 @@ def _make_line(run: list[Char]) -> Line | None:
             else:
                 spaced = any(order in spaced_orders for order in range(low + 1, min(high, low + 64) + 1))
             # ... unless the glyphs touch: pdfium reports spaces around accents set apart from their letters.
-            if not ((spaced and gap > tuning.SPACE_MIN_GAP * size) or gap > 0.5 * size
+            if not ((spaced and gap > tuning.SPACE_MIN_GAP * size) or _apart(previous, char)
                     or _strong_direction(previous.text) * _strong_direction(char.text) < 0):
                 words[-1].append(char)
                 continue
