@@ -231,11 +231,12 @@ def plan_laid_out(pages: Sequence[SourcePage], *, count: int, rng: random.Random
 def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max_pages_per_case: int = 1,
               kinds_per_page: int = 3, max_sources: int | None = 16, columns: int = 0,
               cards: int = 0, card_headings: float = 1.0, card_tabs: bool = False, card_degrade: bool = False,
-              card_long_sections: bool = False, indexes: int = 0) -> list[GeneratedCase]:
+              card_long_sections: bool = False, card_wordy: bool = False,
+              indexes: int = 0) -> list[GeneratedCase]:
     """Generate the set into `out_dir` (created); returns the cases written, in manifest order. `card_headings`:
     the cards' headings this many times their entries' size; `card_tabs`: their syntax at a tab stop
     (`_write_card`); `card_degrade`: their image-only pages degraded (`CARD_DEGRADATIONS`); `card_long_sections`:
-    a heading every 30-60 entries, not 4-10."""
+    a heading every 30-60 entries, not 4-10; `card_wordy`: descriptions of 5-9 words."""
     rng = random.Random(seed)
     pages = source_pages(corpus_dirs, max_pages_per_case=max_pages_per_case, rng=rng)
     if max_sources is not None and len(pages) > max_sources:
@@ -256,7 +257,7 @@ def write_set(corpus_dirs: Sequence[Path], out_dir: Path, *, seed: int = 28, max
         if case.degradation in CARD_KINDS or case.degradation in INDEX_KINDS:
             target = folder / f"{case.case_id}.pdf"
             layout, text = (_write_card(case, target, case_rng, card_headings, card_tabs, card_degrade,
-                                        card_long_sections)
+                                        card_long_sections, card_wordy)
                             if case.degradation in CARD_KINDS
                             else _write_index(case, target, case_rng))
             detail = f"{layout} {case.detail}"
@@ -438,7 +439,7 @@ class _CardPage:
 
 def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
                 heading_scale: float = 1.0, tabs: bool = False, degrade: bool = False,
-                long_sections: bool = False) -> tuple[str, str]:
+                long_sections: bool = False, wordy: bool = False) -> tuple[str, str]:
     """A reference card cut from the case's source pages; returns its parameters and its text in column order.
 
     `heading_scale` above 1 sets the headings that many times the entries' size, with no blank line before them
@@ -446,7 +447,9 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
     entries' size, about half of them under a blank grid line. `tabs`: every entry is a description and its syntax,
     the syntax left-aligned at a tab stop 50-65% across the column (a tabular's second column), not right-aligned
     to the column's edge. `degrade`: an image-only card is degraded (`_CardPage.save`), by draws after its layout's.
-    `long_sections`: a heading every 30-60 entries instead of every 4-10 (the layout drawn before it the same)."""
+    `long_sections`: a heading every 30-60 entries instead of every 4-10 (the layout drawn before it the same).
+    `wordy`: descriptions of 5-9 words instead of 2-6, a tab stop 65-80% across (as asymptote's card, whose
+    descriptions are short sentences: "number of segments in path p"); the draws are the same."""
     columns = rng.choice((2, 3))
     width, height = (792.0, 612.0) if columns == 3 else (612.0, 792.0)
     size = rng.choice((7.0, 8.0, 9.0))
@@ -455,7 +458,8 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
     two_parts = rng.random() < 0.75 or tabs  # most cards pair a description with its syntax, some list plain entries
     margin = 36.0
     column_width = (width - 2 * margin - gutter * (columns - 1)) / columns
-    tab = round(rng.uniform(0.5, 0.65) * column_width, 1) if tabs else None  # the syntax's stop, from the left
+    low, high = (0.65, 0.8) if wordy else (0.5, 0.65)
+    tab = round(rng.uniform(low, high) * column_width, 1) if tabs else None  # the syntax's stop, from the left
     rows = int((height - 2 * margin - size) // pitch) + 1
     words = _Words([page.text for page in case.placed])
     card = _CardPage(width, height, size)
@@ -490,7 +494,8 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
                     syntax = card.fitted("syntax", words.take(rng.randint(1, 3)),
                                          column_width / 2 if tab is None else column_width - tab)
                     stop = column_width - (syntax[1] if syntax else 0.0) if tab is None else tab  # the syntax's start
-                    description = card.fitted("text", words.take(rng.randint(2, 6)), stop - size)
+                    description = card.fitted("text", words.take(rng.randint(5, 9) if wordy else rng.randint(2, 6)),
+                                              stop - size)
                     parts = [part for part in (description, syntax) if part is not None]
                     if description is not None:
                         card.place(description[0], left, baseline)
@@ -511,6 +516,8 @@ def _write_card(case: GeneratedCase, path: Path, rng: random.Random,
             layout += f" headings={heading_scale:g}x"
         if long_sections:
             layout += " sections=long"
+        if wordy:
+            layout += " descriptions=wordy"
         layout = card.save(path, text_layer=case.degradation == "cards", layout=layout,
                            degrade=rng if degrade else None)
     finally:

@@ -55,37 +55,46 @@ def case_row(name: str, case_id: str, confidence: float, score: float,
     return Row(name, case_id, confidence, score, {"confidence": weakest[0], feature: weakest[1][feature]}, pages)
 
 
-def scored(rows: Sequence[Row], weight: float, penalty: Penalty) -> dict[str, Any]:
-    """AUROCs and `needs_review` figures without the penalty, with the weight in use and with `weight`."""
+SCAN = tuple(round(0.1 * n, 1) for n in range(11))  # the weights `--scan` scores every set at
+
+
+def scored(rows: Sequence[Row], weight: float, penalty: Penalty, scan: bool = False) -> dict[str, Any]:
+    """AUROCs and `needs_review` figures without the penalty, with the weight in use and with `weight`; with `scan`,
+    the AUROCs at each weight of `SCAN` too (for a penalty whose pages are bad only under 0.7, which the fit, of
+    "text similarity ≥ 0.5", cannot weigh)."""
     figures: dict[str, Any] = {"samples": len(rows), **penalty.describe(rows)}
     for label, used in (("no_penalty", 0.0), ("in_use", penalty.in_use), ("fitted", weight)):
         confidences = [penalty.case_confidence(r, used) for r in rows]
         figures[label] = aurocs(rows, confidences)
         figures[f"needs_review_{label}"] = review_figures(rows, confidences, NEEDS_REVIEW_BELOW)
+    if scan:
+        figures["scan"] = {str(w): aurocs(rows, [penalty.case_confidence(r, w) for r in rows]) for w in SCAN}
     return figures
 
 
-def report(rows: Sequence[Row], judged: Sequence[Row], penalty: Penalty) -> dict[str, Any]:
-    """The fit on every row, each corpus scored with it, the leave-one-corpus-out folds, and the judged sets."""
+def report(rows: Sequence[Row], judged: Sequence[Row], penalty: Penalty, scan: bool = False) -> dict[str, Any]:
+    """The fit on every row, each corpus scored with it, the leave-one-corpus-out folds, and the judged sets (with
+    `scan`, each scored at the weights of `SCAN` too)."""
     corpora = sorted({r.corpus for r in rows})
     weight = fit(rows, penalty.feature)
     result: dict[str, Any] = {"fitted_on_all": weight, "in_use": penalty.in_use, "per_corpus": {}, "folds": [],
                               "judged": {}}
     for corpus in corpora:
-        result["per_corpus"][corpus] = scored([r for r in rows if r.corpus == corpus], weight, penalty)
+        result["per_corpus"][corpus] = scored([r for r in rows if r.corpus == corpus], weight, penalty, scan)
     if len(corpora) > 1:
         for held in corpora:
             fold_weight = fit([r for r in rows if r.corpus != held], penalty.feature)
             result["folds"].append({"held_out": held, "weight": fold_weight,
-                                    **scored([r for r in rows if r.corpus == held], fold_weight, penalty)})
+                                    **scored([r for r in rows if r.corpus == held], fold_weight, penalty, scan)})
     for corpus in sorted({r.corpus for r in judged}):
-        result["judged"][corpus] = scored([r for r in judged if r.corpus == corpus], weight, penalty)
+        result["judged"][corpus] = scored([r for r in judged if r.corpus == corpus], weight, penalty, scan)
     return result
 
 
 def add_sets(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("corpora", nargs="+", metavar="NAME=REPORT.json:OUTPUTS")
     parser.add_argument("--judge", action="append", default=[], metavar="NAME=REPORT.json:OUTPUTS")
+    parser.add_argument("--scan", action="store_true", help="also score every set at the weights 0, 0.1, ..., 1")
 
 
 def read_sets(parser: argparse.ArgumentParser, specs: Sequence[str], load: Loader) -> list[Row]:
@@ -107,7 +116,7 @@ def main(argv: Sequence[str], prog: str, description: str, penalty: Penalty, loa
     args = parser.parse_args(argv)
     rows = read_sets(parser, args.corpora, load)
     judged = read_sets(parser, args.judge, load)
-    print(json.dumps(report(rows, judged, penalty), indent=1))
+    print(json.dumps(report(rows, judged, penalty, args.scan), indent=1))
     return 0
 
 

@@ -146,11 +146,13 @@ def eval_command(corpus_dirs: tuple[Path, ...], engine: str | None, mode: str | 
               help="the cards' image-only pages degraded (low resolution, blur, skew, turned, noise), not clean scans")
 @click.option("--card-long-sections", is_flag=True,
               help="the cards' headings every 30-60 entries, not 4-10 (each page column about one long section)")
+@click.option("--card-wordy", is_flag=True,
+              help="the cards' descriptions 5-9 words long, not 2-6 (short sentences, as asymptote's card)")
 @click.option("--indexes", default=0, show_default=True, type=click.IntRange(0),
               help="also this many index pages: short entries, dot leaders, page numbers, letter headings, 2-3 columns")
 def calibrate_set(corpus_dirs: tuple[Path, ...], out_dir: Path, seed: int, max_sources: int,
                   kinds_per_page: int, columns: int, cards: int, card_headings: float, card_tabs: bool,
-                  card_degrade: bool, card_long_sections: bool, indexes: int) -> None:
+                  card_degrade: bool, card_long_sections: bool, card_wordy: bool, indexes: int) -> None:
     """Generate a calibration corpus from the born-digital pages of CORPUS_DIRs: each page's text layer is the
     reference, the page is written clean and degraded (docs/evaluation.md, "The generated calibration set")."""
     require_extra("eval", "`pagemill calibrate-set`")
@@ -158,5 +160,6 @@ def calibrate_set(corpus_dirs: tuple[Path, ...], out_dir: Path, seed: int, max_s
 
     cases = write_set(list(corpus_dirs), out_dir, seed=seed, max_sources=max_sources, kinds_per_page=kinds_per_page,
                       columns=columns, cards=cards, card_headings=card_headings, card_tabs=card_tabs,
-                      card_degrade=card_degrade, card_long_sections=card_long_sections, indexes=indexes)
+                      card_degrade=card_degrade, card_long_sections=card_long_sections, card_wordy=card_wordy,
+                      indexes=indexes)
     click.echo(f"{out_dir}: {describe(cases)}")

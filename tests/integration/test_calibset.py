@@ -351,6 +351,19 @@ def test_long_sections_set_a_heading_every_30_entries_or_more(long_corpus: Path,
             assert 1 <= long <= entries // 30 + 1 and 3 * long <= short, (long, short, entries)
 
 
+def test_wordy_cards_pair_sentence_long_descriptions_with_their_syntax(long_corpus: Path, tmp_path: Path) -> None:
+    pairs = _card_variants(long_corpus, tmp_path, "wordy", card_tabs=True, card_wordy=True)
+    plain = _card_variants(long_corpus, tmp_path, "tabbed", card_tabs=True)
+    for (_, after), (_, tabbed) in zip(pairs, plain, strict=True):
+        assert after.detail.replace(" descriptions=wordy", "").split(" tab=")[0] == tabbed.detail.split(" tab=")[0]
+        stop = float(after.detail.split("tab=")[1].split("pt")[0])
+        width = float(tabbed.detail.split("tab=")[1].split("pt")[0])
+        assert stop > width  # the tab stop further across (65-80 % of the column, not 50-65 %)
+        descriptions = [len(line.split()) for line in after.source.text.splitlines() if len(line.split()) > 3]
+        shorter = [len(line.split()) for line in tabbed.source.text.splitlines() if len(line.split()) > 3]
+        assert sum(descriptions) / len(descriptions) > sum(shorter) / len(shorter)
+
+
 def test_index_pages_set_sorted_entries_under_letters_with_leaders_to_their_page_numbers(wordy_corpus: Path,
                                                                                           tmp_path: Path) -> None:
     indexes, manifest = _added(wordy_corpus, tmp_path, INDEX_KINDS, {"cards": 2}, indexes=4)

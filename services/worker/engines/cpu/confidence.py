@@ -206,7 +206,8 @@ def table_prose_share(tables_html: list[str], page_words: int) -> float:
     return min(1.0, wordy / page_words)
 
 
-def _inside(box: BBox, area: BBox) -> bool:
+def inside(box: BBox, area: BBox) -> bool:
+    """The box's centre lies in `area`."""
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     return area[0] <= cx <= area[2] and area[1] <= cy <= area[3]
 
@@ -293,23 +294,23 @@ def table_readings(tree: Sequence[Element], words: Sequence[PageWord],
     if not tables:
         return PageTables([], 0)
     furniture = [frame(e.bbox) for e in tree if e.type in FURNITURE and e.bbox is not None]
-    content = [box for box in (frame(w.bbox) for w in words) if not any(_inside(box, area) for area in furniture)]
-    outside = [box for box in content if not any(_inside(box, area) for _, area in tables)]
+    content = [box for box in (frame(w.bbox) for w in words) if not any(inside(box, area) for area in furniture)]
+    outside = [box for box in content if not any(inside(box, area) for _, area in tables)]
     texts = {e.id: e.text for e in tree}
     readings = []
     for element_id, area in tables:
-        inside = [box for box in content if _inside(box, area)]
+        held = [box for box in content if inside(box, area)]
         guttered, breaks, disorder = False, 0, 0.0
-        if inside:
-            height, gaps = _table_gaps(inside)
+        if held:
+            height, gaps = _table_gaps(held)
             beside = [box for box in outside if box[2] > area[0] and box[0] < area[2]]
             guttered = any(_gutter_runs_on(gap, beside) for gap in gaps)
-            columns = _flow_columns(inside, height, gaps)
+            columns = _flow_columns(held, height, gaps)
             breaks = _column_breaks(columns, height)
             if runs and len(columns) >= 2:
-                disorder = table_order_disorder([text for text, box in runs if _inside(frame(box), area)],
+                disorder = table_order_disorder([text for text, box in runs if inside(frame(box), area)],
                                                 texts[element_id])
-        readings.append(TableReading(element_id, len(inside), guttered, breaks, disorder))
+        readings.append(TableReading(element_id, len(held), guttered, breaks, disorder))
     return PageTables(readings, len(content))
 
 

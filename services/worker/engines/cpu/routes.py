@@ -16,7 +16,7 @@ from PIL import Image
 
 from services.core.elements import FURNITURE, BBox
 from services.worker.engines.base import PageOutput
-from services.worker.engines.cpu import blockconf, confidence, tuning
+from services.worker.engines.cpu import beside, blockconf, confidence, tuning
 from services.worker.engines.cpu.model import Box, Line, Word
 from services.worker.engines.geometry import BoxMap, upright_map
 
@@ -79,9 +79,12 @@ def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0,
     output.elements = blockconf.rate(output.elements, output.confidence)  # the route's confidence, block by block
     upright = upright_map(turn, output.width, output.height) if turn % 360 else None
     tables = confidence.table_readings(output.elements, output.words, upright, runs)
-    structure = confidence.structure_signals(output.elements, tables)
+    besides = beside.beside_readings(output.elements, output.words, runs)
+    structure = confidence.structure_signals(output.elements, tables) | besides.signals()
     output.signals.update(structure)
     taken = confidence.page_column_penalties(tables)
+    for element_id, weight in besides.penalties().items():
+        taken[element_id] = taken.get(element_id, 0.0) + weight
     output.elements = [e.model_copy(update={"confidence": round(max(0.0, e.confidence - taken[e.id]), 4)})
                        if e.id in taken and e.confidence is not None else e for e in output.elements]
     prose = confidence.table_prose_penalty(structure)
@@ -90,7 +93,8 @@ def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0,
     settled = max(0.0, (output.confidence or 0.0) * confidence.structure_factor(structure) - prose)
     for name, penalty in (("table_gutter_penalty", confidence.table_gutter_penalty(structure)),
                           ("table_flow_penalty", confidence.table_flow_penalty(structure)),
-                          ("table_order_penalty", confidence.table_order_penalty(structure))):
+                          ("table_order_penalty", confidence.table_order_penalty(structure)),
+                          ("beside_order_penalty", beside.beside_order_penalty(structure))):
         taken_off = min(settled, penalty)  # in this order, each at most what the ones before left
         if taken_off:
             output.signals[name] = round(taken_off, 4)  # what was taken off, for a refit to add back

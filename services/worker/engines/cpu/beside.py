@@ -1,0 +1,125 @@
+"""Text blocks side by side, line for line, read in another order than the page's producer wrote them.
+
+A reference card whose entries pair a sentence with its syntax (asymptote's: "number of segments in path p" beside
+`length(p)`) can come out of the layout as a paragraph of every description beside a `code` block of every syntax:
+each word is right, nothing in the boxes looks wrong, and the reading is lost. Where two blocks stand side by side and
+the lines of one sit on the other's baselines, the text layer's producer tells the two apart: a two-column page is
+written down each column, as it is read (a jump from a line's end to the next line is read on); a card is written
+entry by entry, across the two blocks, and read down them most of its jumps are not read on
+(`confidence.content_order`). Only a text-layer page has a producer's order (`PageText.runs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from services.core.elements import FURNITURE, BBox, Element, ElementType
+from services.worker.engines.base import PageWord
+from services.worker.engines.cpu import confidence, tuning
+
+TEXT_BLOCKS = frozenset({ElementType.PARAGRAPH, ElementType.LIST, ElementType.CODE})
+
+
+@dataclass(frozen=True, slots=True)
+class PageBesides:
+    """The page's text blocks that stand beside another line for line (`beside_readings`: the words of each, by
+    element id), the producer's jumps from one of their runs to the next, how many of those the reading, block by
+    block, does not read on (`crossed`), and the page's words (furniture left out)."""
+
+    block_words: dict[str, int]
+    jumps: int
+    crossed: int
+    words: int
+
+    @property
+    def disorder(self) -> float:
+        """Share of the jumps not read on; 0 under `tuning.BESIDE_ORDER_MIN_JUMPS` jumps (not asked)."""
+        return round(self.crossed / self.jumps, 4) if self.jumps >= tuning.BESIDE_ORDER_MIN_JUMPS else 0.0
+
+    @property
+    def disordered(self) -> bool:
+        return self.disorder >= tuning.BESIDE_ORDER_MIN_DISORDER
+
+    def signals(self) -> dict[str, float]:
+        """`beside_order_disorder` and `beside_order_share` (the share of the page's words in those blocks when
+        they are disordered, 0 otherwise), where they were asked."""
+        if self.jumps < tuning.BESIDE_ORDER_MIN_JUMPS:
+            return {}
+        held = sum(self.block_words.values()) if self.disordered else 0
+        share = round(min(1.0, held / self.words), 4) if self.words else 0.0
+        return {"beside_order_disorder": self.disorder, "beside_order_share": share}
+
+    def penalties(self) -> dict[str, float]:
+        """What each of those blocks takes off its own confidence when they are disordered, by element id: the
+        reading order was lost there, so a reviewer is sent to it."""
+        return dict.fromkeys(self.block_words, tuning.BESIDE_ORDER_PENALTY) if self.disordered else {}
+
+
+def beside_readings(tree: Sequence[Element], words: Sequence[PageWord],
+                    runs: Sequence[tuple[str, BBox]]) -> PageBesides:
+    """The page's text blocks (`TEXT_BLOCKS`) that stand beside another line for line (`side_by_side`), with the
+    producer's jumps between their runs and how many of them a reading block by block does not read on
+    (`crossings`). `runs`: the text layer's runs in content order, each its text and box (`PageText.runs`); none,
+    nothing is asked."""
+    nothing = PageBesides({}, 0, 0, 0)
+    if not runs:
+        return nothing
+    blocks = {e.id: e.bbox for e in tree if e.type in TEXT_BLOCKS and e.bbox is not None and e.text.strip()}
+    boxes = [box for text, box in runs if text.strip()]
+    held: dict[str, list[int]] = {element_id: [] for element_id in blocks}
+    for n, box in enumerate(boxes):
+        owners = [element_id for element_id, area in blocks.items() if confidence.inside(box, area)]
+        if len(owners) == 1:  # a run inside two blocks' boxes (overlapping blocks) is nobody's
+            held[owners[0]].append(n)
+    asked: set[str] = set()
+    for left, left_box in blocks.items():
+        for right, right_box in blocks.items():
+            if (left != right and _beside(left_box, right_box)
+                    and side_by_side([boxes[n] for n in held[left]], [boxes[n] for n in held[right]])):
+                asked.update((left, right))
+    if not asked:
+        return nothing
+    jumps, crossed = crossings({element_id: held[element_id] for element_id in asked})
+    furniture = [e.bbox for e in tree if e.type in FURNITURE and e.bbox is not None]
+    content = [w.bbox for w in words if not any(confidence.inside(w.bbox, area) for area in furniture)]
+    block_words = {element_id: sum(confidence.inside(box, blocks[element_id]) for box in content)
+                   for element_id in asked}
+    return PageBesides(block_words, jumps, crossed, len(content))
+
+
+def crossings(held: Mapping[str, Sequence[int]]) -> tuple[int, int]:
+    """The jumps from one run to the next among the blocks' runs in content order (`held`: each block's runs, by
+    their places in it), and how many of them go from one block to another beyond the ones a reading of each block
+    whole, one after another, makes (one fewer than the blocks): a two-column page written down its columns has
+    none; a card written entry by entry, description then syntax, read as a block of each, has nearly all."""
+    owner = sorted((n, element_id) for element_id, places in held.items() for n in places)
+    changes = sum(a != b for (_, a), (_, b) in zip(owner, owner[1:], strict=False))
+    return len(owner) - 1, max(0, changes - (len(held) - 1))
+
+
+def _beside(left: BBox, right: BBox) -> bool:
+    """`right` starts where `left` ends, or after it, and the two share most of the shorter one's height."""
+    if right[0] < left[2] - tuning.BESIDE_MAX_OVERLAP * min(left[2] - left[0], right[2] - right[0]):
+        return False
+    shared = min(left[3], right[3]) - max(left[1], right[1])
+    return shared >= tuning.BESIDE_MIN_HEIGHT_SHARE * min(left[3] - left[1], right[3] - right[1])
+
+
+def side_by_side(ours: Sequence[BBox], theirs: Sequence[BBox]) -> bool:
+    """Both blocks hold at least `tuning.BESIDE_MIN_LINES` runs, and `tuning.BESIDE_MIN_PAIRED` of the runs of the
+    one with fewer sit on a line of the other's (sharing half the shorter run's height): lines side by side, as a
+    card's descriptions and their syntax, or the two columns of a page set on one line pitch."""
+    if min(len(ours), len(theirs)) < tuning.BESIDE_MIN_LINES:
+        return False
+    fewer, more = sorted((ours, theirs), key=len)
+    on = sum(any(min(a[3], b[3]) - max(a[1], b[1]) >= 0.5 * min(a[3] - a[1], b[3] - b[1]) for b in more)
+             for a in fewer)
+    return on >= tuning.BESIDE_MIN_PAIRED * len(fewer)
+
+
+def beside_order_penalty(signals: Mapping[str, float]) -> float:
+    """What text blocks side by side read in another order than their producer wrote them take off the page's
+    confidence (after the table-order penalty), per unit of the share of the page's words they hold
+    (`beside_order_share`)."""
+    return tuning.BESIDE_ORDER_PENALTY * signals.get("beside_order_share", 0.0)

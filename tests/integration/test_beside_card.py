@@ -1,0 +1,35 @@
+"""A generated reference card of sentence-long descriptions, read from its text layer by the cpu engine: its
+descriptions come out as paragraphs beside `code` blocks of their syntax, with no table to check (issue 28: the
+Debian judges' asymptote page 3 kept 1.0), and the order its producer wrote them in tells it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pagemill_eval.calibset import write_set
+from services.core.elements import ElementType
+from services.worker.engines.cpu import tuning
+from services.worker.engines.cpu.confidence import NEEDS_REVIEW_BELOW
+from services.worker.engines.cpu.engine import CpuEngine
+from tests.corpus_pages import parse_file
+
+
+def test_a_card_read_as_paragraphs_beside_code_blocks_is_sent_to_review(wordy_corpus: Path, tmp_path: Path,
+                                                                       engine: CpuEngine,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    cases = write_set([wordy_corpus], tmp_path / "set", seed=5, kinds_per_page=1, cards=2, card_tabs=True,
+                      card_long_sections=True, card_wordy=True)
+    [card] = [c for c in cases if c.degradation == "cards"]
+    path = tmp_path / "set" / card.case_id / f"{card.case_id}.pdf"
+    output = parse_file(engine, path)
+    kinds = {e.type for e in output.elements}
+    assert ElementType.TABLE not in kinds and {ElementType.PARAGRAPH, ElementType.CODE} <= kinds
+    assert output.signals["beside_order_disorder"] >= 0.8  # written entry by entry, read block by block
+    assert output.signals["beside_order_share"] >= 0.5
+    assert output.confidence is not None and output.confidence < NEEDS_REVIEW_BELOW
+    code = [e for e in output.elements if e.type == ElementType.CODE]
+    assert min(e.confidence or 0.0 for e in code) < 0.7  # the blocks are where a reviewer is sent
+    monkeypatch.setattr(tuning, "BESIDE_ORDER_PENALTY", 0.0)
+    assert (parse_file(engine, path).confidence or 0.0) > 0.9  # what the page kept before
