@@ -1,6 +1,6 @@
 """Fit and judge the section-break penalty on saved eval outputs: confidence − weight × `table_flow_share`.
 
-`table_flow_share` (`confidence.table_flow_share`) is the share of a page's words sitting in a table two of whose
+`table_flow_share` (`pagecolumns.table_flow_share`) is the share of a page's words sitting in a table two of whose
 page columns (wide column strips, or runs of narrow ones set alike, as an index's) break into sections at different
 heights (a blank line in one where the other writes a line, both ways, at least `tuning.TABLE_FLOW_MIN_BREAKS`
 times): page columns with their own headings, a reference card or an index, read across as one table's rows with

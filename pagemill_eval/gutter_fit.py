@@ -1,6 +1,6 @@
 """Fit and judge the page-gutter penalty on saved eval outputs: confidence − weight × `table_gutter_share`.
 
-`table_gutter_share` (`confidence.table_gutter_share`) is the share of a page's words sitting in a table one of
+`table_gutter_share` (`pagecolumns.table_gutter_share`) is the share of a page's words sitting in a table one of
 whose column gaps runs on through the page's own text outside the table: page columns taken for one table's
 columns. It needs the words' boxes, which saved outputs do not keep, so it is read as the engine recorded it; a
 page saved before the engine recorded it (or without a table) has none and loses nothing.

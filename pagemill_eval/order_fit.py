@@ -1,7 +1,7 @@
 """Fit and judge the table-order penalty on saved eval outputs: confidence − weight × `table_order_share`.
 
 `table_order_share` is the share of a page's words in tables at least `tuning.TABLE_ORDER_MIN_DISORDER` disordered
-(`confidence.table_order_disorder`: for a text-layer table of two page columns or more, the share of its producer's
+(`pagecolumns.table_order_disorder`: for a text-layer table of two page columns or more, the share of its producer's
 jumps from one run of text to the next, in content order, that the table's reading does not read on): page columns
 the producer wrote down, one after the other, read across as one table's rows with sections too long for
 `table_flow_share` to see. It needs the text layer's runs and the words' boxes, so it is read as the engine recorded

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from services.worker.engines.cpu import confidence, elements, ocr, tuning
+from services.worker.engines.cpu import elements, ocr, pagecolumns, tuning
 from services.worker.engines.cpu.model import Block, Box, Line, Word
 
 _LABEL, _VALUE = "Draw a line", "draw(path p, pen q)"
@@ -178,5 +178,5 @@ def test_a_scanned_card_read_as_one_table_breaks_apart_in_its_ink_not_in_its_pad
     padded = [(w.box.x0, w.box.y0, w.box.x1, w.box.y1) for w in words]
     inked = [(w.ink.x0, w.ink.y0, w.ink.x1, w.ink.y1) for w in words if w.ink is not None]
     assert len(inked) == len(words)
-    assert confidence.table_flow_breaks(inked) >= tuning.TABLE_FLOW_MIN_BREAKS
-    assert confidence.table_flow_breaks(padded) == 0
+    assert pagecolumns.table_flow_breaks(inked) >= tuning.TABLE_FLOW_MIN_BREAKS
+    assert pagecolumns.table_flow_breaks(padded) == 0

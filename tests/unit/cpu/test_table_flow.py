@@ -14,12 +14,8 @@ from pagemill_eval.one_penalty import Recorded
 from services.core.elements import ElementType
 from services.worker.engines.base import PageOutput, PageWord
 from services.worker.engines.cpu import tuning
-from services.worker.engines.cpu.confidence import (
-    structure_signals,
-    table_flow_breaks,
-    table_flow_share,
-    table_readings,
-)
+from services.worker.engines.cpu.confidence import structure_signals
+from services.worker.engines.cpu.pagecolumns import table_flow_breaks, table_flow_share, table_readings
 from services.worker.engines.cpu.routes import Held, settle
 from services.worker.engines.geometry import Box, pixel_map, rounded, upright_map
 from tests.unit.cpu.test_table_gutter import CHAR, LINE, PROSE, column, element, line_words

@@ -11,7 +11,8 @@ import pytest
 from services.core.elements import BBox, Element, ElementType
 from services.worker.engines.base import PageOutput, PageWord
 from services.worker.engines.cpu import tuning
-from services.worker.engines.cpu.confidence import structure_signals, table_gutter_share, table_readings
+from services.worker.engines.cpu.confidence import structure_signals
+from services.worker.engines.cpu.pagecolumns import table_gutter_share, table_readings
 from services.worker.engines.cpu.routes import Held, settle
 
 CHAR = 5.0  # pt per character

@@ -12,7 +12,8 @@ import pytest
 from services.core.elements import BBox, Element, ElementType
 from services.worker.engines.base import PageOutput, PageWord
 from services.worker.engines.cpu import tuning
-from services.worker.engines.cpu.confidence import content_order, structure_signals, table_readings
+from services.worker.engines.cpu.confidence import structure_signals
+from services.worker.engines.cpu.pagecolumns import content_order, table_readings
 from services.worker.engines.cpu.routes import Held, settle
 from tests.unit.cpu.test_table_flow import saved_rows
 from tests.unit.cpu.test_table_gutter import CHAR, LINE, box

@@ -6,7 +6,7 @@ each word is right, nothing in the boxes looks wrong, and the reading is lost. W
 the lines of one sit on the other's baselines, the text layer's producer tells the two apart: a two-column page is
 written down each column, as it is read (a jump from a line's end to the next line is read on); a card is written
 entry by entry, across the two blocks, and read down them most of its jumps are not read on
-(`confidence.content_order`). Only a text-layer page has a producer's order (`PageText.runs`).
+(`pagecolumns.content_order`). Only a text-layer page has a producer's order (`PageText.runs`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from services.core.elements import FURNITURE, BBox, Element, ElementType
 from services.worker.engines.base import PageWord
-from services.worker.engines.cpu import confidence, tuning
+from services.worker.engines.cpu import pagecolumns, tuning
 
 TEXT_BLOCKS = frozenset({ElementType.PARAGRAPH, ElementType.LIST, ElementType.CODE})
 
@@ -69,7 +69,7 @@ def beside_readings(tree: Sequence[Element], words: Sequence[PageWord],
     boxes = [box for text, box in runs if text.strip()]
     held: dict[str, list[int]] = {element_id: [] for element_id in blocks}
     for n, box in enumerate(boxes):
-        owners = [element_id for element_id, area in blocks.items() if confidence.inside(box, area)]
+        owners = [element_id for element_id, area in blocks.items() if pagecolumns.inside(box, area)]
         if len(owners) == 1:  # a run inside two blocks' boxes (overlapping blocks) is nobody's
             held[owners[0]].append(n)
     asked: set[str] = set()
@@ -82,8 +82,8 @@ def beside_readings(tree: Sequence[Element], words: Sequence[PageWord],
         return nothing
     jumps, crossed = crossings({element_id: held[element_id] for element_id in asked})
     furniture = [e.bbox for e in tree if e.type in FURNITURE and e.bbox is not None]
-    content = [w.bbox for w in words if not any(confidence.inside(w.bbox, area) for area in furniture)]
-    block_words = {element_id: sum(confidence.inside(box, blocks[element_id]) for box in content)
+    content = [w.bbox for w in words if not any(pagecolumns.inside(w.bbox, area) for area in furniture)]
+    block_words = {element_id: sum(pagecolumns.inside(box, blocks[element_id]) for box in content)
                    for element_id in asked}
     return PageBesides(block_words, jumps, crossed, len(content))
 

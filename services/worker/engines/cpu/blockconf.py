@@ -14,7 +14,7 @@ confidence again and a reviewer is sent to the weak block, not the whole page:
 - a figure without text has nothing of its own to weigh: it gets the route's confidence.
 
 Page-level findings about text that is *not* in any block (`text_dropped`, an empty inked page) lower the page,
-not the blocks that were read. A table read from page columns (`confidence.page_column_penalties`: a page gutter
+not the blocks that were read. A table read from page columns (`pagecolumns.page_column_penalties`: a page gutter
 through it, or column strips that break into sections at different heights) loses the gutter's and the section
 breaks' weights in `routes.settle`, where the page loses them per unit of its share.
 """

@@ -16,7 +16,7 @@ from PIL import Image
 
 from services.core.elements import FURNITURE, BBox
 from services.worker.engines.base import PageOutput
-from services.worker.engines.cpu import beside, blockconf, confidence, tuning
+from services.worker.engines.cpu import beside, blockconf, confidence, pagecolumns, tuning
 from services.worker.engines.cpu.model import Box, Line, Word
 from services.worker.engines.geometry import BoxMap, upright_map
 
@@ -78,11 +78,11 @@ def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0,
     text-layer page's runs in content order (`PageText.runs`), tell its tables' order (`table_order_disorder`)."""
     output.elements = blockconf.rate(output.elements, output.confidence)  # the route's confidence, block by block
     upright = upright_map(turn, output.width, output.height) if turn % 360 else None
-    tables = confidence.table_readings(output.elements, output.words, upright, runs)
+    tables = pagecolumns.table_readings(output.elements, output.words, upright, runs)
     besides = beside.beside_readings(output.elements, output.words, runs)
     structure = confidence.structure_signals(output.elements, tables) | besides.signals()
     output.signals.update(structure)
-    taken = confidence.page_column_penalties(tables)
+    taken = pagecolumns.page_column_penalties(tables)
     for element_id, weight in besides.penalties().items():
         taken[element_id] = taken.get(element_id, 0.0) + weight
     output.elements = [e.model_copy(update={"confidence": round(max(0.0, e.confidence - taken[e.id]), 4)})
@@ -91,9 +91,9 @@ def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0,
     if prose:
         output.signals["table_prose_penalty"] = round(prose, 4)  # kept so that a refit can add it back
     settled = max(0.0, (output.confidence or 0.0) * confidence.structure_factor(structure) - prose)
-    for name, penalty in (("table_gutter_penalty", confidence.table_gutter_penalty(structure)),
-                          ("table_flow_penalty", confidence.table_flow_penalty(structure)),
-                          ("table_order_penalty", confidence.table_order_penalty(structure)),
+    for name, penalty in (("table_gutter_penalty", pagecolumns.table_gutter_penalty(structure)),
+                          ("table_flow_penalty", pagecolumns.table_flow_penalty(structure)),
+                          ("table_order_penalty", pagecolumns.table_order_penalty(structure)),
                           ("beside_order_penalty", beside.beside_order_penalty(structure))):
         taken_off = min(settled, penalty)  # in this order, each at most what the ones before left
         if taken_off:

@@ -224,7 +224,7 @@ TABLE_FLOW_MIN_BREAKS = 2  # two wide strips, each breaking this often where the
 #       generated=idx28.json:out/idx28 generated=tabs28.json:out/tabs28 generated=tabh28.json:out/tabh28 \
 #       ... (the same for seed 30)
 TABLE_FLOW_PENALTY = 1.082
-# A text-layer table of two page columns or more (`confidence.table_order_disorder`): the share of its producer's
+# A text-layer table of two page columns or more (`pagecolumns.table_order_disorder`): the share of its producer's
 # jumps from one run to the next that its reading does not read on, a jump's next word looked for this many words
 # on (1: right after; 2 lets a superscript mark or a line number stand between), counted from this many jumps:
 # page columns hold dozens of lines each (the generated cards: 150-360 jumps), and a small table's share is noise
