@@ -93,21 +93,25 @@ def test_the_penalty_moves_only_the_confidence_and_the_fit_adds_it_back(monkeypa
         page = PageOutput(markdown=markdown, engine="cpu", confidence=0.97, elements=list(tree), words=list(words))
         return settle(page, Held(layer_words=len(words)), ink=None)
 
-    before, after = read(0.0), read(0.6)
-    assert before.signals["table_flow_share"] == 1.0 and "table_flow_penalty" not in before.signals
-    assert after.signals["table_flow_penalty"] == pytest.approx(0.6, abs=1e-4)
-    assert after.confidence == pytest.approx((before.confidence or 0.0) - 0.6, abs=1e-4)
-    assert after.markdown == before.markdown
-    [was], [now] = before.elements, after.elements  # the table, the page's one block, pays the weight
-    assert now.model_copy(update={"confidence": was.confidence}) == was
-    assert now.confidence == pytest.approx((was.confidence or 0.0) - 0.6, abs=1e-4)
-    assert read(5.0).confidence == 0.0  # never below 0
-
     from pagemill_eval.flow_fit import RECORDED
 
-    rows = saved_rows(RECORDED, after, tmp_path)
+    assert_paid(RECORDED, read(0.0), read(0.6), 0.6, tmp_path)  # the table, the page's one block, pays it
+    assert read(5.0).confidence == 0.0  # never below 0
+
+
+def assert_paid(recorded: Recorded, before: PageOutput, after: PageOutput, weight: float, tmp_path: Path) -> None:
+    """`after`, read with the penalty at `weight` where `before` was read at 0, took `weight` off the page (recorded
+    as `recorded.taken`) and off each of its blocks and changed nothing else; its fit reads it back as `before`."""
+    assert before.signals[recorded.feature] == 1.0 and recorded.taken not in before.signals
+    assert after.signals[recorded.taken] == pytest.approx(weight, abs=1e-4)
+    assert after.confidence == pytest.approx((before.confidence or 0.0) - weight, abs=1e-4)
+    assert after.markdown == before.markdown
+    for was, now in zip(before.elements, after.elements, strict=True):
+        assert now.model_copy(update={"confidence": was.confidence}) == was
+        assert now.confidence == pytest.approx((was.confidence or 0.0) - weight, abs=1e-4)
+    rows = saved_rows(recorded, after, tmp_path)
     assert [page[0] for page in rows[0].pages] == [before.confidence]  # read as the engine without the penalty
-    assert rows[0].features["table_flow_share"] == 1.0
+    assert rows[0].features[recorded.feature] == 1.0
 
 
 def saved_rows(recorded: Recorded, page: PageOutput, tmp_path: Path) -> list[Row]:

@@ -15,7 +15,7 @@ from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.confidence import structure_signals
 from services.worker.engines.cpu.pagecolumns import content_order, table_readings
 from services.worker.engines.cpu.routes import Held, settle
-from tests.unit.cpu.test_table_flow import saved_rows
+from tests.unit.cpu.test_table_flow import assert_paid
 from tests.unit.cpu.test_table_gutter import CHAR, LINE, box
 
 Run = tuple[str, BBox]
@@ -131,19 +131,9 @@ def test_the_penalty_moves_only_the_confidence_and_the_fit_adds_it_back(monkeypa
                             words=list(words))
         return settle(output, Held(layer_words=len(words)), ink=None, runs=down)
 
-    before, after = read(0.0), read(0.6)
-    assert before.signals["table_order_share"] == 1.0
-    assert "table_order_penalty" not in before.signals and before.confidence == 0.97
-    assert after.signals["table_order_penalty"] == pytest.approx(0.6, abs=1e-4)
-    assert after.confidence == pytest.approx(0.37, abs=1e-4)
-    assert after.markdown == before.markdown
-    [was], [now] = before.elements, after.elements  # the table pays the weight
-    assert now.model_copy(update={"confidence": was.confidence}) == was
-    assert now.confidence == pytest.approx((was.confidence or 0.0) - 0.6, abs=1e-4)
-    assert read(5.0).confidence == 0.0  # never below 0
-
     from pagemill_eval.order_fit import RECORDED
 
-    rows = saved_rows(RECORDED, after, tmp_path)
-    assert [page[0] for page in rows[0].pages] == [before.confidence]  # read as the engine without the penalty
-    assert rows[0].features["table_order_share"] == 1.0
+    before = read(0.0)
+    assert before.confidence == 0.97
+    assert_paid(RECORDED, before, read(0.6), 0.6, tmp_path)  # the table pays it
+    assert read(5.0).confidence == 0.0  # never below 0

@@ -4,9 +4,9 @@ A reference card whose entries pair a sentence with its syntax (asymptote's: "nu
 `length(p)`) can come out of the layout as a paragraph of every description beside a `code` block of every syntax:
 each word is right, nothing in the boxes looks wrong, and the reading is lost. Where two blocks stand side by side and
 the lines of one sit on the other's baselines, the text layer's producer tells the two apart: a two-column page is
-written down each column, as it is read (a jump from a line's end to the next line is read on); a card is written
-entry by entry, across the two blocks, and read down them most of its jumps are not read on
-(`pagecolumns.content_order`). Only a text-layer page has a producer's order (`PageText.runs`).
+written down each column, as it is read (its runs change block once, where the reading does); a card is written
+entry by entry, across the two blocks, and read down them nearly every jump changes block (`crossings`). Only a
+text-layer page has a producer's order (`PageText.runs`); the check of a table's order is `pagecolumns`'.
 """
 
 from __future__ import annotations
