@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from services.core.elements import FURNITURE, BBox, Element, ElementType
+from services.core.elements import BBox, Element, ElementType
 from services.worker.engines.base import PageWord
 from services.worker.engines.cpu import pagecolumns, tuning
 
@@ -33,9 +33,14 @@ class PageBesides:
     words: int
 
     @property
+    def asked(self) -> bool:
+        """Enough jumps to tell: at least `tuning.BESIDE_ORDER_MIN_JUMPS`."""
+        return self.jumps >= tuning.BESIDE_ORDER_MIN_JUMPS
+
+    @property
     def disorder(self) -> float:
-        """Share of the jumps not read on; 0 under `tuning.BESIDE_ORDER_MIN_JUMPS` jumps (not asked)."""
-        return round(self.crossed / self.jumps, 4) if self.jumps >= tuning.BESIDE_ORDER_MIN_JUMPS else 0.0
+        """Share of the jumps not read on; 0 where not `asked`."""
+        return round(self.crossed / self.jumps, 4) if self.asked else 0.0
 
     @property
     def disordered(self) -> bool:
@@ -44,7 +49,7 @@ class PageBesides:
     def signals(self) -> dict[str, float]:
         """`beside_order_disorder` and `beside_order_share` (the share of the page's words in those blocks when
         they are disordered, 0 otherwise), where they were asked."""
-        if self.jumps < tuning.BESIDE_ORDER_MIN_JUMPS:
+        if not self.asked:
             return {}
         held = sum(self.block_words.values()) if self.disordered else 0
         share = round(min(1.0, held / self.words), 4) if self.words else 0.0
@@ -81,8 +86,7 @@ def beside_readings(tree: Sequence[Element], words: Sequence[PageWord],
     if not asked:
         return nothing
     jumps, crossed = crossings({element_id: held[element_id] for element_id in asked})
-    furniture = [e.bbox for e in tree if e.type in FURNITURE and e.bbox is not None]
-    content = [w.bbox for w in words if not any(pagecolumns.inside(w.bbox, area) for area in furniture)]
+    content = pagecolumns.content_boxes(tree, words)
     block_words = {element_id: sum(pagecolumns.inside(box, blocks[element_id]) for box in content)
                    for element_id in asked}
     return PageBesides(block_words, jumps, crossed, len(content))

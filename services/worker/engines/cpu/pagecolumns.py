@@ -27,6 +27,15 @@ def inside(box: BBox, area: BBox) -> bool:
     return area[0] <= cx <= area[2] and area[1] <= cy <= area[3]
 
 
+def content_boxes(tree: Sequence[Element], words: Sequence[PageWord],
+                  frame: Callable[[BBox], BBox] | None = None) -> list[BBox]:
+    """The boxes of the page's words outside its running heads and feet (`FURNITURE`), each box and furniture area
+    taken through `frame` (the frame the page was read in, `table_readings`' `upright`; as given without it)."""
+    framed = frame or (lambda box: box)
+    furniture = [framed(e.bbox) for e in tree if e.type in FURNITURE and e.bbox is not None]
+    return [box for box in (framed(w.bbox) for w in words) if not any(inside(box, area) for area in furniture)]
+
+
 def _column_gaps(boxes: Sequence[BBox], min_width: float) -> list[tuple[float, float]]:
     """The vertical bands, at least `min_width` wide, that none of the boxes reaches into, between the leftmost
     box and the rightmost: a table's column gaps, from its words."""
@@ -108,8 +117,7 @@ def table_readings(tree: Sequence[Element], words: Sequence[PageWord],
     tables = [(e.id, frame(e.bbox)) for e in tree if e.type == ElementType.TABLE and e.bbox is not None]
     if not tables:
         return PageTables([], 0)
-    furniture = [frame(e.bbox) for e in tree if e.type in FURNITURE and e.bbox is not None]
-    content = [box for box in (frame(w.bbox) for w in words) if not any(inside(box, area) for area in furniture)]
+    content = content_boxes(tree, words, frame)
     outside = [box for box in content if not any(inside(box, area) for _, area in tables)]
     texts = {e.id: e.text for e in tree}
     readings = []
