@@ -1,6 +1,7 @@
 """A generated reference card of sentence-long descriptions, read from its text layer by the cpu engine: its
 descriptions come out as paragraphs beside `code` blocks of their syntax, with no table to check (issue 28: the
-Debian judges' asymptote page 3 kept 1.0), and the order its producer wrote them in tells it."""
+Debian judges' asymptote page 3 kept 1.0), and the order its producer wrote them in tells it; scanned and read by
+OCR, the shape of the blocks does."""
 
 from __future__ import annotations
 
@@ -32,4 +33,20 @@ def test_a_card_read_as_paragraphs_beside_code_blocks_is_sent_to_review(wordy_co
     code = [e for e in output.elements if e.type == ElementType.CODE]
     assert min(e.confidence or 0.0 for e in code) < 0.7  # the blocks are where a reviewer is sent
     monkeypatch.setattr(tuning, "BESIDE_ORDER_PENALTY", 0.0)
+    assert (parse_file(engine, path).confidence or 0.0) > 0.9  # what the page kept before
+
+
+def test_the_same_card_scanned_and_read_by_ocr_has_its_entries_read_apart(wordy_corpus: Path, tmp_path: Path,
+                                                                         engine: CpuEngine,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """OCR has no producer's order: the shape tells, sentences beside one-word lines (`beside.entry_readings`)."""
+    cases = write_set([wordy_corpus], tmp_path / "set", seed=5, kinds_per_page=1, cards=2, card_tabs=True,
+                      card_long_sections=True, card_wordy=True)
+    [scan] = [c for c in cases if c.degradation == "cards_scan"]
+    path = tmp_path / "set" / scan.case_id / f"{scan.case_id}.pdf"
+    output = parse_file(engine, path)
+    assert output.details.get("source") == "ocr" and "beside_order_disorder" not in output.signals
+    assert output.signals["beside_entries_share"] >= 0.5
+    assert output.confidence is not None and output.confidence < NEEDS_REVIEW_BELOW
+    monkeypatch.setattr(tuning, "BESIDE_ENTRIES_PENALTY", 0.0)
     assert (parse_file(engine, path).confidence or 0.0) > 0.9  # what the page kept before

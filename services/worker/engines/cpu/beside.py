@@ -1,4 +1,4 @@
-"""Text blocks side by side, line for line, read in another order than the page's producer wrote them.
+"""Text blocks side by side, line for line, read in another order than the page's producer wrote them, or apart.
 
 A reference card whose entries pair a sentence with its syntax (asymptote's: "number of segments in path p" beside
 `length(p)`) can come out of the layout as a paragraph of every description beside a `code` block of every syntax:
@@ -6,13 +6,16 @@ each word is right, nothing in the boxes looks wrong, and the reading is lost. W
 the lines of one sit on the other's baselines, the text layer's producer tells the two apart: a two-column page is
 written down each column, as it is read (its runs change block once, where the reading does); a card is written
 entry by entry, across the two blocks, and read down them nearly every jump changes block (`crossings`). Only a
-text-layer page has a producer's order (`PageText.runs`); the check of a table's order is `pagecolumns`'.
-"""
+text-layer page has a producer's order (`PageText.runs`); the check of a table's order is `pagecolumns`'. A page read
+by OCR has none (the detector's lines run across every column), so there the pair's shape tells (`entry_readings`):
+one block of lines a word or two long beside one of sentences, line for line, is entries read apart; two columns of
+prose, or of single words, are not."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import median
 
 from services.core.elements import BBox, Element, ElementType
 from services.worker.engines.base import PageWord
@@ -127,3 +130,96 @@ def beside_order_penalty(signals: Mapping[str, float]) -> float:
     confidence (after the table-order penalty), per unit of the share of the page's words they hold
     (`beside_order_share`)."""
     return tuning.BESIDE_ORDER_PENALTY * signals.get("beside_order_share", 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class PageEntries:
+    """The text blocks of a page read without a producer's order (by OCR) that stand beside another line for line,
+    one of them of lines a word or two long beside one of sentences (`entry_readings`: the words of each, by element
+    id), and the page's words (furniture left out)."""
+
+    block_words: dict[str, int]
+    words: int
+
+    def signals(self, asked: bool) -> dict[str, float]:
+        """`beside_entries_share`: the share of the page's words in those blocks, where the page was `asked` (read
+        without a text layer's runs)."""
+        if not asked:
+            return {}
+        held = sum(self.block_words.values())
+        return {"beside_entries_share": round(min(1.0, held / self.words), 4) if self.words else 0.0}
+
+    def penalties(self) -> dict[str, float]:
+        """What each of those blocks takes off its own confidence: an entry's two parts were read apart."""
+        return dict.fromkeys(self.block_words, tuning.BESIDE_ENTRIES_PENALTY)
+
+
+def entry_readings(tree: Sequence[Element], words: Sequence[PageWord],
+                   frame: Callable[[BBox], BBox] | None = None) -> PageEntries:
+    """The page's text blocks (`TEXT_BLOCKS`) that stand beside another line for line (`side_by_side`, over their
+    lines) where one of the two is of entries a word or two long (its median line at most `tuning.ENTRY_MAX_WORDS`
+    words, most of them with a letter: not line numbers or page numbers) and the other of sentences (its median line
+    at least `tuning.ENTRY_MIN_SENTENCE_WORDS` words and `tuning.ENTRY_WORDS_RATIO` times the other's): a card's
+    descriptions beside their syntax, a form's labels beside their values, read as two blocks. A page of two columns
+    of prose, or of lists of single words, has no such pair.
+    `frame`: the frame the page was read in (`pagecolumns.content_boxes`')."""
+    framed = frame or (lambda box: box)
+    blocks = {e.id: framed(e.bbox) for e in tree if e.type in TEXT_BLOCKS and e.bbox is not None and e.text.strip()}
+    content = pagecolumns.content_words(tree, words, frame)
+    held: dict[str, list[PageWord]] = {element_id: [] for element_id in blocks}
+    for word in content:
+        owners = [element_id for element_id, area in blocks.items() if pagecolumns.inside(word.bbox, area)]
+        if len(owners) == 1:
+            held[owners[0]].append(word)
+    lines = {element_id: _lines(placed) for element_id, placed in held.items()}
+    paired: set[str] = set()
+    for left, left_box in blocks.items():
+        for right, right_box in blocks.items():
+            if (left != right and lines[left] and lines[right] and _beside(left_box, right_box)
+                    and _entries(lines[left], lines[right])):
+                paired.update((left, right))
+    return PageEntries({element_id: len(held[element_id]) for element_id in paired}, len(content))
+
+
+def _entries(ours: Sequence[Line], theirs: Sequence[Line]) -> bool:
+    """One of two blocks' lines are a word or two each, most with a letter, and the other's sentences of several
+    times as many words, line for line."""
+    (short, short_lines), (long, _) = sorted(((median(len(line.words) for line in lines), lines)
+                                              for lines in (ours, theirs)), key=lambda pair: pair[0])
+    lettered = sum(any(c.isalpha() for c in word) for line in short_lines for word in line.words)
+    return (short <= tuning.ENTRY_MAX_WORDS
+            and long >= max(tuning.ENTRY_MIN_SENTENCE_WORDS, tuning.ENTRY_WORDS_RATIO * short)
+            and lettered > 0.5 * sum(len(line.words) for line in short_lines)
+            and side_by_side([line.box for line in ours], [line.box for line in theirs]))
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """A block's words on one line: its box and the words' texts."""
+
+    box: BBox
+    words: tuple[str, ...]
+
+
+def _lines(words: Sequence[PageWord]) -> list[Line]:
+    """Words gathered into lines, top to bottom: each word joins the first line whose box shares half the shorter
+    one's height with it."""
+    found: list[Line] = []
+    for word in sorted(words, key=lambda w: (w.bbox[1] + w.bbox[3]) / 2):
+        box = word.bbox
+        for n, line in enumerate(found):
+            if min(line.box[3], box[3]) - max(line.box[1], box[1]) >= 0.5 * min(line.box[3] - line.box[1],
+                                                                                box[3] - box[1]):
+                joined = (min(line.box[0], box[0]), min(line.box[1], box[1]), max(line.box[2], box[2]),
+                          max(line.box[3], box[3]))
+                found[n] = Line(joined, (*line.words, word.text))
+                break
+        else:
+            found.append(Line(box, (word.text,)))
+    return found
+
+
+def beside_entries_penalty(signals: Mapping[str, float]) -> float:
+    """What entries read apart from the sentences beside them take off the page's confidence, per unit of
+    the share of the page's words they and those sentences hold (`beside_entries_share`)."""
+    return tuning.BESIDE_ENTRIES_PENALTY * signals.get("beside_entries_share", 0.0)

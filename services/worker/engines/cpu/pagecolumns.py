@@ -31,9 +31,16 @@ def content_boxes(tree: Sequence[Element], words: Sequence[PageWord],
                   frame: Callable[[BBox], BBox] | None = None) -> list[BBox]:
     """The boxes of the page's words outside its running heads and feet (`FURNITURE`), each box and furniture area
     taken through `frame` (the frame the page was read in, `table_readings`' `upright`; as given without it)."""
+    return [word.bbox for word in content_words(tree, words, frame)]
+
+
+def content_words(tree: Sequence[Element], words: Sequence[PageWord],
+                  frame: Callable[[BBox], BBox] | None = None) -> list[PageWord]:
+    """The page's words outside its running heads and feet, each boxed through `frame` (`content_boxes`')."""
     framed = frame or (lambda box: box)
     furniture = [framed(e.bbox) for e in tree if e.type in FURNITURE and e.bbox is not None]
-    return [box for box in (framed(w.bbox) for w in words) if not any(inside(box, area) for area in furniture)]
+    placed = (PageWord(w.text, framed(w.bbox)) for w in words)
+    return [word for word in placed if not any(inside(word.bbox, area) for area in furniture)]
 
 
 def _column_gaps(boxes: Sequence[BBox], min_width: float) -> list[tuple[float, float]]:

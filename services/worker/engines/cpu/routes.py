@@ -80,10 +80,11 @@ def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0,
     upright = upright_map(turn, output.width, output.height) if turn % 360 else None
     tables = pagecolumns.table_readings(output.elements, output.words, upright, runs)
     besides = beside.beside_readings(output.elements, output.words, runs)
-    structure = confidence.structure_signals(output.elements, tables) | besides.signals()
+    entries = beside.entry_readings(output.elements, output.words, upright)
+    structure = confidence.structure_signals(output.elements, tables) | besides.signals() | entries.signals(not runs)
     output.signals.update(structure)
     taken = pagecolumns.page_column_penalties(tables)
-    for element_id, weight in besides.penalties().items():
+    for element_id, weight in [*besides.penalties().items(), *(entries.penalties().items() if not runs else ())]:
         taken[element_id] = taken.get(element_id, 0.0) + weight
     output.elements = [e.model_copy(update={"confidence": round(max(0.0, e.confidence - taken[e.id]), 4)})
                        if e.id in taken and e.confidence is not None else e for e in output.elements]
@@ -94,7 +95,8 @@ def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0,
     for name, penalty in (("table_gutter_penalty", pagecolumns.table_gutter_penalty(structure)),
                           ("table_flow_penalty", pagecolumns.table_flow_penalty(structure)),
                           ("table_order_penalty", pagecolumns.table_order_penalty(structure)),
-                          ("beside_order_penalty", beside.beside_order_penalty(structure))):
+                          ("beside_order_penalty", beside.beside_order_penalty(structure)),
+                          ("beside_entries_penalty", beside.beside_entries_penalty(structure))):
         taken_off = min(settled, penalty)  # in this order, each at most what the ones before left
         if taken_off:
             output.signals[name] = round(taken_off, 4)  # what was taken off, for a refit to add back

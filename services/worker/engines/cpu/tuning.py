@@ -259,3 +259,13 @@ LOOSE_FIGURE_MAX_WORDS = 6  # words: a block this short with a figure in it may 
 LOOSE_FIGURE_MIN_LINES = 5  # blocks: a page with this many such blocks and no table ...
 LOOSE_FIGURE_SHARE = 0.6  # ... making up this share of its blocks ...
 LOOSE_FIGURE_PENALTY = 0.85  # ... has its confidence scaled by this (a table read as paragraphs)
+# A page read without a producer's order (OCR) whose text blocks stand beside another line for line, one of entries a
+# word or two long (its median line at most this many words, most with a letter: not line numbers) ...
+ENTRY_MAX_WORDS = 2
+# ... beside one of sentences (its median line at least this many words and this many times the other's) pays ...
+ENTRY_MIN_SENTENCE_WORDS = 3
+ENTRY_WORDS_RATIO = 2.0
+# ... this per unit of the share of the page's words in them. Chosen, not fitted (the wordy cards' scans, 0.57-0.74,
+# are bad under 0.7 only; the fit of "under 0.5" gives 0): `pagemill_eval.entries_fit ... --scan` puts "under 0.7" at
+# its highest on both seeds at 0.3 (docs/evaluation.md, "Entries read apart by OCR").
+BESIDE_ENTRIES_PENALTY = 0.3
