@@ -17,13 +17,19 @@ from services.worker.engines.cpu.engine import CpuEngine
 from tests.corpus_pages import parse_file
 
 
+def wordy_card(corpus: Path, tmp_path: Path, degradation: str) -> Path:
+    """The PDF of the generated wordy card (`--card-tabs --card-long-sections --card-wordy`, seed 5) in `degradation`
+    (`cards`: born digital; `cards_scan`: its rendering)."""
+    cases = write_set([corpus], tmp_path / "set", seed=5, kinds_per_page=1, cards=2, card_tabs=True,
+                      card_long_sections=True, card_wordy=True)
+    [card] = [c for c in cases if c.degradation == degradation]
+    return tmp_path / "set" / card.case_id / f"{card.case_id}.pdf"
+
+
 def test_a_card_read_as_paragraphs_beside_code_blocks_is_sent_to_review(wordy_corpus: Path, tmp_path: Path,
                                                                        engine: CpuEngine,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    cases = write_set([wordy_corpus], tmp_path / "set", seed=5, kinds_per_page=1, cards=2, card_tabs=True,
-                      card_long_sections=True, card_wordy=True)
-    [card] = [c for c in cases if c.degradation == "cards"]
-    path = tmp_path / "set" / card.case_id / f"{card.case_id}.pdf"
+    path = wordy_card(wordy_corpus, tmp_path, "cards")
     output = parse_file(engine, path)
     kinds = {e.type for e in output.elements}
     assert ElementType.TABLE not in kinds and {ElementType.PARAGRAPH, ElementType.CODE} <= kinds
@@ -40,10 +46,7 @@ def test_the_same_card_scanned_and_read_by_ocr_has_its_entries_read_apart(wordy_
                                                                          engine: CpuEngine,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """OCR has no producer's order: the shape tells, sentences beside one-word lines (`beside.entry_readings`)."""
-    cases = write_set([wordy_corpus], tmp_path / "set", seed=5, kinds_per_page=1, cards=2, card_tabs=True,
-                      card_long_sections=True, card_wordy=True)
-    [scan] = [c for c in cases if c.degradation == "cards_scan"]
-    path = tmp_path / "set" / scan.case_id / f"{scan.case_id}.pdf"
+    path = wordy_card(wordy_corpus, tmp_path, "cards_scan")
     output = parse_file(engine, path)
     assert output.details.get("source") == "ocr" and "beside_order_disorder" not in output.signals
     assert output.signals["beside_entries_share"] >= 0.5

@@ -34,7 +34,7 @@ def test_descriptions_beside_their_one_word_syntax_are_entries_read_apart() -> N
     tree, words = page(5, 1)
     read = entry_readings(tree, words)
     assert read.block_words == {"p1-e1": 60, "p1-e2": 12}
-    assert read.signals(asked=True) == {"beside_entries_share": 1.0}
+    assert read.signals() == {"beside_entries_share": 1.0}
     assert read.penalties() == {"p1-e1": tuning.BESIDE_ENTRIES_PENALTY, "p1-e2": tuning.BESIDE_ENTRIES_PENALTY}
     two_words, two_words_boxes = page(4, 2)  # a syntax of two words beside descriptions of twice as many
     assert entry_readings(two_words, two_words_boxes).block_words == {"p1-e1": 48, "p1-e2": 24}
@@ -43,7 +43,7 @@ def test_descriptions_beside_their_one_word_syntax_are_entries_read_apart() -> N
     with_heading = [Element(id="p1-e0", type=ElementType.HEADING, page=1, bbox=(40.0, 20.0, 200.0, 30.0),
                             text="path operations", markdown="## path operations"), *tree]
     heading_word = PageWord("path", (40.0, 20.0, 60.0, 30.0))  # outside both blocks: on the page, in no pair
-    assert entry_readings(with_heading, [heading_word, *words]).signals(asked=True) == {
+    assert entry_readings(with_heading, [heading_word, *words]).signals() == {
         "beside_entries_share": round(72 / 73, 4)}
 
 
@@ -65,7 +65,6 @@ def test_pages_of_two_columns_and_blocks_not_line_for_line_are_not_entries() -> 
     assert entry_readings(under, words).block_words == {}  # one block over the other: not beside
     table = [tree[0], tree[1].model_copy(update={"type": ElementType.TABLE})]
     assert entry_readings(table, words).block_words == {}  # a table's cells are `table_readings`'
-    assert entry_readings(tree, words).signals(asked=False) == {}
 
 
 def test_a_text_layer_page_is_asked_by_its_producers_order_not_by_its_shape() -> None:

@@ -120,9 +120,13 @@ def side_by_side(ours: Sequence[BBox], theirs: Sequence[BBox]) -> bool:
     if min(len(ours), len(theirs)) < tuning.BESIDE_MIN_LINES:
         return False
     fewer, more = sorted((ours, theirs), key=len)
-    on = sum(any(min(a[3], b[3]) - max(a[1], b[1]) >= 0.5 * min(a[3] - a[1], b[3] - b[1]) for b in more)
-             for a in fewer)
+    on = sum(any(_on_one_line(a, b) for b in more) for a in fewer)
     return on >= tuning.BESIDE_MIN_PAIRED * len(fewer)
+
+
+def _on_one_line(a: BBox, b: BBox) -> bool:
+    """The two boxes share half the shorter one's height."""
+    return min(a[3], b[3]) - max(a[1], b[1]) >= 0.5 * min(a[3] - a[1], b[3] - b[1])
 
 
 def beside_order_penalty(signals: Mapping[str, float]) -> float:
@@ -141,11 +145,8 @@ class PageEntries:
     block_words: dict[str, int]
     words: int
 
-    def signals(self, asked: bool) -> dict[str, float]:
-        """`beside_entries_share`: the share of the page's words in those blocks, where the page was `asked` (read
-        without a text layer's runs)."""
-        if not asked:
-            return {}
+    def signals(self) -> dict[str, float]:
+        """`beside_entries_share`: the share of the page's words in those blocks."""
         held = sum(self.block_words.values())
         return {"beside_entries_share": round(min(1.0, held / self.words), 4) if self.words else 0.0}
 
@@ -208,8 +209,7 @@ def _lines(words: Sequence[PageWord]) -> list[Line]:
     for word in sorted(words, key=lambda w: (w.bbox[1] + w.bbox[3]) / 2):
         box = word.bbox
         for n, line in enumerate(found):
-            if min(line.box[3], box[3]) - max(line.box[1], box[1]) >= 0.5 * min(line.box[3] - line.box[1],
-                                                                                box[3] - box[1]):
+            if _on_one_line(line.box, box):
                 joined = (min(line.box[0], box[0]), min(line.box[1], box[1]), max(line.box[2], box[2]),
                           max(line.box[3], box[3]))
                 found[n] = Line(joined, (*line.words, word.text))

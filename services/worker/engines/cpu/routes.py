@@ -80,11 +80,13 @@ def settle(output: PageOutput, held: Held, ink: float | None, turn: int = 0,
     upright = upright_map(turn, output.width, output.height) if turn % 360 else None
     tables = pagecolumns.table_readings(output.elements, output.words, upright, runs)
     besides = beside.beside_readings(output.elements, output.words, runs)
-    entries = beside.entry_readings(output.elements, output.words, upright)
-    structure = confidence.structure_signals(output.elements, tables) | besides.signals() | entries.signals(not runs)
+    # a page without a producer's order (read by OCR) is asked by its blocks' shape instead
+    entries = beside.entry_readings(output.elements, output.words, upright) if not runs else None
+    structure = (confidence.structure_signals(output.elements, tables) | besides.signals()
+                 | (entries.signals() if entries else {}))
     output.signals.update(structure)
     taken = pagecolumns.page_column_penalties(tables)
-    for element_id, weight in [*besides.penalties().items(), *(entries.penalties().items() if not runs else ())]:
+    for element_id, weight in [*besides.penalties().items(), *(entries.penalties().items() if entries else ())]:
         taken[element_id] = taken.get(element_id, 0.0) + weight
     output.elements = [e.model_copy(update={"confidence": round(max(0.0, e.confidence - taken[e.id]), 4)})
                        if e.id in taken and e.confidence is not None else e for e in output.elements]
