@@ -12,7 +12,7 @@ import pytest
 from services.core.elements import BBox, Element, ElementType
 from services.worker.engines.base import PageOutput, PageWord
 from services.worker.engines.cpu import tuning
-from services.worker.engines.cpu.beside import beside_readings, crossings, side_by_side
+from services.worker.engines.cpu.beside import _beside, _owner, beside_readings, crossings, side_by_side
 from services.worker.engines.cpu.routes import Held, settle
 from tests.unit.cpu.test_table_flow import assert_paid, saved_rows
 from tests.unit.cpu.test_table_gutter import CHAR, LINE, box
@@ -116,3 +116,42 @@ def test_the_penalty_moves_only_the_confidence_and_the_fit_adds_it_back(monkeypa
     assert list(figures["scan"]) == [str(w) for w in SCAN]
     assert figures["scan"]["0.0"] == figures["no_penalty"]  # a tie: both at 0.97
     assert figures["scan"]["0.5"] == {"bad<0.5": 1.0, "bad<0.7": 1.0}  # the card pays and falls under the good page
+
+
+def nested_card(rows: int = 30) -> tuple[list[Element], list[PageWord], list[Run], list[Run]]:
+    """A list of syntax beside its descriptions, under a sentence across the page that the layout took into the
+    descriptions' paragraph: the paragraph's box holds the syntax's `code` block. The blocks, the page's words, and
+    its runs written row by row (the sentence, then each syntax and its description) and down each column."""
+    sentence = column(40, 1, 12, 50_000, y=60 - 2 * LINE)
+    syntax = column(40, rows, 1, 10_000)
+    descriptions = column(40 + CHAR * 10, rows, 5, 0)
+    tree = [block("p1-e1", ElementType.PARAGRAPH, sentence + descriptions), block("p1-e2", ElementType.CODE, syntax)]
+    words = [w for line in sentence + syntax + descriptions for w in line]
+    by_row = runs(*sentence) + [run for pair in zip(syntax, descriptions, strict=True) for run in runs(*pair)]
+    by_column = runs(*sentence) + runs(*syntax) + runs(*descriptions)
+    return tree, words, by_row, by_column
+
+
+def test_a_code_block_inside_a_paragraphs_box_beside_its_lines_is_asked() -> None:
+    tree, words, by_row, by_column = nested_card()
+    assert tree[0].bbox is not None and tree[1].bbox is not None
+    assert not _beside(tree[0].bbox, tree[1].bbox)  # the paragraph's box holds the code block's
+    read = beside_readings(tree, words, by_row)
+    assert read.jumps == 60 and read.crossed == 59 and read.disordered  # every jump but the one a reading makes
+    assert read.block_words == {"p1-e1": 162, "p1-e2": 30}  # each word counted in its innermost block
+    assert read.penalties() == {"p1-e1": tuning.BESIDE_ORDER_PENALTY, "p1-e2": tuning.BESIDE_ORDER_PENALTY}
+    down = beside_readings(tree, words, by_column)  # the sentence, the syntax, the descriptions: one jump too many
+    assert down.crossed == 1 and not down.disordered and down.penalties() == {}
+    between = column(40, 30, 1, 10_000, y=60 + LINE / 2)  # inside the box, on none of the paragraph's lines
+    moved = [tree[0], block("p1-e2", ElementType.CODE, between)]
+    moved_runs = runs(*column(40, 1, 12, 50_000, y=60 - 2 * LINE)) + [
+        run for pair in zip(between, column(40 + CHAR * 10, 30, 5, 0), strict=True) for run in runs(*pair)]
+    assert beside_readings(moved, words, moved_runs).signals() == {}
+
+
+def test_a_run_in_two_boxes_that_do_not_nest_is_nobodys() -> None:
+    blocks = {"a": (0.0, 0.0, 100.0, 100.0), "b": (50.0, 0.0, 150.0, 100.0), "c": (10.0, 10.0, 40.0, 40.0)}
+    assert _owner((60.0, 10.0, 70.0, 20.0), blocks) is None  # in a and b, which overlap
+    assert _owner((20.0, 20.0, 30.0, 30.0), blocks) == "c"  # in a and c, c inside a
+    assert _owner((120.0, 10.0, 130.0, 20.0), blocks) == "b"
+    assert _owner((200.0, 10.0, 210.0, 20.0), blocks) is None

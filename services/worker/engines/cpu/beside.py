@@ -66,10 +66,11 @@ class PageBesides:
 
 def beside_readings(tree: Sequence[Element], words: Sequence[PageWord],
                     runs: Sequence[tuple[str, BBox]]) -> PageBesides:
-    """The page's text blocks (`TEXT_BLOCKS`) that stand beside another line for line (`side_by_side`), with the
-    producer's jumps between their runs and how many of them a reading block by block does not read on
-    (`crossings`). `runs`: the text layer's runs in content order, each its text and box (`PageText.runs`); none,
-    nothing is asked."""
+    """The page's text blocks (`TEXT_BLOCKS`) that stand beside another line for line (`side_by_side`), or inside
+    another's box beside its lines (`_aside`: a paragraph that took in the sentence above a list of syntax and their
+    descriptions spans the syntax's block), with the producer's jumps between their runs and how many of them a
+    reading block by block does not read on (`crossings`). `runs`: the text layer's runs in content order, each its
+    text and box (`PageText.runs`); none, nothing is asked."""
     nothing = PageBesides({}, 0, 0, 0)
     if not runs:
         return nothing
@@ -77,22 +78,54 @@ def beside_readings(tree: Sequence[Element], words: Sequence[PageWord],
     boxes = [box for text, box in runs if text.strip()]
     held: dict[str, list[int]] = {element_id: [] for element_id in blocks}
     for n, box in enumerate(boxes):
-        owners = [element_id for element_id, area in blocks.items() if pagecolumns.inside(box, area)]
-        if len(owners) == 1:  # a run inside two blocks' boxes (overlapping blocks) is nobody's
-            held[owners[0]].append(n)
+        owner = _owner(box, blocks)
+        if owner is not None:
+            held[owner].append(n)
     asked: set[str] = set()
     for left, left_box in blocks.items():
         for right, right_box in blocks.items():
-            if (left != right and _beside(left_box, right_box)
-                    and side_by_side([boxes[n] for n in held[left]], [boxes[n] for n in held[right]])):
+            ours, theirs = [boxes[n] for n in held[left]], [boxes[n] for n in held[right]]
+            if left != right and ((_beside(left_box, right_box) and side_by_side(ours, theirs))
+                                  or (_holds(left_box, right_box) and _aside(theirs, ours))):
                 asked.update((left, right))
     if not asked:
         return nothing
     jumps, crossed = crossings({element_id: held[element_id] for element_id in asked})
     content = pagecolumns.content_boxes(tree, words)
-    block_words = {element_id: sum(pagecolumns.inside(box, blocks[element_id]) for box in content)
-                   for element_id in asked}
+    owners = [_owner(box, blocks) for box in content]
+    block_words = {element_id: owners.count(element_id) for element_id in asked}
     return PageBesides(block_words, jumps, crossed, len(content))
+
+
+def _owner(box: BBox, blocks: Mapping[str, BBox]) -> str | None:
+    """The block a run or word belongs to: the one whose box holds its centre, or of several, the innermost where
+    their boxes nest (a paragraph that took in the sentence above a list spans the code block beside its lines);
+    a run in two boxes that do not nest (overlapping blocks) is nobody's."""
+    owners = sorted((element_id for element_id, area in blocks.items() if pagecolumns.inside(box, area)),
+                    key=lambda element_id: _area(blocks[element_id]))
+    if not owners or not all(_holds(blocks[outer], blocks[owners[0]]) for outer in owners[1:]):
+        return None
+    return owners[0]
+
+
+def _area(box: BBox) -> float:
+    return (box[2] - box[0]) * (box[3] - box[1])
+
+
+def _holds(outer: BBox, inner: BBox) -> bool:
+    """`inner` lies within `outer` (and is not the same box)."""
+    return (outer != inner and outer[0] <= inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2]
+            and inner[3] <= outer[3])
+
+
+def _aside(inner: Sequence[BBox], outer: Sequence[BBox]) -> bool:
+    """A block inside another's box stands beside the other's lines: it holds at least `tuning.BESIDE_MIN_LINES`
+    runs, and `tuning.BESIDE_MIN_PAIRED` of them have a run of the other on their line, all on one side of them."""
+    if len(inner) < tuning.BESIDE_MIN_LINES:
+        return False
+    right = sum(any(_on_one_line(a, b) and b[0] >= a[2] for b in outer) for a in inner)
+    left = sum(any(_on_one_line(a, b) and b[2] <= a[0] for b in outer) for a in inner)
+    return max(right, left) >= tuning.BESIDE_MIN_PAIRED * len(inner)
 
 
 def crossings(held: Mapping[str, Sequence[int]]) -> tuple[int, int]:
