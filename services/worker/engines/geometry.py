@@ -6,7 +6,7 @@ back to the page with `pixel_map`. Nothing outside `engines/cpu` reaches into th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from services.core.elements import BBox
@@ -53,6 +53,11 @@ def union_all(boxes: list[Box]) -> Box:
     for other in boxes[1:]:
         box = box.union(other)
     return box
+
+
+def bbox_union(boxes: Sequence[BBox]) -> BBox:
+    """The smallest page box holding every one of `boxes` (at least one)."""
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
 # Maps a box in the engine's frame (text-layer points, or OCR pixels) to top-left page points.

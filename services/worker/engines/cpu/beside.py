@@ -20,6 +20,7 @@ from statistics import median
 from services.core.elements import BBox, Element, ElementType
 from services.worker.engines.base import PageWord
 from services.worker.engines.cpu import pagecolumns, tuning
+from services.worker.engines.geometry import bbox_union
 
 TEXT_BLOCKS = frozenset({ElementType.PARAGRAPH, ElementType.LIST, ElementType.CODE})
 
@@ -74,7 +75,7 @@ def beside_readings(tree: Sequence[Element], words: Sequence[PageWord],
     nothing = PageBesides({}, 0, 0, 0)
     if not runs:
         return nothing
-    blocks = {e.id: e.bbox for e in tree if e.type in TEXT_BLOCKS and e.bbox is not None and e.text.strip()}
+    blocks = _text_blocks(tree)
     boxes = [box for text, box in runs if text.strip()]
     held: dict[str, list[int]] = {element_id: [] for element_id in blocks}
     for n, box in enumerate(boxes):
@@ -95,6 +96,12 @@ def beside_readings(tree: Sequence[Element], words: Sequence[PageWord],
     owners = [_owner(box, blocks) for box in content]
     block_words = {element_id: owners.count(element_id) for element_id in asked}
     return PageBesides(block_words, jumps, crossed, len(content))
+
+
+def _text_blocks(tree: Sequence[Element], frame: Callable[[BBox], BBox] | None = None) -> dict[str, BBox]:
+    """The page's boxed `TEXT_BLOCKS` that hold text, their boxes by element id, through `frame` where given."""
+    framed = frame or (lambda box: box)
+    return {e.id: framed(e.bbox) for e in tree if e.type in TEXT_BLOCKS and e.bbox is not None and e.text.strip()}
 
 
 def _owner(box: BBox, blocks: Mapping[str, BBox]) -> str | None:
@@ -197,8 +204,7 @@ def entry_readings(tree: Sequence[Element], words: Sequence[PageWord],
     descriptions beside their syntax, a form's labels beside their values, read as two blocks. A page of two columns
     of prose, or of lists of single words, has no such pair.
     `frame`: the frame the page was read in (`pagecolumns.content_boxes`')."""
-    framed = frame or (lambda box: box)
-    blocks = {e.id: framed(e.bbox) for e in tree if e.type in TEXT_BLOCKS and e.bbox is not None and e.text.strip()}
+    blocks = _text_blocks(tree, frame)
     content = pagecolumns.content_words(tree, words, frame)
     held: dict[str, list[PageWord]] = {element_id: [] for element_id in blocks}
     for word in content:
@@ -243,9 +249,7 @@ def _lines(words: Sequence[PageWord]) -> list[Line]:
         box = word.bbox
         for n, line in enumerate(found):
             if _on_one_line(line.box, box):
-                joined = (min(line.box[0], box[0]), min(line.box[1], box[1]), max(line.box[2], box[2]),
-                          max(line.box[3], box[3]))
-                found[n] = Line(joined, (*line.words, word.text))
+                found[n] = Line(bbox_union((line.box, box)), (*line.words, word.text))
                 break
         else:
             found.append(Line(box, (word.text,)))

@@ -14,8 +14,9 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
-from services.core.elements import BBox, Element, ElementType
+from services.core.elements import Element, ElementType
 from services.worker.engines.base import PageWord
+from services.worker.engines.geometry import bbox_union
 
 # Words, except in scripts written without spaces (Chinese, Japanese), where each character is a token: a model
 # and a text layer rarely cut such a line into the same runs.
@@ -66,7 +67,7 @@ def align(elements: list[Element], words: list[PageWord], *, min_alignment: floa
         matched = _take(need, page, start, stop)
         span = sum(1 for p in range(start, stop + 1) if not page.claimed[p])
         score = round(2 * len(matched) / (sum(need.values()) + span), 4)
-        box = _union([words[page.owner[p]].bbox for p in matched]) if score >= min_alignment else None
+        box = bbox_union([words[page.owner[p]].bbox for p in matched]) if score >= min_alignment else None
         for p in matched:
             page.claimed[p] = True
         cursor = stop + 1 if box is not None else cursor
@@ -116,7 +117,3 @@ def _take(need: Counter[str], page: _Page, start: int, stop: int) -> list[int]:
             left[token] -= 1
             taken.append(position)
     return taken
-
-
-def _union(boxes: list[BBox]) -> BBox:
-    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
