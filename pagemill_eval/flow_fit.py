@@ -3,9 +3,10 @@
 `table_flow_share` (`pagecolumns.table_flow_share`) is the share of a page's words sitting in a table two of whose
 page columns (wide column strips, or runs of narrow ones set alike, as an index's) break into sections at different
 heights (a blank line in one where the other writes a line, both ways, at least `tuning.TABLE_FLOW_MIN_BREAKS`
-times): page columns with their own headings, a reference card or an index, read across as one table's rows with
-nothing around them for `table_gutter_share` to see. It needs the words' boxes, so it is read as the engine
-recorded it, with the penalty the engine took off (`table_flow_penalty`) added back; the fit is `gutter_fit`'s
+times; once on a page read by OCR, `TABLE_FLOW_MIN_BREAKS_UNORDERED`): page columns with their own headings, a
+reference card or an index, read across as one table's rows with nothing around them for `table_gutter_share` to
+see. It needs the words' boxes, so it is read as the engine recorded it, with the penalty the engine took off
+(`table_flow_penalty`) added back; the fit is `gutter_fit`'s
 (`one_penalty.Recorded`).
 
     python -m pagemill_eval.flow_fit gen28=gen28.json:out/gen28 gen30=gen30.json:out/gen30 \\

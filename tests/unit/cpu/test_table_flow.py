@@ -48,10 +48,15 @@ def test_columns_that_break_at_the_same_lines_are_rows_of_one_table() -> None:
     assert table_flow_breaks([w.bbox for w in words]) == 0
 
 
-def test_one_break_each_way_is_not_enough() -> None:
+def test_one_break_each_way_is_enough_only_where_no_producer_order_tells() -> None:
     words = card(({6}, {11}))
     assert table_flow_breaks([w.bbox for w in words]) == 1
-    assert table_flow_share([element(ElementType.TABLE, words, 1)], words)[0] == 0.0
+    tree = [element(ElementType.TABLE, words, 1)]
+    runs = [(w.text, w.bbox) for w in words]  # a text layer's runs: its producer's order asks the table too
+    assert table_flow_share(tree, words, runs)[0] == 0.0
+    assert table_flow_share(tree, words)[0] == 1.0  # read by OCR, the break is all there is to tell it
+    same = card(({6}, {6}))  # breaking at the same line: a blank row across the table
+    assert table_flow_share([element(ElementType.TABLE, same, 1)], same)[0] == 0.0
 
 
 def test_a_long_cell_beside_short_ones_leaves_blanks_only_in_the_narrow_columns() -> None:

@@ -74,17 +74,23 @@ class TableReading:
     one of its column gaps is a gutter of the page (`guttered`), how often two of its page columns (wide column
     strips, or runs of narrow ones set alike) break into sections at different heights (`breaks`,
     `table_flow_breaks`) and, on a text-layer page, for a table of two page columns or more, the share of its
-    producer's jumps the table's reading does not read on (`disorder`, `table_order_disorder`; 0 otherwise)."""
+    producer's jumps the table's reading does not read on (`disorder`, `table_order_disorder`; 0 otherwise);
+    `ordered`: the page has a producer's order to ask (a text layer's runs), which a page read by OCR has not."""
 
     element_id: str
     words: int
     guttered: bool
     breaks: int
     disorder: float = 0.0
+    ordered: bool = True
 
     @property
     def flowing(self) -> bool:
-        return self.breaks >= tuning.TABLE_FLOW_MIN_BREAKS
+        """Page columns that break into sections at different heights: `tuning.TABLE_FLOW_MIN_BREAKS` times on a
+        page whose producer's order also tells page columns from a table, `TABLE_FLOW_MIN_BREAKS_UNORDERED` on a
+        page read by OCR, where the breaks are the only reading of them."""
+        least = tuning.TABLE_FLOW_MIN_BREAKS if self.ordered else tuning.TABLE_FLOW_MIN_BREAKS_UNORDERED
+        return self.breaks >= least
 
     @property
     def disordered(self) -> bool:
@@ -140,7 +146,7 @@ def table_readings(tree: Sequence[Element], words: Sequence[PageWord],
             if runs and len(columns) >= 2:
                 disorder = table_order_disorder([text for text, box in runs if inside(frame(box), area)],
                                                 texts[element_id])
-        readings.append(TableReading(element_id, len(held), guttered, breaks, disorder))
+        readings.append(TableReading(element_id, len(held), guttered, breaks, disorder, ordered=bool(runs)))
     return PageTables(readings, len(content))
 
 
@@ -291,10 +297,12 @@ def _column_breaks(columns: Sequence[tuple[int, int, list[BBox]]], height: float
     return most
 
 
-def table_flow_share(tree: Sequence[Element], words: Sequence[PageWord]) -> tuple[float, int]:
-    """Share of the page's words in a table two of whose page columns break into sections at different heights at
-    least `tuning.TABLE_FLOW_MIN_BREAKS` times (`table_flow_breaks`), and the most breaks of a table."""
-    tables = table_readings(tree, words)
+def table_flow_share(tree: Sequence[Element], words: Sequence[PageWord],
+                     runs: Sequence[tuple[str, BBox]] = ()) -> tuple[float, int]:
+    """Share of the page's words in a table two of whose page columns break into sections at different heights
+    often enough (`TableReading.flowing`: a text-layer page, given its `runs`, asks more breaks than a page read by
+    OCR), and the most breaks of a table (`table_flow_breaks`)."""
+    tables = table_readings(tree, words, runs=runs)
     return tables.share(lambda r: r.flowing), tables.most_breaks
 
 
