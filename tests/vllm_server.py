@@ -171,14 +171,17 @@ class VllmServer:
     def log_size(self) -> int:
         return self.log_path.stat().st_size if self.log_path.exists() else 0
 
-    def requests_added(self, since: int = 0) -> int:
-        """Requests that entered the server's engine, from its log after byte `since` (a log line stays where a
-        gauge returns to 0: it cannot be missed)."""
+    def requests_open(self, since: int = 0) -> int:
+        """Requests in the server's engine now, from its log after byte `since`: those that entered it ("Added
+        request", logged by `--enable-log-requests`) less those answered (the access log's line for each completion,
+        written when its answer is sent). Log lines stay where a gauge returns to 0 between two samples."""
         if not self.log_path.exists():
             return 0
         with self.log_path.open("rb") as handle:
             handle.seek(since)
-            return len(re.findall(rb"Added request \S+\.", handle.read()))
+            log = handle.read()
+        added = len(re.findall(rb"Added request \S+\.", log))
+        return added - len(re.findall(rb'"POST /v1/chat/completions HTTP/1\.1" \d{3}', log))
 
     def log_tail(self, chars: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""

@@ -237,19 +237,22 @@ def test_a_vllm_server_killed_mid_batch_loses_no_page(
     """Issue 13's vLLM fault: SIGKILL of the server while requests are in its engine. The requests in flight fail
     as an outage; their pages wait (backoff, not the fallback) and finish once a server is back, each exactly
     once."""
-    # The kill follows the server's own log of two requests entering its engine (a line that stays, unlike the
-    # num_requests_running gauge: five pages of 600 tokens were over within 6 s, between two of its samples), and
-    # each request generates 1,500 tokens (end-of-sequence ignored; well within the 4,096-token context): seconds
-    # of generation, against the milliseconds from the log line to the kill.
+    # The kill follows the server's own log of two requests in its engine: entered ("Added request") and not yet
+    # answered (the access log's line), lines that stay, unlike the num_requests_running gauge (five pages of 600
+    # tokens were over within 6 s, between two of its samples). Each request generates 1,500 tokens (end-of-sequence
+    # ignored; well within the 4,096-token context): seconds of generation, against the milliseconds from reading
+    # the log to the kill. Counting "entered" alone, a poll that came late (2 cores shared with other work) found
+    # the first two requests already answered and killed a server with none in flight; asked "entered and not
+    # answered", a late poll waits for the next pair of the five pages.
     platform = start_platform(platform_factory, postgres_url, vllm_server, request_extra=RUN_TO_LENGTH,
                               max_tokens=1500, max_attempts=1)
     log_start = vllm_server.log_size()
     created = platform.upload(corpus / "dev/docling_multi_page/multi_page.pdf", mode="accurate")
     uploaded_at = time.monotonic()
     deadline = uploaded_at + 240
-    while vllm_server.requests_added(since=log_start) < 2:
+    while vllm_server.requests_open(since=log_start) < 2:
         assert time.monotonic() < deadline, (
-            f"vLLM never had two requests\n--- gpu worker\n{platform.log('gpu')[-4000:]}\n"
+            f"vLLM never had two requests open\n--- gpu worker\n{platform.log('gpu')[-4000:]}\n"
             f"--- worker\n{platform.log('worker')[-2000:]}\n--- vllm\n{vllm_server.log_tail(3000)}")
         time.sleep(0.02)
     killed_at = time.monotonic()
@@ -273,7 +276,8 @@ def test_a_vllm_server_killed_mid_batch_loses_no_page(
     # The kill cut requests open (the connection dropped under them), not only refused new ones.
     cut = [line for line in platform.log("gpu").splitlines()
            if "page.retry" in line and "engine_unavailable" in line and "ConnectError" not in line]
-    assert cut, f"no request was in flight at the kill\n--- gpu worker\n{platform.log('gpu')[-4000:]}"
+    assert cut, (f"no request was in flight at the kill, {killed_at - uploaded_at:.1f} s after the upload\n"
+                 f"--- gpu worker\n{platform.log('gpu')[-4000:]}\n--- vllm\n{vllm_server.log_tail(3000)}")
     print(f"vllm killed mid-batch: 1 document, 5 pages, 0 lost, 0 duplicated, {len(cut)} requests cut; killed "
           f"{killed_at - uploaded_at:.1f} s after the upload; server back after "
           f"{back_at - killed_at:.1f} s, document final {done_at - back_at:.1f} s after that")
