@@ -9,21 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from pagemill_eval.calibset import write_set
 from services.core.elements import ElementType
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.confidence import NEEDS_REVIEW_BELOW
 from services.worker.engines.cpu.engine import CpuEngine
-from tests.corpus_pages import parse_file
+from tests.corpus_pages import generated_card, parse_file
 
 
 def wordy_card(corpus: Path, tmp_path: Path, degradation: str) -> Path:
     """The PDF of the generated wordy card (`--card-tabs --card-long-sections --card-wordy`, seed 5) in `degradation`
     (`cards`: born digital; `cards_scan`: its rendering)."""
-    cases = write_set([corpus], tmp_path / "set", seed=5, kinds_per_page=1, cards=2, card_tabs=True,
-                      card_long_sections=True, card_wordy=True)
-    [card] = [c for c in cases if c.degradation == degradation]
-    return tmp_path / "set" / card.case_id / f"{card.case_id}.pdf"
+    return generated_card(corpus, tmp_path / "set", degradation, seed=5, tabs=True, long_sections=True, wordy=True)
 
 
 def test_a_card_read_as_paragraphs_beside_code_blocks_is_sent_to_review(wordy_corpus: Path, tmp_path: Path,

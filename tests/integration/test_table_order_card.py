@@ -8,20 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from pagemill_eval.calibset import write_set
 from services.core.elements import ElementType
 from services.worker.engines.cpu import tuning
 from services.worker.engines.cpu.engine import CpuEngine
-from tests.corpus_pages import parse_file
+from tests.corpus_pages import generated_card, parse_file
 
 
 def test_a_long_section_card_read_as_one_table_is_sent_to_review(wordy_corpus: Path, tmp_path: Path,
                                                                  engine: CpuEngine,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    cases = write_set([wordy_corpus], tmp_path / "set", seed=5, kinds_per_page=1, cards=2, card_tabs=True,
-                      card_long_sections=True)
-    [card] = [c for c in cases if c.degradation == "cards"]
-    path = tmp_path / "set" / card.case_id / f"{card.case_id}.pdf"
+    path = generated_card(wordy_corpus, tmp_path / "set", "cards", seed=5, tabs=True, long_sections=True)
     output = parse_file(engine, path)
     tables = [e for e in output.elements if e.type == ElementType.TABLE]
     assert tables and output.signals["table_flow_breaks"] < tuning.TABLE_FLOW_MIN_BREAKS  # no break tells it
@@ -35,9 +31,7 @@ def test_a_long_section_card_read_as_one_table_is_sent_to_review(wordy_corpus: P
 def test_a_long_section_card_read_by_ocr_breaking_once_is_sent_to_review(wordy_corpus: Path, tmp_path: Path,
                                                                          engine: CpuEngine,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    cases = write_set([wordy_corpus], tmp_path / "set", seed=2, kinds_per_page=1, cards=2, card_long_sections=True)
-    [card] = [c for c in cases if c.degradation == "cards_scan"]
-    path = tmp_path / "set" / card.case_id / f"{card.case_id}.pdf"
+    path = generated_card(wordy_corpus, tmp_path / "set", "cards_scan", seed=2, long_sections=True)
     output = parse_file(engine, path)
     tables = [e for e in output.elements if e.type == ElementType.TABLE]
     assert tables and output.signals["table_flow_breaks"] == 1  # its page columns break apart once
