@@ -1,7 +1,8 @@
 """Fit and judge the section-break penalty on saved eval outputs: confidence − weight × `table_flow_share`.
 
 `table_flow_share` (`pagecolumns.table_flow_share`) is the share of a page's words sitting in a table two of whose
-page columns (wide column strips, or runs of narrow ones set alike, as an index's) break into sections at different
+page columns (wide column strips, or runs of narrow ones set alike, as an index's; strips or runs set alike in a
+table with fewer than two of those, `tuning.TABLE_FLOW_MIN_ALIKE_WIDTH`) break into sections at different
 heights (a blank line in one where the other writes a line, both ways, at least `tuning.TABLE_FLOW_MIN_BREAKS`
 times; once on a page read by OCR, `TABLE_FLOW_MIN_BREAKS_UNORDERED`): page columns with their own headings, a
 reference card or an index, read across as one table's rows with nothing around them for `table_gutter_share` to

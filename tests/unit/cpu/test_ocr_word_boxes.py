@@ -168,15 +168,20 @@ def _card(blanks: tuple[set[int], set[int]] = ({3, 8}, {1, 5, 9})) -> Image.Imag
     return image
 
 
-def test_a_scanned_card_read_as_one_table_breaks_apart_in_its_ink_not_in_its_padded_boxes() -> None:
+def test_a_scanned_card_read_as_one_table_breaks_apart_in_its_ink_not_in_its_padded_boxes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The section breaks need page columns at least `TABLE_FLOW_MIN_WIDTH` word heights wide: in the detector's
     padded heights this card's columns are too narrow to be page columns, in its ink they are what the text layer
-    would make of them (issue 28: asymptote's reference card read by OCR kept a confidence of 0.99)."""
+    would make of them (issue 28: asymptote's reference card read by OCR kept a confidence of 0.99). Page columns
+    tiled alike narrower (`TABLE_FLOW_MIN_ALIKE_WIDTH`, a later step) find them in the padded boxes too."""
     page = ocr.read_image(np.asarray(_card().convert("RGB")), try_turns=False)
     words = [word for line in page.lines for word in line.words]
     assert len(words) >= 140
     padded = [(w.box.x0, w.box.y0, w.box.x1, w.box.y1) for w in words]
     inked = [(w.ink.x0, w.ink.y0, w.ink.x1, w.ink.y1) for w in words if w.ink is not None]
     assert len(inked) == len(words)
+    assert pagecolumns.table_flow_breaks(inked) >= tuning.TABLE_FLOW_MIN_BREAKS
+    assert pagecolumns.table_flow_breaks(padded) >= tuning.TABLE_FLOW_MIN_BREAKS
+    monkeypatch.setattr(tuning, "TABLE_FLOW_MIN_ALIKE_WIDTH", tuning.TABLE_FLOW_MIN_WIDTH)  # no narrower tiling
     assert pagecolumns.table_flow_breaks(inked) >= tuning.TABLE_FLOW_MIN_BREAKS
     assert pagecolumns.table_flow_breaks(padded) == 0

@@ -18,7 +18,7 @@ from services.worker.engines.cpu.confidence import structure_signals
 from services.worker.engines.cpu.pagecolumns import table_flow_breaks, table_flow_share, table_readings
 from services.worker.engines.cpu.routes import Held, settle
 from services.worker.engines.geometry import Box, pixel_map, rounded, upright_map
-from tests.unit.cpu.test_table_gutter import CHAR, LINE, PROSE, column, element, line_words
+from tests.unit.cpu.test_table_gutter import CHAR, LINE, PROSE, box, column, element, line_words
 
 
 def flow(x: float, y: float, lines: int, blanks: set[int], width_chars: int = 44, start: int = 0) -> list[PageWord]:
@@ -277,3 +277,44 @@ def test_a_page_column_whose_heading_closed_its_inner_gap_tiles_with_the_others(
     assert table_flow_breaks([w.bbox for w in words]) >= tuning.TABLE_FLOW_MIN_BREAKS
     same = tab_card(({12, 24, 35}, {12, 24, 35}, {12, 24, 35})) + heading  # blank rows across the table
     assert table_flow_breaks([w.bbox for w in same]) == 0
+
+
+def narrow_page(blanks: tuple[set[int], ...], width_chars: int = 26) -> list[PageWord]:
+    """Page columns `width_chars` characters wide (26: 13 word heights, narrower than `TABLE_FLOW_MIN_WIDTH`), 20 pt
+    apart, each line one run of words with no gap a column could be cut at (an index in a larger type, its entries
+    run into their page numbers), blank at its rows `blanks`; every word its own (`w<n>`), for the order check."""
+    words = [w for n, column_blanks in enumerate(blanks)
+             for w in flow(40 + n * (width_chars * CHAR + 20), 60, 40, column_blanks, width_chars, start=5 * n)]
+    return [PageWord(f"w{n}", w.bbox) for n, w in enumerate(words)]
+
+
+def test_page_columns_narrower_than_a_wide_strip_count_when_they_tile_the_table_alike() -> None:
+    words = narrow_page(({6, 19, 31}, {11, 25, 36}, {4, 16, 28}))
+    assert tuning.TABLE_FLOW_MIN_ALIKE_WIDTH * 10 <= 26 * CHAR < tuning.TABLE_FLOW_MIN_WIDTH * 10
+    assert table_flow_breaks([w.bbox for w in words]) >= tuning.TABLE_FLOW_MIN_BREAKS
+    same = narrow_page(({6, 19, 31}, {6, 19, 31}, {6, 19, 31}))  # blank rows across the table: one table
+    assert table_flow_breaks([w.bbox for w in same]) == 0
+
+
+def test_narrow_page_columns_written_down_and_read_across_are_asked_their_order() -> None:
+    words = narrow_page(({6, 19, 31}, {6, 19, 31}, {6, 19, 31}))  # no break to tell them: the order does
+    lines: dict[tuple[float, float], list[PageWord]] = {}
+    for w in words:  # in each column's order, top to bottom: a run a line
+        lines.setdefault(((w.bbox[0] - 40) // 150, w.bbox[1]), []).append(w)
+    down = [(" ".join(w.text for w in line), box(line)) for line in lines.values()]
+    by_row = sorted(lines, key=lambda key: (key[1], key[0]))  # line by line across the page: one table's rows
+    across = [w for key in by_row for w in lines[key]]
+    tree = [element(ElementType.TABLE, across, 1)]
+    [reading] = table_readings(tree, across, runs=down).readings
+    assert reading.breaks == 0 and reading.disordered
+    rows = [(" ".join(w.text for w in lines[key]), box(lines[key])) for key in by_row]
+    assert table_readings(tree, across, runs=rows).readings[0].disorder == 0.0  # written as read: a real table's
+
+
+def test_narrow_strips_not_set_alike_or_narrower_still_are_no_page_columns() -> None:
+    blanks = ({6, 19, 31}, {11, 25, 36})
+    uneven = [w for n, (x, chars) in enumerate(((40, 26), (190, 16)))
+              for w in flow(x, 60, 40, blanks[n], chars, start=5 * n)]  # 13 and 8 word heights: no page's columns
+    assert table_flow_breaks([w.bbox for w in uneven]) == 0
+    chars = int(tuning.TABLE_FLOW_MIN_ALIKE_WIDTH * 10 / CHAR) - 2  # alike, but narrower than page columns are
+    assert table_flow_breaks([w.bbox for w in narrow_page(blanks, width_chars=chars)]) == 0

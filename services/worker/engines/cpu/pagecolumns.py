@@ -214,15 +214,16 @@ def _width(boxes: Sequence[BBox]) -> float:
     return max(b[2] for b in boxes) - min(b[0] for b in boxes)
 
 
-def _page_columns(strips: Sequence[Sequence[BBox]], min_width: float) -> list[tuple[int, int, list[BBox]]]:
+def _page_columns(strips: Sequence[Sequence[BBox]], min_width: float,
+                  one_strip_runs: bool = False) -> list[tuple[int, int, list[BBox]]]:
     """The table's column strips tiled, left to right, into page columns set alike: k ≥ 2 runs, each a run of
     narrow strips (an index's entries and their page numbers, a card's description and its syntax) or one wide strip
     (a page column whose heading closed its inner gap), each at least `min_width` wide and the narrowest at least
-    `tuning.TABLE_FLOW_ALIKE` of the widest, as the columns of one page are, one of them at least of two strips;
-    each as its first and last strip and its boxes. The first run is the narrowest that is wide enough (the most
-    runs: three page columns of two strips may tile alike as two runs of three too, each cutting the middle column
-    in half), each next run the fewest strips that reach its width. Empty when no tiling exists (a real table's
-    label column beside its figures)."""
+    `tuning.TABLE_FLOW_ALIKE` of the widest, as the columns of one page are, one of them at least of two strips
+    (any, with `one_strip_runs`); each as its first and last strip and its boxes. The first run is the narrowest
+    that is wide enough (the most runs: three page columns of two strips may tile alike as two runs of three too,
+    each cutting the middle column in half), each next run the fewest strips that reach its width. Empty when no
+    tiling exists (a real table's label column beside its figures)."""
     count = len(strips)
     lefts = [min(box[0] for box in strip) for strip in strips]
     rights = [max(box[2] for box in strip) for strip in strips]
@@ -242,7 +243,7 @@ def _page_columns(strips: Sequence[Sequence[BBox]], min_width: float) -> list[tu
             spans.append((first, last))
         widths = [width(first, last) for first, last in spans]
         if (min(widths) >= min_width and min(widths) >= tuning.TABLE_FLOW_ALIKE * max(widths)
-                and any(last > first for first, last in spans)):
+                and (one_strip_runs or any(last > first for first, last in spans))):
             return [(first, last, [box for strip in strips[first:last + 1] for box in strip]) for first, last in spans]
     return []
 
@@ -251,12 +252,13 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
     """How often two of a table's page columns break into sections at different heights. Its words are cut into
     column strips at its column gaps; a page column is a strip at least `tuning.TABLE_FLOW_MIN_WIDTH` word heights
     wide, or a run of narrow strips when the strips tile into runs set alike (`_page_columns`: an index's entries
-    beside their page numbers). For each pair of page columns side by side, the fewer of the two counts "a section
-    break of one (a blank line, a heading set larger) where the other writes a line of text"; the most over the
-    pairs. Page columns taken for one table break so, each at its own headings. A real table's blank rows and
-    header rows run across all of its columns; where one cell runs longer than its row's others, or a sparse column
-    leaves cells empty, the blanks are in its narrow columns of figures and short labels, which are not counted
-    unless they tile the table into runs set alike."""
+    beside their page numbers); a table with fewer than two of those is tiled alike again into narrower runs, one
+    strip each allowed (`tuning.TABLE_FLOW_MIN_ALIKE_WIDTH`: an index set in three columns). For each pair of page
+    columns side by side, the fewer of the two counts "a section break of one (a blank line, a heading set larger)
+    where the other writes a line of text"; the most over the pairs. Page columns taken for one table break so, each
+    at its own headings. A real table's blank rows and header rows run across all of its columns; where one cell
+    runs longer than its row's others, or a sparse column leaves cells empty, the blanks are in its narrow columns
+    of figures and short labels, which are not counted unless they tile the table into runs set alike."""
     return _flow_breaks(boxes, *_table_gaps(boxes)) if boxes else 0
 
 
@@ -272,7 +274,12 @@ def _flow_columns(boxes: Sequence[BBox], height: float,
     strips = [strip for strip in strips if strip]
     min_width = tuning.TABLE_FLOW_MIN_WIDTH * height
     columns = [(n, n, strip) for n, strip in enumerate(strips) if _width(strip) >= min_width]
-    return columns + [run for run in _page_columns(strips, min_width) if run[1] > run[0]]  # wide strips are in
+    columns += [run for run in _page_columns(strips, min_width) if run[1] > run[0]]  # wide strips are in
+    if len(columns) >= 2:
+        return columns
+    # fewer than two: a page set in three or four columns (an index in a larger type) may tile the table narrower,
+    # each page column maybe one strip (an entry run into its page number leaves no gap to cut it at)
+    return _page_columns(strips, tuning.TABLE_FLOW_MIN_ALIKE_WIDTH * height, one_strip_runs=True) or columns
 
 
 def _flow_breaks(boxes: Sequence[BBox], height: float, gaps: Sequence[tuple[float, float]]) -> int:
