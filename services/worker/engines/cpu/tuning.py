@@ -219,8 +219,8 @@ TABLE_FLOW_ALIKE = 0.9  # narrowest / widest: narrow strips tiled into runs this
 # at). Chosen, not fitted: about 20 characters, the narrowest line a page column carries (an entry and its page
 # numbers). At any width from 4 on, the tiling finds page columns in no table of dev + wide and in one page of the
 # generated pool (seeds 28 + 30, the 12 sets and the scans): an index of two page columns, its runs 14.1 word heights
-# (text similarity 0.21); a Debian judge's three-column index is 13.0 (docs/evaluation.md, "Page columns narrower
-# than a wide strip", 2026-12-08).
+# (text similarity 0.21); a Debian judge's three-column index is 13.0 (docs/evaluation.md, "A second family of
+# unseen documents; page columns narrower than a wide strip", 2026-12-08).
 TABLE_FLOW_MIN_ALIKE_WIDTH = 10
 TABLE_FLOW_MIN_BREAKS = 2  # two wide strips, each breaking this often where the other writes (`table_flow_share`)
 # ... on a page read by OCR, once is enough. A text-layer page has its producer's order to tell page columns read as
