@@ -300,7 +300,7 @@ def test_narrow_page_columns_written_down_and_read_across_are_asked_their_order(
     words = narrow_page(({6, 19, 31}, {6, 19, 31}, {6, 19, 31}))  # no break to tell them: the order does
     lines: dict[tuple[float, float], list[PageWord]] = {}
     for w in words:  # in each column's order, top to bottom: a run a line
-        lines.setdefault(((w.bbox[0] - 40) // 150, w.bbox[1]), []).append(w)
+        lines.setdefault(((w.bbox[0] - 40) // (26 * CHAR + 20), w.bbox[1]), []).append(w)  # narrow_page's pitch
     down = [(" ".join(w.text for w in line), box(line)) for line in lines.values()]
     by_row = sorted(lines, key=lambda key: (key[1], key[0]))  # line by line across the page: one table's rows
     across = [w for key in by_row for w in lines[key]]

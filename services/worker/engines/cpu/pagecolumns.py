@@ -265,8 +265,9 @@ def table_flow_breaks(boxes: Sequence[BBox]) -> int:
 def _flow_columns(boxes: Sequence[BBox], height: float,
                   gaps: Sequence[tuple[float, float]]) -> list[tuple[int, int, list[BBox]]]:
     """A table's page columns as `table_flow_breaks` finds them (its wide column strips, and the runs of narrow strips
-    that tile it alike), each as its first and last strip and its boxes; given its median word height and column
-    gaps (`_table_gaps`)."""
+    that tile it alike; with fewer than two of those, its strips tiled alike down to
+    `tuning.TABLE_FLOW_MIN_ALIKE_WIDTH`), each as its first and last strip and its boxes; given its median word
+    height and column gaps (`_table_gaps`)."""
     edges = [(left + right) / 2 for left, right in gaps]
     strips: list[list[BBox]] = [[] for _ in range(len(edges) + 1)]
     for box in boxes:
